@@ -1,0 +1,2 @@
+//! The alcove binary (being written).
+fn main() {}

@@ -1,0 +1,173 @@
+//! Streaming clients for the language models alcove talks to.
+//!
+//! One [`Model`] trait, two wire protocols:
+//! - Anthropic Messages (`anthropic.rs`), and
+//! - OpenAI Chat Completions (`openai.rs`), which also serves Ollama, vLLM,
+//!   llama.cpp's server and OpenRouter.
+//!
+//! Both stream over SSE, translate to and from the provider-neutral
+//! [`alcove_protocol::Message`], retry transient failures with backoff and
+//! jitter (honouring `retry-after`), and give up on a stream that goes idle.
+//! A stream that breaks half-way is retried from the start of the request,
+//! and the caller is told (via [`StreamDelta::Restarted`]) to discard the
+//! text it has shown; nothing is ever silently truncated.
+//!
+//! This crate knows nothing of tools beyond their specs, nor of the agent
+//! loop: it turns one request into one assistant message.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use alcove_protocol::{Message, StopReason, ToolSpec, Usage};
+
+mod anthropic;
+mod openai;
+mod retry;
+mod sse;
+
+pub use anthropic::AnthropicModel;
+pub use openai::OpenAiModel;
+pub use retry::RetryPolicy;
+
+/// One request to a model: the whole conversation so far.
+#[derive(Debug, Clone)]
+pub struct ModelRequest {
+    /// The system prompt.
+    pub system: String,
+    /// The conversation, oldest first.
+    pub messages: Vec<Message>,
+    /// The tools the model may call.
+    pub tools: Vec<ToolSpec>,
+    /// The output token limit.
+    pub max_tokens: u32,
+}
+
+/// The complete answer to one [`ModelRequest`].
+#[derive(Debug, Clone)]
+pub struct ModelResponse {
+    /// The assistant message (text and tool calls, in the order received).
+    pub message: Message,
+    /// Why the model stopped.
+    pub stop_reason: StopReason,
+    /// Tokens used by this request (all attempts' usage is not summed: only
+    /// the attempt that succeeded counts).
+    pub usage: Usage,
+}
+
+/// Progress reported while a request runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamDelta {
+    /// A piece of assistant text.
+    Text(String),
+    /// The stream broke after some output; the request is being sent again
+    /// from the start, so text shown so far for this request is void.
+    Restarted {
+        /// Why.
+        reason: String,
+    },
+    /// An attempt failed and another will follow after `delay`.
+    Retry {
+        /// 1-based number of the attempt that failed.
+        attempt: u32,
+        /// The wait before the next attempt.
+        delay: Duration,
+        /// Why the attempt failed.
+        reason: String,
+    },
+}
+
+/// Why a request failed for good (after retries).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelError {
+    /// The provider answered with an HTTP error status.
+    #[error("{provider} returned HTTP {status}: {body}")]
+    Http {
+        /// The provider's name.
+        provider: String,
+        /// The status code.
+        status: u16,
+        /// The response body (cut to a readable length).
+        body: String,
+    },
+    /// The server could not be reached.
+    #[error("cannot connect to {url}: {reason}")]
+    Connect {
+        /// The URL tried.
+        url: String,
+        /// The transport's message.
+        reason: String,
+    },
+    /// The stream went silent for longer than the idle timeout.
+    #[error("the model stream was idle for {0:?}")]
+    IdleTimeout(Duration),
+    /// The stream broke or carried an error event.
+    #[error("model stream failed: {0}")]
+    Stream(String),
+    /// The provider sent something that is not the protocol.
+    #[error("malformed model response: {0}")]
+    Protocol(String),
+}
+
+/// A model that can answer a conversation, streaming.
+///
+/// Implementors own retries and timeouts: a call returns either a complete
+/// assistant message or the error that remained after retrying. Cancellation
+/// is done by dropping the future; implementors must hold no state that a
+/// dropped call could leave inconsistent.
+#[async_trait::async_trait]
+pub trait Model: Send + Sync {
+    /// `provider/model`, for logs and events.
+    fn name(&self) -> &str;
+
+    /// Sends the request and streams the answer, reporting progress to
+    /// `on_delta` as it arrives.
+    async fn complete(
+        &self,
+        request: &ModelRequest,
+        on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
+    ) -> Result<ModelResponse, ModelError>;
+}
+
+/// Which wire protocol a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireProtocol {
+    /// Anthropic Messages (`POST {base}/v1/messages`).
+    Anthropic,
+    /// OpenAI Chat Completions (`POST {base}/chat/completions`, base includes `/v1`).
+    OpenAi,
+}
+
+/// Everything needed to talk to one provider. Built by the CLI from flags,
+/// environment and config; this crate reads no environment itself.
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    /// The provider id as the user wrote it (`anthropic`, `openai`, `ollama`, …).
+    pub id: String,
+    /// Its wire protocol.
+    pub protocol: WireProtocol,
+    /// The base URL, following the official SDKs: with `/v1` for OpenAI,
+    /// without it for Anthropic.
+    pub base_url: String,
+    /// The API key, when one is needed.
+    pub api_key: Option<String>,
+    /// The model name sent to the provider.
+    pub model: String,
+    /// Retry, backoff and timeout settings.
+    pub retry: RetryPolicy,
+}
+
+/// Builds the client for a provider.
+pub fn connect(config: ProviderConfig) -> Result<Arc<dyn Model>, ModelError> {
+    match config.protocol {
+        WireProtocol::Anthropic => Ok(Arc::new(AnthropicModel::new(config)?)),
+        WireProtocol::OpenAi => Ok(Arc::new(OpenAiModel::new(config)?)),
+    }
+}
+
+/// Looks for an OpenAI-compatible server on this machine (Ollama on 11434,
+/// llama.cpp on 8080) and returns the base URL (with `/v1`) of the first
+/// that answers `GET /v1/models` within `timeout`.
+pub async fn discover_local(timeout: Duration) -> Option<String> {
+    openai::discover_local(timeout).await
+}

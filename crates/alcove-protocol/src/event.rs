@@ -1,0 +1,210 @@
+//! The agent event stream: everything a user can observe, from any agent.
+//!
+//! The `exec --json` output, the transcripts, the TRACE lines and the
+//! interactive UI all consume this one stream, so what one shows the others
+//! can show too.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{Message, Usage};
+
+/// Where an agent sits in the delegation tree: `main`, `main/a1`,
+/// `main/a1/a2`, …
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct AgentPath(String);
+
+impl AgentPath {
+    /// The path of the top-level agent.
+    pub fn main() -> AgentPath {
+        AgentPath("main".to_owned())
+    }
+
+    /// The path of a child of this agent.
+    pub fn child(&self, name: &str) -> AgentPath {
+        AgentPath(format!("{}/{name}", self.0))
+    }
+
+    /// The path as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for AgentPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// How an agent run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The model gave a final answer.
+    Completed,
+    /// The turn cap was reached first.
+    MaxTurns,
+    /// The run was cancelled.
+    Aborted,
+    /// The model could not be reached or failed after retries.
+    Failed,
+}
+
+impl RunStatus {
+    /// The lowercase name used in events, trace lines and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Completed => "completed",
+            RunStatus::MaxTurns => "max_turns",
+            RunStatus::Aborted => "aborted",
+            RunStatus::Failed => "failed",
+        }
+    }
+}
+
+/// One observable thing an agent did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentEvent {
+    /// The agent it came from.
+    pub agent: AgentPath,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// What happened. Serialized with a `type` tag in snake_case; the schema is
+/// documented in `docs/events.md`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A session began.
+    SessionStarted {
+        /// The session id (also the transcript's file stem).
+        session_id: String,
+        /// `provider/model`.
+        model: String,
+        /// The absolute workspace root.
+        workspace: String,
+        /// Where the transcript is written, when it is.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        transcript: Option<String>,
+    },
+    /// A message was appended to the agent's history. Replaying these events
+    /// rebuilds the conversation.
+    Message {
+        /// The message.
+        message: Message,
+    },
+    /// A model turn began.
+    TurnStarted {
+        /// 1-based turn number.
+        turn: u32,
+    },
+    /// A request is about to be sent to the model.
+    ModelRequest {
+        /// 1-based turn number.
+        turn: u32,
+        /// How many messages the request carries.
+        messages: usize,
+        /// How many tools the model is offered.
+        tools: usize,
+    },
+    /// A failed model request will be retried.
+    ModelRetry {
+        /// 1-based number of the attempt that failed.
+        attempt: u32,
+        /// How long until the next attempt.
+        delay_ms: u64,
+        /// Why the attempt failed.
+        reason: String,
+    },
+    /// A piece of streamed assistant text.
+    TextDelta {
+        /// The text.
+        text: String,
+    },
+    /// The streamed text was discarded because the request is being retried
+    /// from the start.
+    StreamRestarted {
+        /// Why.
+        reason: String,
+    },
+    /// The assistant message is complete; its whole text.
+    AssistantText {
+        /// The text (may be empty when the message only calls tools).
+        text: String,
+    },
+    /// Tokens used by one model request.
+    Usage {
+        /// Tokens used by this request.
+        usage: Usage,
+    },
+    /// A tool call is starting.
+    ToolCallStarted {
+        /// The call id.
+        id: String,
+        /// The tool's name.
+        name: String,
+        /// The arguments.
+        input: Value,
+    },
+    /// A tool call finished (also when it was refused or cancelled).
+    ToolCallFinished {
+        /// The call id.
+        id: String,
+        /// The tool's name.
+        name: String,
+        /// The result text the model will read.
+        content: String,
+        /// Whether it failed, was denied or was cancelled.
+        is_error: bool,
+        /// Wall time of the call.
+        duration_ms: u64,
+    },
+    /// A model turn ended.
+    TurnEnded {
+        /// 1-based turn number.
+        turn: u32,
+        /// How many tool calls the turn made.
+        tool_calls: usize,
+    },
+    /// A child agent began.
+    AgentStarted {
+        /// The child's path.
+        child: AgentPath,
+        /// The short task description the parent gave.
+        description: String,
+        /// The child's depth (the main agent is 0).
+        depth: u32,
+    },
+    /// A child agent ended.
+    AgentEnded {
+        /// The child's path.
+        child: AgentPath,
+        /// The short task description the parent gave.
+        description: String,
+        /// How it ended.
+        status: RunStatus,
+        /// Whether the parent received a usable report.
+        ok: bool,
+    },
+    /// Something worth telling the user that is not an error of the run.
+    Warning {
+        /// What.
+        message: String,
+    },
+    /// The run ended.
+    SessionEnded {
+        /// How.
+        status: RunStatus,
+        /// How many model turns it took.
+        turns: u32,
+        /// Tokens used in all.
+        usage: Usage,
+        /// The error, when the status is `failed`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+}

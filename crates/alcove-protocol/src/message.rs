@@ -1,0 +1,138 @@
+//! The provider-neutral conversation model.
+//!
+//! The shape follows Anthropic's Messages API (content blocks, tool results
+//! carried in user messages) because it is the richer of the two wire
+//! protocols; the OpenAI client translates to and from it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The user, or the harness speaking for the user (tool results).
+    User,
+    /// The model.
+    Assistant,
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Who wrote it.
+    pub role: Role,
+    /// What it holds, in order.
+    pub content: Vec<ContentBlock>,
+}
+
+/// One block of a message's content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentBlock {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A tool call requested by the model.
+    ToolUse {
+        /// The call id the result must echo.
+        id: String,
+        /// The tool's name as the model wrote it.
+        name: String,
+        /// The arguments. When the model's arguments were not valid JSON this
+        /// holds them as a JSON string, so nothing the model said is lost.
+        input: Value,
+    },
+    /// The answer to one tool call.
+    ToolResult {
+        /// The id of the `ToolUse` this answers.
+        tool_use_id: String,
+        /// The result text the model reads.
+        content: String,
+        /// Whether the call failed, was denied or was cancelled.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+}
+
+impl Message {
+    /// A user message holding one text block.
+    pub fn user_text(text: impl Into<String>) -> Message {
+        Message {
+            role: Role::User,
+            content: vec![ContentBlock::Text { text: text.into() }],
+        }
+    }
+
+    /// An assistant message holding one text block.
+    pub fn assistant_text(text: impl Into<String>) -> Message {
+        Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::Text { text: text.into() }],
+        }
+    }
+
+    /// The concatenation of the message's text blocks, with no separator.
+    pub fn text(&self) -> String {
+        let mut text = String::new();
+        for block in &self.content {
+            if let ContentBlock::Text { text: part } = block {
+                text.push_str(part);
+            }
+        }
+        text
+    }
+
+    /// The tool calls of this message, in order: `(id, name, input)`.
+    pub fn tool_uses(&self) -> impl Iterator<Item = (&str, &str, &Value)> {
+        self.content.iter().filter_map(|block| match block {
+            ContentBlock::ToolUse { id, name, input } => Some((id.as_str(), name.as_str(), input)),
+            _ => None,
+        })
+    }
+}
+
+/// A tool as offered to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The name the model calls it by.
+    pub name: String,
+    /// What it does and when to use it, for the model.
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub input_schema: Value,
+}
+
+/// Token counts reported by a provider.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens, including cached ones.
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    /// Adds another usage report to this one.
+    pub fn add(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+    }
+}
+
+/// Why the model stopped producing a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model finished its answer.
+    EndTurn,
+    /// The model asked for tools.
+    ToolUse,
+    /// The output token limit was hit.
+    MaxTokens,
+    /// Anything else the provider said, kept verbatim.
+    #[serde(untagged)]
+    Other(String),
+}

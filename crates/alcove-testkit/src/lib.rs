@@ -1,0 +1,1 @@
+//! A scripted fake model server (being written).

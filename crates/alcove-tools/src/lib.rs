@@ -1,0 +1,167 @@
+//! The [`Tool`] trait, and the built-in tools every alcove agent starts with.
+//!
+//! A tool is a named capability the model may call. The agent loop (in
+//! `alcove-core`) owns the one dispatch path — lookup, argument validation,
+//! permission gate, hooks, call, result — and talks to every tool, built-in or
+//! not (the `Agent` tool, MCP tools later), only through this trait.
+//!
+//! Built-ins use the parameter names models are trained on (Claude Code's):
+//! [`Read`], [`Write`], [`Edit`], [`Glob`], [`Grep`] (ripgrep's own crates)
+//! and [`Bash`] (its own process group, killed on timeout or cancel).
+//!
+//! Tools never look at the process's working directory: every relative path
+//! resolves against the [`Workspace`] root they are given.
+#![deny(missing_docs)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use alcove_protocol::{AgentPath, ToolSpec};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+mod bash;
+mod edit;
+mod glob;
+mod grep;
+mod read;
+mod workspace;
+mod write;
+
+pub use bash::Bash;
+pub use edit::Edit;
+pub use glob::Glob;
+pub use grep::Grep;
+pub use read::Read;
+pub use workspace::Workspace;
+pub use write::Write;
+
+/// What a call can do to the world, which is what the permission gate decides on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Only reads files or state.
+    ReadOnly,
+    /// Creates or changes files (Write, Edit).
+    Edit,
+    /// Runs arbitrary commands or has effects the harness cannot see (Bash).
+    Execute,
+    /// Delegates to a child agent, whose own calls are gated one by one.
+    Delegate,
+}
+
+/// What one validated call intends to do, for the permission layer, hooks and
+/// approval prompts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Invocation {
+    /// One line saying what the call does (`src/main.rs`, `cargo test`, …).
+    pub summary: String,
+    /// The absolute paths the call reads or writes, resolved against the workspace.
+    pub paths: Vec<PathBuf>,
+    /// The shell command, for Bash-like tools.
+    pub command: Option<String>,
+}
+
+/// The result of a call, as the model will read it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// The text.
+    pub content: String,
+    /// Whether the call failed.
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// A successful result.
+    pub fn ok(content: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    /// A failed result; the text says why, for the model to adapt.
+    pub fn error(content: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            content: content.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// What a call runs with. Shared state is held by reference.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The workspace every relative path resolves against.
+    pub workspace: Arc<Workspace>,
+    /// Cancelled when the call must stop (user interrupt, parent cancelled,
+    /// deadline). Long-running tools must watch it and clean up.
+    pub cancel: CancellationToken,
+    /// The agent making the call.
+    pub agent: AgentPath,
+    /// Its depth in the delegation tree (the main agent is 0).
+    pub depth: u32,
+    /// The model's id for this call.
+    pub call_id: String,
+}
+
+/// A capability the model can call.
+///
+/// Implementors validate their arguments in [`Tool::inspect`] (usually with
+/// [`parse_input`]) and do the work in [`Tool::call`], which is only reached
+/// after the permission gate and hooks have allowed the call. Failures the
+/// model can act on are returned as [`ToolOutput::error`], never as panics.
+#[async_trait::async_trait]
+pub trait Tool: Send + Sync {
+    /// The name, description and argument schema offered to the model.
+    fn spec(&self) -> &ToolSpec;
+
+    /// What calls of this tool can do.
+    fn access(&self) -> Access;
+
+    /// Whether calls may run at the same time as other concurrency-safe calls
+    /// of the same assistant message.
+    fn concurrency_safe(&self) -> bool {
+        self.access() == Access::ReadOnly
+    }
+
+    /// Checks the arguments and says what the call would do. An `Err` is the
+    /// reason, returned to the model as an error result.
+    fn inspect(&self, input: &Value, workspace: &Workspace) -> Result<Invocation, String>;
+
+    /// Does the work.
+    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput;
+}
+
+/// Deserializes a tool's arguments, turning serde's complaint into a reason
+/// the model can act on.
+pub fn parse_input<T: DeserializeOwned>(tool: &str, input: &Value) -> Result<T, String> {
+    T::deserialize(input).map_err(|err| format!("invalid arguments for {tool}: {err}"))
+}
+
+/// Builds a [`ToolSpec`] whose schema is derived from the argument type.
+pub fn spec_for<T: schemars::JsonSchema>(name: &str, description: &str) -> ToolSpec {
+    let schema = schemars::schema_for!(T);
+    let mut input_schema = serde_json::to_value(&schema).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut input_schema {
+        map.remove("$schema");
+        map.remove("title");
+    }
+    ToolSpec {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        input_schema,
+    }
+}
+
+/// The built-in tools, in the order they are offered to the model.
+pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(Read::default()),
+        Arc::new(Glob::default()),
+        Arc::new(Grep::default()),
+        Arc::new(Write::default()),
+        Arc::new(Edit::default()),
+        Arc::new(Bash::default()),
+    ]
+}
