@@ -1,1 +1,34 @@
-//! The agent (being written).
+//! The alcove agent: one loop, called at every depth.
+//!
+//! [`run_agent`] sends the history and the tools to the model, streams the
+//! reply, runs the tool calls through the single dispatch path (lookup →
+//! argument validation → permission gate → PreToolUse hooks → call →
+//! PostToolUse hooks → result) and loops until the model answers without
+//! calling a tool, the turn cap is reached, the run is cancelled or the model
+//! fails for good. A subagent is this same loop called again with a fresh
+//! history, a narrower tool set and a child cancellation token.
+//!
+//! Everything observable leaves through an [`EventSink`] as
+//! [`alcove_protocol::AgentEvent`]s; this crate never prints, reads argv or
+//! the environment, or exits the process.
+//!
+//! - [`Runtime`]: what every agent of a session shares by reference (model,
+//!   gate, hooks, events, workspace, limits).
+//! - [`AgentRun`]: what one agent run owns (path, depth, tools, cancel token).
+//! - [`PermissionGate`], [`Hooks`]: the seams every tool call passes.
+//! - [`Transcript`]: the append-only JSONL record of a session.
+
+mod agent_loop;
+mod context;
+mod dispatch;
+mod events;
+mod gate;
+mod hooks;
+mod transcript;
+
+pub use agent_loop::{AgentOutcome, AgentRun, Limits, Runtime, run_agent};
+pub use context::{ProjectContext, system_prompt};
+pub use events::{EventSink, FanOut};
+pub use gate::{Decision, PermissionGate, PermissionMode};
+pub use hooks::{HookVerdict, Hooks, NoHooks};
+pub use transcript::{Transcript, read_transcript};

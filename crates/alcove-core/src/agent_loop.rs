@@ -1,0 +1,196 @@
+//! `run_agent`: the agent loop, the same at every depth.
+//!
+//! One turn is one model request. A reply with tool calls has them run
+//! (through `dispatch`) and loops; a reply without them ends the run. The
+//! loop owns the history it was given and returns it, so the caller — the
+//! CLI for the main agent, the `Agent` tool for a child — decides what of it
+//! survives. Only events leave while it runs.
+
+use std::sync::Arc;
+
+use alcove_model::{Model, ModelRequest, StreamDelta};
+use alcove_protocol::{AgentEvent, AgentPath, EventKind, Message, Role, RunStatus, Usage};
+use alcove_tools::{Tool, Workspace};
+use tokio_util::sync::CancellationToken;
+
+use crate::dispatch::run_tool_calls;
+use crate::{EventSink, Hooks, PermissionGate};
+
+/// What every agent of a session shares by reference.
+pub struct Runtime {
+    /// The model client.
+    pub model: Arc<dyn Model>,
+    /// The permission gate every call passes.
+    pub gate: Arc<PermissionGate>,
+    /// The hooks every call passes.
+    pub hooks: Arc<dyn Hooks>,
+    /// Where events go.
+    pub events: Arc<dyn EventSink>,
+    /// The workspace all tools work in.
+    pub workspace: Arc<Workspace>,
+    /// Size limits.
+    pub limits: Limits,
+}
+
+/// Size limits of a session.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The output token limit of each model request.
+    pub max_tokens: u32,
+    /// The largest tool result, in bytes, the model is sent; longer results
+    /// keep their head and tail and say how much was cut.
+    pub result_cap: usize,
+}
+
+impl Runtime {
+    /// Emits one event from `agent`.
+    pub fn emit(&self, agent: &AgentPath, kind: EventKind) {
+        self.events.emit(&AgentEvent { agent: agent.clone(), kind });
+    }
+}
+
+/// What one agent run owns.
+pub struct AgentRun {
+    /// Where the agent sits in the tree.
+    pub path: AgentPath,
+    /// Its depth (the main agent is 0).
+    pub depth: u32,
+    /// Its system prompt.
+    pub system_prompt: String,
+    /// The tools it is offered, in order.
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// The most model requests it may make.
+    pub max_turns: u32,
+    /// Cancelled to stop it (and everything below it).
+    pub cancel: CancellationToken,
+}
+
+/// How a run ended, with the history it produced.
+#[derive(Debug, Clone)]
+pub struct AgentOutcome {
+    /// How it ended.
+    pub status: RunStatus,
+    /// The whole history, the given part included.
+    pub messages: Vec<Message>,
+    /// How many model requests it made.
+    pub turns: u32,
+    /// Tokens used.
+    pub usage: Usage,
+    /// The model error, when the status is `failed`.
+    pub error: Option<String>,
+}
+
+impl AgentOutcome {
+    /// The text of the last assistant message whose text is not empty.
+    pub fn last_text(&self) -> Option<String> {
+        self.messages
+            .iter()
+            .rev()
+            .filter(|message| message.role == Role::Assistant)
+            .map(Message::text)
+            .find(|text| !text.is_empty())
+    }
+}
+
+/// Runs an agent: appends `input` to `history` and loops until the model
+/// stops calling tools, `max_turns` requests were made, `run.cancel` fires or
+/// the model fails for good. Every tool call made gets exactly one result in
+/// the returned history.
+pub async fn run_agent(runtime: &Runtime, run: &AgentRun, history: Vec<Message>, input: Message) -> AgentOutcome {
+    let mut outcome = AgentOutcome {
+        status: RunStatus::Completed,
+        messages: history,
+        turns: 0,
+        usage: Usage::default(),
+        error: None,
+    };
+    append(runtime, run, &mut outcome.messages, input);
+    let tool_specs: Vec<_> = run.tools.iter().map(|tool| tool.spec().clone()).collect();
+
+    loop {
+        if run.cancel.is_cancelled() {
+            outcome.status = RunStatus::Aborted;
+            return outcome;
+        }
+        if outcome.turns >= run.max_turns {
+            outcome.status = RunStatus::MaxTurns;
+            return outcome;
+        }
+        outcome.turns += 1;
+        let turn = outcome.turns;
+        runtime.emit(&run.path, EventKind::TurnStarted { turn });
+
+        let request = ModelRequest {
+            system: run.system_prompt.clone(),
+            messages: outcome.messages.clone(),
+            tools: tool_specs.clone(),
+            max_tokens: runtime.limits.max_tokens,
+        };
+        runtime.emit(
+            &run.path,
+            EventKind::ModelRequest { turn, messages: request.messages.len(), tools: request.tools.len() },
+        );
+        let on_delta = |delta: StreamDelta| runtime.emit(&run.path, delta_event(delta));
+        let reply = tokio::select! {
+            biased;
+            () = run.cancel.cancelled() => {
+                outcome.status = RunStatus::Aborted;
+                return outcome;
+            }
+            reply = runtime.model.complete(&request, &on_delta) => reply,
+        };
+        let response = match reply {
+            Ok(response) => response,
+            Err(err) => {
+                outcome.status = RunStatus::Failed;
+                outcome.error = Some(err.to_string());
+                return outcome;
+            }
+        };
+        outcome.usage.add(response.usage);
+        runtime.emit(&run.path, EventKind::Usage { usage: response.usage });
+        runtime.emit(&run.path, EventKind::AssistantText { text: response.message.text() });
+
+        let calls: Vec<(String, String, serde_json::Value)> = response
+            .message
+            .tool_uses()
+            .map(|(id, name, input)| (id.to_owned(), name.to_owned(), input.clone()))
+            .collect();
+        append(runtime, run, &mut outcome.messages, response.message);
+
+        if calls.is_empty() {
+            runtime.emit(&run.path, EventKind::TurnEnded { turn, tool_calls: 0 });
+            if run.depth == 0 {
+                if let Some(feedback) = runtime.hooks.stop(&outcome.messages).await {
+                    let feedback = Message::user_text(format!("Stop hook feedback:\n{feedback}"));
+                    append(runtime, run, &mut outcome.messages, feedback);
+                    continue;
+                }
+            }
+            outcome.status = RunStatus::Completed;
+            return outcome;
+        }
+
+        let results = run_tool_calls(runtime, run, &calls).await;
+        append(runtime, run, &mut outcome.messages, Message { role: Role::User, content: results });
+        runtime.emit(&run.path, EventKind::TurnEnded { turn, tool_calls: calls.len() });
+    }
+}
+
+fn append(runtime: &Runtime, run: &AgentRun, messages: &mut Vec<Message>, message: Message) {
+    runtime.emit(&run.path, EventKind::Message { message: message.clone() });
+    messages.push(message);
+}
+
+fn delta_event(delta: StreamDelta) -> EventKind {
+    match delta {
+        StreamDelta::Text(text) => EventKind::TextDelta { text },
+        StreamDelta::Restarted { reason } => EventKind::StreamRestarted { reason },
+        StreamDelta::Retry { attempt, delay, reason } => EventKind::ModelRetry {
+            attempt,
+            delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            reason,
+        },
+    }
+}
+

@@ -1,0 +1,224 @@
+//! The one dispatch path every tool call takes, at every depth.
+//!
+//! lookup → argument validation → permission gate → PreToolUse hooks → call
+//! → PostToolUse hooks → capped result. Whatever happens on the way — an
+//! unknown tool, arguments that are not JSON, a denial, a hook block, a
+//! failure, a cancellation — the call ends as exactly one `tool_result`.
+//!
+//! Calls of one assistant message run in groups: consecutive calls that are
+//! concurrency-safe run together, delegations (`Agent`) run together, and
+//! everything else runs alone, in order. Results always come back in call
+//! order.
+
+use std::time::{Duration, Instant};
+
+use alcove_protocol::{ContentBlock, EventKind};
+use alcove_tools::{Access, Tool, ToolContext, ToolOutput};
+use futures::future::join_all;
+use serde_json::Value;
+
+use crate::{AgentRun, Decision, HookVerdict, Runtime};
+
+/// How long a tool gets to stop by itself after its run was cancelled before
+/// its future is dropped.
+const CANCEL_GRACE: Duration = Duration::from_secs(2);
+
+/// Runs the calls of one assistant message and returns their results, one per
+/// call, in call order.
+pub(crate) async fn run_tool_calls(
+    runtime: &Runtime,
+    run: &AgentRun,
+    calls: &[(String, String, Value)],
+) -> Vec<ContentBlock> {
+    let mut results = Vec::with_capacity(calls.len());
+    for group in groups(run, calls) {
+        if run.cancel.is_cancelled() {
+            for (id, name, input) in group {
+                runtime.emit(
+                    &run.path,
+                    EventKind::ToolCallStarted { id: id.clone(), name: name.clone(), input: input.clone() },
+                );
+                let output = ToolOutput::error("Skipped: the run was cancelled before this call started.");
+                results.push(finish(runtime, run, id, name, output, Instant::now()));
+            }
+            continue;
+        }
+        let outputs = join_all(group.iter().map(|(id, name, input)| dispatch(runtime, run, id, name, input))).await;
+        results.extend(outputs);
+    }
+    results
+}
+
+/// Splits calls into groups that may run together: a run of consecutive
+/// concurrency-safe calls, a run of consecutive delegations, or one call.
+fn groups<'a>(run: &AgentRun, calls: &'a [(String, String, Value)]) -> Vec<&'a [(String, String, Value)]> {
+    #[derive(PartialEq)]
+    enum Class {
+        Parallel,
+        Delegation,
+        Alone,
+    }
+    let class = |name: &str| match find(run, name) {
+        Some(tool) if tool.access() == Access::Delegate => Class::Delegation,
+        Some(tool) if tool.concurrency_safe() => Class::Parallel,
+        _ => Class::Alone,
+    };
+    let mut groups = Vec::new();
+    let mut start = 0;
+    for idx in 1..=calls.len() {
+        let boundary = idx == calls.len() || {
+            let previous = class(&calls[idx - 1].1);
+            previous == Class::Alone || previous != class(&calls[idx].1)
+        };
+        if boundary {
+            groups.push(&calls[start..idx]);
+            start = idx;
+        }
+    }
+    groups
+}
+
+fn find<'a>(run: &'a AgentRun, name: &str) -> Option<&'a dyn Tool> {
+    run.tools.iter().find(|tool| tool.spec().name == name).map(|tool| tool.as_ref())
+}
+
+async fn dispatch(runtime: &Runtime, run: &AgentRun, id: &str, name: &str, input: &Value) -> ContentBlock {
+    let started = Instant::now();
+    runtime.emit(
+        &run.path,
+        EventKind::ToolCallStarted { id: id.to_owned(), name: name.to_owned(), input: input.clone() },
+    );
+    let output = gate_and_call(runtime, run, id, name, input).await;
+    finish(runtime, run, id, name, output, started)
+}
+
+async fn gate_and_call(runtime: &Runtime, run: &AgentRun, id: &str, name: &str, input: &Value) -> ToolOutput {
+    let Some(tool) = find(run, name) else {
+        let known: Vec<&str> = run.tools.iter().map(|tool| tool.spec().name.as_str()).collect();
+        return ToolOutput::error(format!("Unknown tool `{name}`. Available tools: {}.", known.join(", ")));
+    };
+    if let Value::String(raw) = input {
+        return ToolOutput::error(format!(
+            "Invalid arguments for {name}: they are not valid JSON ({}). Call the tool again with a JSON object.",
+            cut(raw, 200)
+        ));
+    }
+    let invocation = match tool.inspect(input, &runtime.workspace) {
+        Ok(invocation) => invocation,
+        Err(reason) => return ToolOutput::error(reason),
+    };
+    if let Decision::Deny(reason) =
+        runtime.gate.check(&run.path, name, tool.access(), &invocation, &runtime.workspace)
+    {
+        return ToolOutput::error(reason);
+    }
+    if let HookVerdict::Block(reason) = runtime.hooks.pre_tool_use(&run.path, name, input).await {
+        return ToolOutput::error(format!("Blocked by PreToolUse hook: {reason}"));
+    }
+    if run.cancel.is_cancelled() {
+        return ToolOutput::error("Cancelled before the call started.");
+    }
+    let context = ToolContext {
+        workspace: runtime.workspace.clone(),
+        cancel: run.cancel.child_token(),
+        agent: run.path.clone(),
+        depth: run.depth,
+        call_id: id.to_owned(),
+    };
+    let call = tool.call(input.clone(), &context);
+    tokio::pin!(call);
+    let output = tokio::select! {
+        output = &mut call => output,
+        () = run.cancel.cancelled() => {
+            match tokio::time::timeout(CANCEL_GRACE, &mut call).await {
+                Ok(output) => output,
+                Err(_) => ToolOutput::error("Cancelled: the call did not stop by itself and was abandoned."),
+            }
+        }
+    };
+    runtime.hooks.post_tool_use(&run.path, name, input, &output).await;
+    output
+}
+
+fn finish(
+    runtime: &Runtime,
+    run: &AgentRun,
+    id: &str,
+    name: &str,
+    output: ToolOutput,
+    started: Instant,
+) -> ContentBlock {
+    let content = cap(output.content, runtime.limits.result_cap);
+    runtime.emit(
+        &run.path,
+        EventKind::ToolCallFinished {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            content: content.clone(),
+            is_error: output.is_error,
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        },
+    );
+    ContentBlock::ToolResult { tool_use_id: id.to_owned(), content, is_error: output.is_error }
+}
+
+/// Keeps the head and tail of a result longer than `limit` bytes and says how
+/// much was cut in between.
+fn cap(content: String, limit: usize) -> String {
+    if content.len() <= limit {
+        return content;
+    }
+    let head_end = floor_char_boundary(&content, limit * 3 / 4);
+    let tail_start = ceil_char_boundary(&content, content.len() - limit / 4);
+    let cut_bytes = tail_start - head_end;
+    format!(
+        "{}\n\n[... {cut_bytes} bytes cut: the result was {} bytes, over the {limit}-byte limit ...]\n\n{}",
+        &content[..head_end],
+        content.len(),
+        &content[tail_start..]
+    )
+}
+
+fn cut(text: &str, limit: usize) -> &str {
+    &text[..floor_char_boundary(text, limit.min(text.len()))]
+}
+
+fn floor_char_boundary(text: &str, mut idx: usize) -> usize {
+    while idx > 0 && !text.is_char_boundary(idx) {
+        idx -= 1;
+    }
+    idx
+}
+
+fn ceil_char_boundary(text: &str, mut idx: usize) -> usize {
+    while idx < text.len() && !text.is_char_boundary(idx) {
+        idx += 1;
+    }
+    idx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cap_keeps_head_and_tail_and_says_how_much_was_cut() {
+        let content = format!("{}{}", "a".repeat(600), "z".repeat(600));
+        let capped = cap(content, 400);
+        assert!(capped.starts_with(&"a".repeat(300)));
+        assert!(capped.ends_with(&"z".repeat(100)));
+        assert!(capped.contains("800 bytes cut: the result was 1200 bytes, over the 400-byte limit"), "{capped}");
+    }
+
+    #[test]
+    fn cap_never_splits_a_character() {
+        let capped = cap("é".repeat(500), 101);
+        assert!(capped.contains("bytes cut"));
+        assert!(capped.starts_with('é') && capped.ends_with('é'));
+    }
+
+    #[test]
+    fn short_results_are_untouched() {
+        assert_eq!(cap("short".to_owned(), 100), "short");
+    }
+}

@@ -1,0 +1,114 @@
+//! The session transcript: an append-only JSONL record of every event.
+//!
+//! Each event is one line, written and flushed as it happens, so a process
+//! killed at any moment leaves a file whose complete lines all parse. Lines
+//! carry a `ts` (Unix milliseconds) beside the event's own fields. Replaying
+//! the `message` events of an agent rebuilds its conversation.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use alcove_protocol::AgentEvent;
+
+use crate::EventSink;
+
+/// An open transcript file.
+pub struct Transcript {
+    path: PathBuf,
+    file: Mutex<File>,
+    failure: Mutex<Option<String>>,
+}
+
+impl Transcript {
+    /// Creates (or appends to) the transcript at `path`, creating its folder.
+    pub fn create(path: &Path) -> std::io::Result<Transcript> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(Transcript { path: path.to_owned(), file: Mutex::new(file), failure: Mutex::new(None) })
+    }
+
+    /// Where it is written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The first write error, if writing ever failed.
+    pub fn failure(&self) -> Option<String> {
+        self.failure.lock().ok().and_then(|failure| failure.clone())
+    }
+
+    fn write(&self, event: &AgentEvent) -> std::io::Result<()> {
+        let mut value = serde_json::to_value(event)?;
+        if let serde_json::Value::Object(map) = &mut value {
+            let ts = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+            map.insert("ts".to_owned(), serde_json::Value::from(u64::try_from(ts).unwrap_or(u64::MAX)));
+        }
+        let mut line = serde_json::to_vec(&value)?;
+        line.push(b'\n');
+        let mut file = self.file.lock().map_err(|_| std::io::Error::other("transcript lock poisoned"))?;
+        file.write_all(&line)?;
+        file.flush()
+    }
+}
+
+impl EventSink for Transcript {
+    fn emit(&self, event: &AgentEvent) {
+        if let Err(err) = self.write(event) {
+            if let Ok(mut failure) = self.failure.lock() {
+                failure.get_or_insert_with(|| format!("cannot write transcript {}: {err}", self.path.display()));
+            }
+        }
+    }
+}
+
+/// Reads a transcript back. A last line cut short by a crash is skipped;
+/// any other unreadable line is an error naming its number.
+pub fn read_transcript(path: &Path) -> std::io::Result<Vec<AgentEvent>> {
+    let reader = BufReader::new(File::open(path)?);
+    let lines: Vec<String> = reader.lines().collect::<Result<_, _>>()?;
+    let mut events = Vec::with_capacity(lines.len());
+    for (idx, line) in lines.iter().enumerate() {
+        match serde_json::from_str::<AgentEvent>(line) {
+            Ok(event) => events.push(event),
+            Err(_) if idx + 1 == lines.len() => break,
+            Err(err) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("{} line {}: {err}", path.display(), idx + 1),
+                ));
+            }
+        }
+    }
+    Ok(events)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alcove_protocol::{AgentPath, EventKind, Message};
+
+    #[test]
+    fn events_round_trip_and_a_torn_last_line_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions/s.jsonl");
+        let transcript = Transcript::create(&path).unwrap();
+        let event = AgentEvent {
+            agent: AgentPath::main(),
+            kind: EventKind::Message { message: Message::user_text("hi") },
+        };
+        transcript.emit(&event);
+        transcript.emit(&event);
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(b"{\"agent\":\"main\",\"type\":\"mess").unwrap();
+        let events = read_transcript(&path).unwrap();
+        assert_eq!(events, vec![event.clone(), event]);
+        assert!(transcript.failure().is_none());
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.lines().next().unwrap().contains("\"ts\":"));
+    }
+}
