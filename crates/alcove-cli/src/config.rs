@@ -1,0 +1,193 @@
+//! Configuration: TOML files layered under environment and flags.
+//!
+//! Layers, later wins: user file (`$ALCOVE_HOME/config.toml`, else
+//! `$XDG_CONFIG_HOME/alcove/config.toml`, else `~/.config/alcove/config.toml`)
+//! < project file (`.alcove/config.toml` in the workspace) < `-c key=value`
+//! flags. Environment variables and dedicated flags are applied by their
+//! consumers on top. A file that does not parse is an error naming the file,
+//! line and column.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::Deserialize;
+
+/// The merged configuration.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Config {
+    /// `provider/model`.
+    pub(crate) model: Option<String>,
+    /// The permission mode when no flag says otherwise.
+    pub(crate) permission_mode: Option<String>,
+    /// The main agent's turn cap.
+    pub(crate) max_turns: Option<u32>,
+    /// The output token limit of each model request.
+    pub(crate) max_tokens: Option<u32>,
+    /// Extra providers by id.
+    pub(crate) providers: BTreeMap<String, ProviderEntry>,
+    /// Retry and timeout settings for model requests.
+    pub(crate) retry: RetryEntry,
+}
+
+/// `[retry]`: how model requests are retried.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct RetryEntry {
+    /// Retries after the first attempt.
+    pub(crate) max_retries: Option<u32>,
+    /// The first backoff delay.
+    pub(crate) base_delay_ms: Option<u64>,
+    /// The longest backoff delay (also caps `retry-after`).
+    pub(crate) max_delay_ms: Option<u64>,
+    /// How long a stream may stay silent.
+    pub(crate) idle_timeout_ms: Option<u64>,
+}
+
+/// `[providers.<id>]`.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct ProviderEntry {
+    /// `anthropic` or `openai`.
+    pub(crate) kind: String,
+    /// The base URL (with `/v1` for OpenAI-compatible servers).
+    pub(crate) base_url: String,
+    /// The environment variable holding the key, if one is needed.
+    pub(crate) api_key_env: Option<String>,
+}
+
+/// Where alcove keeps its files.
+#[derive(Debug, Clone)]
+pub(crate) struct Dirs {
+    /// Holds `config.toml`.
+    pub(crate) config: PathBuf,
+    /// Holds `sessions/`.
+    pub(crate) data: PathBuf,
+}
+
+impl Dirs {
+    /// `ALCOVE_HOME` when set (both), otherwise the XDG locations.
+    pub(crate) fn from_env() -> anyhow::Result<Dirs> {
+        if let Some(home) = std::env::var_os("ALCOVE_HOME").filter(|home| !home.is_empty()) {
+            let home = PathBuf::from(home);
+            return Ok(Dirs { config: home.clone(), data: home });
+        }
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let xdg = |var: &str, fallback: &str| -> anyhow::Result<PathBuf> {
+            match std::env::var_os(var).filter(|dir| !dir.is_empty()) {
+                Some(dir) => Ok(PathBuf::from(dir).join("alcove")),
+                None => match &home {
+                    Some(home) => Ok(home.join(fallback).join("alcove")),
+                    None => anyhow::bail!("neither ALCOVE_HOME, {var} nor HOME is set; set ALCOVE_HOME"),
+                },
+            }
+        };
+        Ok(Dirs { config: xdg("XDG_CONFIG_HOME", ".config")?, data: xdg("XDG_DATA_HOME", ".local/share")? })
+    }
+}
+
+/// Loads and merges the layers for a workspace.
+pub(crate) fn load(dirs: &Dirs, workspace: &Path, overrides: &[String]) -> anyhow::Result<Config> {
+    let mut merged = toml::Table::new();
+    for path in [dirs.config.join("config.toml"), workspace.join(".alcove/config.toml")] {
+        if let Some(table) = read_table(&path)? {
+            merge(&mut merged, table);
+        }
+    }
+    for item in overrides {
+        merge(&mut merged, parse_override(item)?);
+    }
+    let config = Config::deserialize(toml::Value::Table(merged)).context("invalid configuration")?;
+    Ok(config)
+}
+
+fn read_table(path: &Path) -> anyhow::Result<Option<toml::Table>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let table: toml::Table = text.parse().map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?;
+    Ok(Some(table))
+}
+
+/// `a.b=value`: the value is read as TOML when it parses as such, otherwise
+/// as a plain string.
+fn parse_override(item: &str) -> anyhow::Result<toml::Table> {
+    let Some((key, raw)) = item.split_once('=') else {
+        anyhow::bail!("-c expects key=value, got `{item}`");
+    };
+    let value = format!("v = {raw}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut table| table.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_owned()));
+    let mut table = toml::Table::new();
+    let parts: Vec<&str> = key.trim().split('.').collect();
+    if parts.iter().any(|part| part.is_empty()) {
+        anyhow::bail!("-c key `{key}` is not a dotted key");
+    }
+    let mut cursor = &mut table;
+    for part in &parts[..parts.len() - 1] {
+        cursor = match cursor
+            .entry(part.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+        {
+            toml::Value::Table(inner) => inner,
+            _ => anyhow::bail!("-c key `{key}` is not a dotted key"),
+        };
+    }
+    cursor.insert(parts[parts.len() - 1].to_owned(), value);
+    Ok(table)
+}
+
+fn merge(base: &mut toml::Table, layer: toml::Table) {
+    for (key, value) in layer {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(existing)), toml::Value::Table(incoming)) => merge(existing, incoming),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_overrides_user_and_flags_override_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let dirs = Dirs { config: dir.path().join("home"), data: dir.path().join("home") };
+        let workspace = dir.path().join("ws");
+        std::fs::create_dir_all(workspace.join(".alcove")).unwrap();
+        std::fs::create_dir_all(&dirs.config).unwrap();
+        std::fs::write(
+            dirs.config.join("config.toml"),
+            "model = \"anthropic/a\"\nmax_turns = 7\n[providers.local]\nkind = \"openai\"\nbase_url = \"http://x/v1\"\n",
+        )
+        .unwrap();
+        std::fs::write(workspace.join(".alcove/config.toml"), "model = \"openai/b\"\n").unwrap();
+        let config = load(&dirs, &workspace, &["max_turns=9".to_owned()]).unwrap();
+        assert_eq!(config.model.as_deref(), Some("openai/b"));
+        assert_eq!(config.max_turns, Some(9));
+        assert_eq!(config.providers["local"].base_url, "http://x/v1");
+    }
+
+    #[test]
+    fn a_broken_file_is_named_with_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let dirs = Dirs { config: dir.path().to_owned(), data: dir.path().to_owned() };
+        std::fs::write(dir.path().join("config.toml"), "model = \"a\"\nmax_turns = = 3\n").unwrap();
+        let err = format!("{:#}", load(&dirs, dir.path(), &[]).unwrap_err());
+        assert!(err.contains("config.toml") && err.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn overrides_take_toml_values_or_plain_strings() {
+        assert_eq!(parse_override("a.b=3").unwrap()["a"]["b"].as_integer(), Some(3));
+        assert_eq!(parse_override("model=openai/x").unwrap()["model"].as_str(), Some("openai/x"));
+        assert!(parse_override("novalue").is_err());
+    }
+}
