@@ -29,6 +29,24 @@ pub(crate) struct Config {
     pub(crate) providers: BTreeMap<String, ProviderEntry>,
     /// Retry and timeout settings for model requests.
     pub(crate) retry: RetryEntry,
+    /// Delegation limits.
+    pub(crate) agents: AgentsEntry,
+}
+
+/// `[agents]`: delegation limits.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct AgentsEntry {
+    /// How deep children may nest (default 1: children cannot delegate).
+    pub(crate) max_depth: Option<u32>,
+    /// A child's turn cap (default 30).
+    pub(crate) max_turns: Option<u32>,
+    /// How many children may run at once (default 4).
+    pub(crate) max_concurrent: Option<usize>,
+    /// A child's wall-clock budget in seconds.
+    pub(crate) timeout_secs: Option<f64>,
+    /// A child's token budget (input plus output).
+    pub(crate) max_tokens: Option<u64>,
 }
 
 /// `[retry]`: how model requests are retried.
@@ -70,7 +88,10 @@ impl Dirs {
     pub(crate) fn from_env() -> anyhow::Result<Dirs> {
         if let Some(home) = std::env::var_os("ALCOVE_HOME").filter(|home| !home.is_empty()) {
             let home = PathBuf::from(home);
-            return Ok(Dirs { config: home.clone(), data: home });
+            return Ok(Dirs {
+                config: home.clone(),
+                data: home,
+            });
         }
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let xdg = |var: &str, fallback: &str| -> anyhow::Result<PathBuf> {
@@ -78,18 +99,26 @@ impl Dirs {
                 Some(dir) => Ok(PathBuf::from(dir).join("alcove")),
                 None => match &home {
                     Some(home) => Ok(home.join(fallback).join("alcove")),
-                    None => anyhow::bail!("neither ALCOVE_HOME, {var} nor HOME is set; set ALCOVE_HOME"),
+                    None => {
+                        anyhow::bail!("neither ALCOVE_HOME, {var} nor HOME is set; set ALCOVE_HOME")
+                    }
                 },
             }
         };
-        Ok(Dirs { config: xdg("XDG_CONFIG_HOME", ".config")?, data: xdg("XDG_DATA_HOME", ".local/share")? })
+        Ok(Dirs {
+            config: xdg("XDG_CONFIG_HOME", ".config")?,
+            data: xdg("XDG_DATA_HOME", ".local/share")?,
+        })
     }
 }
 
 /// Loads and merges the layers for a workspace.
 pub(crate) fn load(dirs: &Dirs, workspace: &Path, overrides: &[String]) -> anyhow::Result<Config> {
     let mut merged = toml::Table::new();
-    for path in [dirs.config.join("config.toml"), workspace.join(".alcove/config.toml")] {
+    for path in [
+        dirs.config.join("config.toml"),
+        workspace.join(".alcove/config.toml"),
+    ] {
         if let Some(table) = read_table(&path)? {
             merge(&mut merged, table);
         }
@@ -97,7 +126,8 @@ pub(crate) fn load(dirs: &Dirs, workspace: &Path, overrides: &[String]) -> anyho
     for item in overrides {
         merge(&mut merged, parse_override(item)?);
     }
-    let config = Config::deserialize(toml::Value::Table(merged)).context("invalid configuration")?;
+    let config =
+        Config::deserialize(toml::Value::Table(merged)).context("invalid configuration")?;
     Ok(config)
 }
 
@@ -107,7 +137,9 @@ fn read_table(path: &Path) -> anyhow::Result<Option<toml::Table>> {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
     };
-    let table: toml::Table = text.parse().map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?;
+    let table: toml::Table = text
+        .parse()
+        .map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?;
     Ok(Some(table))
 }
 
@@ -144,7 +176,9 @@ fn parse_override(item: &str) -> anyhow::Result<toml::Table> {
 fn merge(base: &mut toml::Table, layer: toml::Table) {
     for (key, value) in layer {
         match (base.get_mut(&key), value) {
-            (Some(toml::Value::Table(existing)), toml::Value::Table(incoming)) => merge(existing, incoming),
+            (Some(toml::Value::Table(existing)), toml::Value::Table(incoming)) => {
+                merge(existing, incoming)
+            }
             (_, value) => {
                 base.insert(key, value);
             }
@@ -159,7 +193,10 @@ mod tests {
     #[test]
     fn project_overrides_user_and_flags_override_both() {
         let dir = tempfile::tempdir().unwrap();
-        let dirs = Dirs { config: dir.path().join("home"), data: dir.path().join("home") };
+        let dirs = Dirs {
+            config: dir.path().join("home"),
+            data: dir.path().join("home"),
+        };
         let workspace = dir.path().join("ws");
         std::fs::create_dir_all(workspace.join(".alcove")).unwrap();
         std::fs::create_dir_all(&dirs.config).unwrap();
@@ -168,7 +205,11 @@ mod tests {
             "model = \"anthropic/a\"\nmax_turns = 7\n[providers.local]\nkind = \"openai\"\nbase_url = \"http://x/v1\"\n",
         )
         .unwrap();
-        std::fs::write(workspace.join(".alcove/config.toml"), "model = \"openai/b\"\n").unwrap();
+        std::fs::write(
+            workspace.join(".alcove/config.toml"),
+            "model = \"openai/b\"\n",
+        )
+        .unwrap();
         let config = load(&dirs, &workspace, &["max_turns=9".to_owned()]).unwrap();
         assert_eq!(config.model.as_deref(), Some("openai/b"));
         assert_eq!(config.max_turns, Some(9));
@@ -178,16 +219,32 @@ mod tests {
     #[test]
     fn a_broken_file_is_named_with_its_line() {
         let dir = tempfile::tempdir().unwrap();
-        let dirs = Dirs { config: dir.path().to_owned(), data: dir.path().to_owned() };
-        std::fs::write(dir.path().join("config.toml"), "model = \"a\"\nmax_turns = = 3\n").unwrap();
+        let dirs = Dirs {
+            config: dir.path().to_owned(),
+            data: dir.path().to_owned(),
+        };
+        std::fs::write(
+            dir.path().join("config.toml"),
+            "model = \"a\"\nmax_turns = = 3\n",
+        )
+        .unwrap();
         let err = format!("{:#}", load(&dirs, dir.path(), &[]).unwrap_err());
-        assert!(err.contains("config.toml") && err.contains("line 2"), "{err}");
+        assert!(
+            err.contains("config.toml") && err.contains("line 2"),
+            "{err}"
+        );
     }
 
     #[test]
     fn overrides_take_toml_values_or_plain_strings() {
-        assert_eq!(parse_override("a.b=3").unwrap()["a"]["b"].as_integer(), Some(3));
-        assert_eq!(parse_override("model=openai/x").unwrap()["model"].as_str(), Some("openai/x"));
+        assert_eq!(
+            parse_override("a.b=3").unwrap()["a"]["b"].as_integer(),
+            Some(3)
+        );
+        assert_eq!(
+            parse_override("model=openai/x").unwrap()["model"].as_str(),
+            Some("openai/x")
+        );
         assert!(parse_override("novalue").is_err());
     }
 }

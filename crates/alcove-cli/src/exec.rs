@@ -10,8 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alcove_core::{
-    AgentRun, EventSink, FanOut, Limits, NoHooks, PermissionGate, PermissionMode, ProjectContext, Runtime,
-    Transcript, run_agent, system_prompt,
+    AgentLimits, AgentRun, Definitions, EventSink, FanOut, Limits, ModelFactory, NoHooks,
+    PermissionGate, PermissionMode, ProjectContext, Runtime, Supervisor, Transcript, run_agent,
+    system_prompt,
 };
 use alcove_protocol::{AgentPath, EventKind, Message, RunStatus};
 use alcove_tools::Workspace;
@@ -54,7 +55,10 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
     let config = config::load(&dirs, workspace.root(), &common.overrides)
         .map_err(|err| UsageError(format!("{err:#}")))?;
 
-    let mode_text = common.permission_mode.clone().or_else(|| config.permission_mode.clone());
+    let mode_text = common
+        .permission_mode
+        .clone()
+        .or_else(|| config.permission_mode.clone());
     let mode = match mode_text.as_deref() {
         None => PermissionMode::Default,
         Some(text) => PermissionMode::parse(text).ok_or_else(|| {
@@ -63,37 +67,39 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
             ))
         })?,
     };
-    let max_turns = args.max_turns.or(config.max_turns).unwrap_or(DEFAULT_MAX_TURNS);
+    let max_turns = args
+        .max_turns
+        .or(config.max_turns)
+        .unwrap_or(DEFAULT_MAX_TURNS);
     if max_turns == 0 {
         return Err(UsageError("--max-turns must be at least 1".to_owned()).into());
     }
 
     let mut provider_config = provider::resolve(common.model.as_deref(), &config).await?;
-    let retry = &mut provider_config.retry;
-    if let Some(max_retries) = config.retry.max_retries {
-        retry.max_retries = max_retries;
-    }
-    if let Some(ms) = config.retry.base_delay_ms {
-        retry.base_delay = Duration::from_millis(ms);
-    }
-    if let Some(ms) = config.retry.max_delay_ms {
-        retry.max_delay = Duration::from_millis(ms);
-    }
-    if let Some(ms) = config.retry.idle_timeout_ms {
-        retry.idle_timeout = Duration::from_millis(ms);
-    }
+    apply_retry_settings(&mut provider_config.retry, &config.retry);
     let model_name = format!("{}/{}", provider_config.id, provider_config.model);
-    let model = alcove_model::connect(provider_config).map_err(|err| UsageError(err.to_string()))?;
+    let model =
+        alcove_model::connect(provider_config).map_err(|err| UsageError(err.to_string()))?;
 
     let session_id = uuid::Uuid::new_v4().to_string();
-    let transcript_path: PathBuf = dirs.data.join("sessions").join(format!("{session_id}.jsonl"));
-    let transcript = Arc::new(
-        Transcript::create(&transcript_path)
-            .with_context(|| format!("cannot create the transcript {}", transcript_path.display()))?,
-    );
+    let transcript_path: PathBuf = dirs
+        .data
+        .join("sessions")
+        .join(format!("{session_id}.jsonl"));
+    let transcript =
+        Arc::new(Transcript::create(&transcript_path).with_context(|| {
+            format!("cannot create the transcript {}", transcript_path.display())
+        })?);
     let mut sinks = FanOut::default().with(transcript.clone());
-    sinks = if args.json { sinks.with(Arc::new(JsonLines)) } else { sinks.with(Arc::new(Progress)) };
-    if ["TRACE", "ALCOVE_TRACE"].iter().any(|var| std::env::var(var).is_ok_and(|value| value == "1")) {
+    sinks = if args.json {
+        sinks.with(Arc::new(JsonLines))
+    } else {
+        sinks.with(Arc::new(Progress))
+    };
+    if ["TRACE", "ALCOVE_TRACE"]
+        .iter()
+        .any(|var| std::env::var(var).is_ok_and(|value| value == "1"))
+    {
         sinks = sinks.with(Arc::new(Trace));
     }
     let events: Arc<dyn EventSink> = Arc::new(sinks);
@@ -105,13 +111,34 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
         hooks: Arc::new(NoHooks),
         events,
         workspace: Arc::new(workspace),
-        limits: Limits { max_tokens: config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS), result_cap: RESULT_CAP },
+        limits: Limits {
+            max_tokens: config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            result_cap: RESULT_CAP,
+        },
     };
+    let limits = agent_limits(&config.agents);
+    let factory_config = config.clone();
+    let model_factory: Arc<ModelFactory> = Arc::new(move |spec: &str| {
+        let mut provider_config =
+            provider::resolve_spec(spec, &factory_config).map_err(|err| err.0)?;
+        apply_retry_settings(&mut provider_config.retry, &factory_config.retry);
+        alcove_model::connect(provider_config).map_err(|err| err.to_string())
+    });
+    let supervisor = Arc::new(
+        Supervisor::new(
+            runtime.clone(),
+            limits,
+            Definitions::default(),
+            Some(dirs.data.join("sessions").join(&session_id)),
+        )
+        .with_model_factory(model_factory)
+        .with_project_instructions(project.text.clone()),
+    );
     let main = AgentPath::main();
     runtime.emit(
         &main,
         EventKind::SessionStarted {
-            session_id,
+            session_id: session_id.clone(),
             model: model_name,
             workspace: runtime.workspace.root().display().to_string(),
             transcript: Some(transcript_path.display().to_string()),
@@ -124,9 +151,10 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
         path: main.clone(),
         depth: 0,
         system_prompt: system_prompt(runtime.workspace.root(), &project),
-        tools: alcove_tools::builtin_tools(),
+        tools: supervisor.tools_for(0, alcove_tools::builtin_tools()),
         max_turns,
         cancel,
+        token_budget: None,
     };
     let outcome = run_agent(&runtime, &run, Vec::new(), Message::user_text(prompt)).await;
     let signal_code = if outcome.status == RunStatus::Aborted {
@@ -160,17 +188,55 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
             if !args.json && !final_text.is_empty() {
                 println!("{final_text}");
             }
-            eprintln!("alcove: stopped after {} model turns (--max-turns {max_turns}) before the task was finished", outcome.turns);
+            eprintln!(
+                "alcove: stopped after {} model turns (--max-turns {max_turns}) before the task was finished",
+                outcome.turns
+            );
             Ok(3)
         }
         RunStatus::Aborted => {
-            eprintln!("alcove: interrupted; the transcript is {}", transcript.path().display());
+            eprintln!(
+                "alcove: interrupted; the transcript is {}",
+                transcript.path().display()
+            );
             Ok(signal_code.unwrap_or(130))
         }
-        RunStatus::Failed => {
-            eprintln!("alcove: the model failed: {}", outcome.error.unwrap_or_default());
+        RunStatus::Failed | RunStatus::Budget => {
+            eprintln!(
+                "alcove: the model failed: {}",
+                outcome.error.unwrap_or_default()
+            );
             Ok(1)
         }
+    }
+}
+
+fn apply_retry_settings(retry: &mut alcove_model::RetryPolicy, settings: &config::RetryEntry) {
+    if let Some(max_retries) = settings.max_retries {
+        retry.max_retries = max_retries;
+    }
+    if let Some(ms) = settings.base_delay_ms {
+        retry.base_delay = Duration::from_millis(ms);
+    }
+    if let Some(ms) = settings.max_delay_ms {
+        retry.max_delay = Duration::from_millis(ms);
+    }
+    if let Some(ms) = settings.idle_timeout_ms {
+        retry.idle_timeout = Duration::from_millis(ms);
+    }
+}
+
+fn agent_limits(settings: &config::AgentsEntry) -> AgentLimits {
+    let defaults = AgentLimits::default();
+    AgentLimits {
+        max_depth: settings.max_depth.unwrap_or(defaults.max_depth),
+        max_turns: settings.max_turns.unwrap_or(defaults.max_turns),
+        max_concurrent: settings.max_concurrent.unwrap_or(defaults.max_concurrent),
+        timeout: settings
+            .timeout_secs
+            .filter(|secs| *secs > 0.0)
+            .map(Duration::from_secs_f64),
+        max_tokens: settings.max_tokens,
     }
 }
 
@@ -179,12 +245,17 @@ fn read_prompt(argument: Option<String>) -> anyhow::Result<String> {
         Some(prompt) if prompt != "-" => prompt,
         _ => {
             let mut prompt = String::new();
-            std::io::stdin().read_to_string(&mut prompt).context("cannot read the prompt from stdin")?;
+            std::io::stdin()
+                .read_to_string(&mut prompt)
+                .context("cannot read the prompt from stdin")?;
             prompt
         }
     };
     if prompt.trim().is_empty() {
-        return Err(UsageError("the prompt is empty; pass it as an argument or on stdin".to_owned()).into());
+        return Err(UsageError(
+            "the prompt is empty; pass it as an argument or on stdin".to_owned(),
+        )
+        .into());
     }
     Ok(prompt)
 }
@@ -193,8 +264,10 @@ fn read_prompt(argument: Option<String>) -> anyhow::Result<String> {
 /// signal calls for.
 async fn watch_signals(cancel: CancellationToken) -> Option<u8> {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut interrupt), Ok(mut terminate)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
-    else {
+    let (Ok(mut interrupt), Ok(mut terminate)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
         return None;
     };
     let code = tokio::select! {

@@ -7,7 +7,7 @@
 use std::io::Write;
 
 use alcove_core::EventSink;
-use alcove_protocol::{AgentEvent, EventKind};
+use alcove_protocol::{AgentEvent, EventKind, RunStatus};
 
 /// `--json`: every event as one JSON object per line on stdout.
 pub(crate) struct JsonLines;
@@ -30,40 +30,85 @@ impl EventSink for Trace {
     fn emit(&self, event: &AgentEvent) {
         let agent = &event.agent;
         let line = match &event.kind {
-            EventKind::TurnStarted { turn } => format!("query.turn_start turn={turn} agent={agent}"),
-            EventKind::ModelRequest { turn, messages, tools } => {
+            EventKind::TurnStarted { turn } => {
+                format!("query.turn_start turn={turn} agent={agent}")
+            }
+            EventKind::ModelRequest {
+                turn,
+                messages,
+                tools,
+            } => {
                 format!("model.request turn={turn} messages={messages} tools={tools} agent={agent}")
             }
-            EventKind::ModelRetry { attempt, delay_ms, reason } => {
-                format!("model.retry attempt={attempt} delay_ms={delay_ms} reason={reason} agent={agent}")
+            EventKind::ModelRetry {
+                attempt,
+                delay_ms,
+                reason,
+            } => {
+                format!(
+                    "model.retry attempt={attempt} delay_ms={delay_ms} reason={reason} agent={agent}"
+                )
             }
-            EventKind::StreamRestarted { reason } => format!("model.restart reason={reason} agent={agent}"),
+            EventKind::StreamRestarted { reason } => {
+                format!("model.restart reason={reason} agent={agent}")
+            }
             EventKind::Usage { usage } => format!(
                 "model.usage input_tokens={} output_tokens={} agent={agent}",
                 usage.input_tokens, usage.output_tokens
             ),
-            EventKind::ToolCallStarted { id, name, .. } => format!("tool.start name={name} id={id} agent={agent}"),
-            EventKind::ToolCallFinished { id, name, is_error, duration_ms, .. } => {
-                format!("tool.end name={name} id={id} ok={} duration_ms={duration_ms} agent={agent}", !is_error)
+            EventKind::ToolCallStarted { id, name, .. } => {
+                format!("tool.start name={name} id={id} agent={agent}")
+            }
+            EventKind::ToolCallFinished {
+                id,
+                name,
+                is_error,
+                duration_ms,
+                ..
+            } => {
+                format!(
+                    "tool.end name={name} id={id} ok={} duration_ms={duration_ms} agent={agent}",
+                    !is_error
+                )
             }
             EventKind::TurnEnded { turn, tool_calls } => {
-                let reason = if *tool_calls > 0 { "tool_use" } else { "completed" };
+                let reason = if *tool_calls > 0 {
+                    "tool_use"
+                } else {
+                    "completed"
+                };
                 format!("query.turn_end reason={reason} turn={turn} agent={agent}")
             }
-            EventKind::AgentStarted { description, depth, .. } => {
+            EventKind::AgentStarted {
+                description, depth, ..
+            } => {
                 format!("agent.start description={description} depth={depth}")
             }
-            EventKind::AgentEnded { description, status, ok, .. } => {
-                format!("agent.end description={description} ok={ok} reason={}", status.as_str())
+            EventKind::AgentEnded {
+                description,
+                status,
+                ok,
+                ..
+            } => {
+                let reason = if *status == RunStatus::Failed {
+                    "error"
+                } else {
+                    status.as_str()
+                };
+                format!("agent.end description={description} ok={ok} reason={reason}")
             }
-            EventKind::SessionStarted { session_id, model, .. } => {
+            EventKind::SessionStarted {
+                session_id, model, ..
+            } => {
                 format!("session.start id={session_id} model={model}")
             }
             EventKind::SessionEnded { status, turns, .. } => {
                 format!("session.end status={} turns={turns}", status.as_str())
             }
             EventKind::Warning { message } => format!("warning message={message} agent={agent}"),
-            EventKind::Message { .. } | EventKind::TextDelta { .. } | EventKind::AssistantText { .. } => return,
+            EventKind::Message { .. }
+            | EventKind::TextDelta { .. }
+            | EventKind::AssistantText { .. } => return,
         };
         eprintln!("[trace] {line}");
     }
@@ -74,16 +119,31 @@ pub(crate) struct Progress;
 
 impl EventSink for Progress {
     fn emit(&self, event: &AgentEvent) {
-        let prefix = if event.agent.as_str() == "main" { String::new() } else { format!("[{}] ", event.agent) };
+        let prefix = if event.agent.as_str() == "main" {
+            String::new()
+        } else {
+            format!("[{}] ", event.agent)
+        };
         match &event.kind {
             EventKind::ToolCallStarted { name, input, .. } => {
                 eprintln!("{prefix}• {name} {}", one_line(&input.to_string(), 100));
             }
-            EventKind::ToolCallFinished { name, content, is_error: true, .. } => {
+            EventKind::ToolCallFinished {
+                name,
+                content,
+                is_error: true,
+                ..
+            } => {
                 eprintln!("{prefix}  ✗ {name}: {}", one_line(content, 160));
             }
-            EventKind::ModelRetry { attempt, delay_ms, reason } => {
-                eprintln!("{prefix}model request failed (attempt {attempt}): {reason}; retrying in {delay_ms} ms");
+            EventKind::ModelRetry {
+                attempt,
+                delay_ms,
+                reason,
+            } => {
+                eprintln!(
+                    "{prefix}model request failed (attempt {attempt}): {reason}; retrying in {delay_ms} ms"
+                );
             }
             EventKind::StreamRestarted { reason } => {
                 eprintln!("{prefix}model stream broke ({reason}); sending the request again");
@@ -95,7 +155,10 @@ impl EventSink for Progress {
 }
 
 fn one_line(text: &str, limit: usize) -> String {
-    let flat: String = text.chars().map(|c| if c == '\n' { ' ' } else { c }).collect();
+    let flat: String = text
+        .chars()
+        .map(|c| if c == '\n' { ' ' } else { c })
+        .collect();
     if flat.chars().count() <= limit {
         return flat;
     }

@@ -30,12 +30,25 @@ fn env(name: &str) -> Option<String> {
 }
 
 /// Resolves the provider for this run.
-pub(crate) async fn resolve(flag: Option<&str>, config: &Config) -> Result<ProviderConfig, UsageError> {
-    let spec = flag.map(str::to_owned).or_else(|| env("ALCOVE_MODEL")).or_else(|| config.model.clone());
-    let Some(spec) = spec else {
-        return discover().await;
-    };
-    let Some((id, model)) = spec.split_once('/').filter(|(id, model)| !id.is_empty() && !model.is_empty())
+pub(crate) async fn resolve(
+    flag: Option<&str>,
+    config: &Config,
+) -> Result<ProviderConfig, UsageError> {
+    let spec = flag
+        .map(str::to_owned)
+        .or_else(|| env("ALCOVE_MODEL"))
+        .or_else(|| config.model.clone());
+    match spec {
+        Some(spec) => resolve_spec(&spec, config),
+        None => discover().await,
+    }
+}
+
+/// Resolves an explicit `provider/name`.
+pub(crate) fn resolve_spec(spec: &str, config: &Config) -> Result<ProviderConfig, UsageError> {
+    let Some((id, model)) = spec
+        .split_once('/')
+        .filter(|(id, model)| !id.is_empty() && !model.is_empty())
     else {
         return Err(UsageError(format!(
             "--model `{spec}` must be written provider/name, e.g. anthropic/{DEFAULT_ANTHROPIC_MODEL} or ollama/llama3.2"
@@ -53,18 +66,34 @@ pub(crate) async fn resolve(flag: Option<&str>, config: &Config) -> Result<Provi
         };
         let api_key = match &entry.api_key_env {
             Some(var) => Some(env(var).ok_or_else(|| {
-                UsageError(format!("[providers.{id}] reads its key from {var}, which is not set"))
+                UsageError(format!(
+                    "[providers.{id}] reads its key from {var}, which is not set"
+                ))
             })?),
             None => None,
         };
-        return Ok(provider(id, protocol, entry.base_url.clone(), api_key, model));
+        return Ok(provider(
+            id,
+            protocol,
+            entry.base_url.clone(),
+            api_key,
+            model,
+        ));
     }
     match id {
         "anthropic" => {
-            let key = env("ANTHROPIC_API_KEY")
-                .ok_or_else(|| UsageError("--model anthropic/… needs ANTHROPIC_API_KEY to be set".to_owned()))?;
-            let base = env("ANTHROPIC_BASE_URL").unwrap_or_else(|| "https://api.anthropic.com".to_owned());
-            Ok(provider(id, WireProtocol::Anthropic, base, Some(key), model))
+            let key = env("ANTHROPIC_API_KEY").ok_or_else(|| {
+                UsageError("--model anthropic/… needs ANTHROPIC_API_KEY to be set".to_owned())
+            })?;
+            let base =
+                env("ANTHROPIC_BASE_URL").unwrap_or_else(|| "https://api.anthropic.com".to_owned());
+            Ok(provider(
+                id,
+                WireProtocol::Anthropic,
+                base,
+                Some(key),
+                model,
+            ))
         }
         "openai" => {
             let base = env("OPENAI_BASE_URL");
@@ -95,16 +124,35 @@ pub(crate) async fn resolve(flag: Option<&str>, config: &Config) -> Result<Provi
 
 async fn discover() -> Result<ProviderConfig, UsageError> {
     if let Some(key) = env("ANTHROPIC_API_KEY") {
-        let base = env("ANTHROPIC_BASE_URL").unwrap_or_else(|| "https://api.anthropic.com".to_owned());
-        return Ok(provider("anthropic", WireProtocol::Anthropic, base, Some(key), DEFAULT_ANTHROPIC_MODEL));
+        let base =
+            env("ANTHROPIC_BASE_URL").unwrap_or_else(|| "https://api.anthropic.com".to_owned());
+        return Ok(provider(
+            "anthropic",
+            WireProtocol::Anthropic,
+            base,
+            Some(key),
+            DEFAULT_ANTHROPIC_MODEL,
+        ));
     }
     if let Some(key) = env("OPENAI_API_KEY") {
         let base = env("OPENAI_BASE_URL").unwrap_or_else(|| "https://api.openai.com/v1".to_owned());
-        return Ok(provider("openai", WireProtocol::OpenAi, base, Some(key), DEFAULT_OPENAI_MODEL));
+        return Ok(provider(
+            "openai",
+            WireProtocol::OpenAi,
+            base,
+            Some(key),
+            DEFAULT_OPENAI_MODEL,
+        ));
     }
     if let Some(local) = alcove_model::discover_local(Duration::from_millis(300)).await {
         if let Some(model) = local.models.first() {
-            return Ok(provider("local", WireProtocol::OpenAi, local.base_url.clone(), None, model));
+            return Ok(provider(
+                "local",
+                WireProtocol::OpenAi,
+                local.base_url.clone(),
+                None,
+                model,
+            ));
         }
         return Err(UsageError(format!(
             "found a local server at {} but it lists no models; pull one and pass --model ollama/<name>",
@@ -114,7 +162,13 @@ async fn discover() -> Result<ProviderConfig, UsageError> {
     Err(UsageError(HOW_TO_CONFIGURE.to_owned()))
 }
 
-fn provider(id: &str, protocol: WireProtocol, base_url: String, api_key: Option<String>, model: &str) -> ProviderConfig {
+fn provider(
+    id: &str,
+    protocol: WireProtocol,
+    base_url: String,
+    api_key: Option<String>,
+    model: &str,
+) -> ProviderConfig {
     ProviderConfig {
         id: id.to_owned(),
         protocol,

@@ -17,6 +17,7 @@ use crate::dispatch::run_tool_calls;
 use crate::{EventSink, Hooks, PermissionGate};
 
 /// What every agent of a session shares by reference.
+#[derive(Clone)]
 pub struct Runtime {
     /// The model client.
     pub model: Arc<dyn Model>,
@@ -45,7 +46,10 @@ pub struct Limits {
 impl Runtime {
     /// Emits one event from `agent`.
     pub fn emit(&self, agent: &AgentPath, kind: EventKind) {
-        self.events.emit(&AgentEvent { agent: agent.clone(), kind });
+        self.events.emit(&AgentEvent {
+            agent: agent.clone(),
+            kind,
+        });
     }
 }
 
@@ -63,6 +67,8 @@ pub struct AgentRun {
     pub max_turns: u32,
     /// Cancelled to stop it (and everything below it).
     pub cancel: CancellationToken,
+    /// The most tokens (input plus output) it may use; checked between turns.
+    pub token_budget: Option<u64>,
 }
 
 /// How a run ended, with the history it produced.
@@ -96,7 +102,12 @@ impl AgentOutcome {
 /// stops calling tools, `max_turns` requests were made, `run.cancel` fires or
 /// the model fails for good. Every tool call made gets exactly one result in
 /// the returned history.
-pub async fn run_agent(runtime: &Runtime, run: &AgentRun, history: Vec<Message>, input: Message) -> AgentOutcome {
+pub async fn run_agent(
+    runtime: &Runtime,
+    run: &AgentRun,
+    history: Vec<Message>,
+    input: Message,
+) -> AgentOutcome {
     let mut outcome = AgentOutcome {
         status: RunStatus::Completed,
         messages: history,
@@ -110,6 +121,13 @@ pub async fn run_agent(runtime: &Runtime, run: &AgentRun, history: Vec<Message>,
     loop {
         if run.cancel.is_cancelled() {
             outcome.status = RunStatus::Aborted;
+            return outcome;
+        }
+        if run
+            .token_budget
+            .is_some_and(|budget| outcome.usage.input_tokens + outcome.usage.output_tokens > budget)
+        {
+            outcome.status = RunStatus::Budget;
             return outcome;
         }
         if outcome.turns >= run.max_turns {
@@ -128,7 +146,11 @@ pub async fn run_agent(runtime: &Runtime, run: &AgentRun, history: Vec<Message>,
         };
         runtime.emit(
             &run.path,
-            EventKind::ModelRequest { turn, messages: request.messages.len(), tools: request.tools.len() },
+            EventKind::ModelRequest {
+                turn,
+                messages: request.messages.len(),
+                tools: request.tools.len(),
+            },
         );
         let on_delta = |delta: StreamDelta| runtime.emit(&run.path, delta_event(delta));
         let reply = tokio::select! {
@@ -148,8 +170,18 @@ pub async fn run_agent(runtime: &Runtime, run: &AgentRun, history: Vec<Message>,
             }
         };
         outcome.usage.add(response.usage);
-        runtime.emit(&run.path, EventKind::Usage { usage: response.usage });
-        runtime.emit(&run.path, EventKind::AssistantText { text: response.message.text() });
+        runtime.emit(
+            &run.path,
+            EventKind::Usage {
+                usage: response.usage,
+            },
+        );
+        runtime.emit(
+            &run.path,
+            EventKind::AssistantText {
+                text: response.message.text(),
+            },
+        );
 
         let calls: Vec<(String, String, serde_json::Value)> = response
             .message
@@ -159,7 +191,13 @@ pub async fn run_agent(runtime: &Runtime, run: &AgentRun, history: Vec<Message>,
         append(runtime, run, &mut outcome.messages, response.message);
 
         if calls.is_empty() {
-            runtime.emit(&run.path, EventKind::TurnEnded { turn, tool_calls: 0 });
+            runtime.emit(
+                &run.path,
+                EventKind::TurnEnded {
+                    turn,
+                    tool_calls: 0,
+                },
+            );
             if run.depth == 0 {
                 if let Some(feedback) = runtime.hooks.stop(&outcome.messages).await {
                     let feedback = Message::user_text(format!("Stop hook feedback:\n{feedback}"));
@@ -172,13 +210,32 @@ pub async fn run_agent(runtime: &Runtime, run: &AgentRun, history: Vec<Message>,
         }
 
         let results = run_tool_calls(runtime, run, &calls).await;
-        append(runtime, run, &mut outcome.messages, Message { role: Role::User, content: results });
-        runtime.emit(&run.path, EventKind::TurnEnded { turn, tool_calls: calls.len() });
+        append(
+            runtime,
+            run,
+            &mut outcome.messages,
+            Message {
+                role: Role::User,
+                content: results,
+            },
+        );
+        runtime.emit(
+            &run.path,
+            EventKind::TurnEnded {
+                turn,
+                tool_calls: calls.len(),
+            },
+        );
     }
 }
 
 fn append(runtime: &Runtime, run: &AgentRun, messages: &mut Vec<Message>, message: Message) {
-    runtime.emit(&run.path, EventKind::Message { message: message.clone() });
+    runtime.emit(
+        &run.path,
+        EventKind::Message {
+            message: message.clone(),
+        },
+    );
     messages.push(message);
 }
 
@@ -186,11 +243,14 @@ fn delta_event(delta: StreamDelta) -> EventKind {
     match delta {
         StreamDelta::Text(text) => EventKind::TextDelta { text },
         StreamDelta::Restarted { reason } => EventKind::StreamRestarted { reason },
-        StreamDelta::Retry { attempt, delay, reason } => EventKind::ModelRetry {
+        StreamDelta::Retry {
+            attempt,
+            delay,
+            reason,
+        } => EventKind::ModelRetry {
             attempt,
             delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
             reason,
         },
     }
 }
-

@@ -24,7 +24,10 @@ impl ProjectContext {
     pub fn load(workspace: &Path, cap: usize) -> ProjectContext {
         let git_root = workspace.ancestors().find(|dir| dir.join(".git").exists());
         let mut folders: Vec<&Path> = match git_root {
-            Some(root) => workspace.ancestors().take_while(|dir| dir.starts_with(root)).collect(),
+            Some(root) => workspace
+                .ancestors()
+                .take_while(|dir| dir.starts_with(root))
+                .collect(),
             None => vec![workspace],
         };
         folders.reverse();
@@ -33,11 +36,17 @@ impl ProjectContext {
         for folder in folders {
             let Some((path, content)) = ["AGENTS.md", "CLAUDE.md"].iter().find_map(|name| {
                 let path = folder.join(name);
-                std::fs::read_to_string(&path).ok().map(|content| (path, content))
+                std::fs::read_to_string(&path)
+                    .ok()
+                    .map(|content| (path, content))
             }) else {
                 continue;
             };
-            context.text.push_str(&format!("## {}\n\n{}\n\n", path.display(), content.trim_end()));
+            context.text.push_str(&format!(
+                "## {}\n\n{}\n\n",
+                path.display(),
+                content.trim_end()
+            ));
             context.files.push(path);
         }
         if context.text.len() > cap {
@@ -90,7 +99,10 @@ mod tests {
         std::fs::write(root.join("CLAUDE.md"), "ignored: AGENTS.md wins").unwrap();
         std::fs::write(root.join("pkg/CLAUDE.md"), "pkg rules").unwrap();
         let context = ProjectContext::load(&root.join("pkg/sub"), 64 * 1024);
-        assert_eq!(context.files, vec![root.join("AGENTS.md"), root.join("pkg/CLAUDE.md")]);
+        assert_eq!(
+            context.files,
+            vec![root.join("AGENTS.md"), root.join("pkg/CLAUDE.md")]
+        );
         let root_at = context.text.find("root rules").unwrap();
         let pkg_at = context.text.find("pkg rules").unwrap();
         assert!(root_at < pkg_at);
@@ -113,7 +125,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("AGENTS.md"), "x".repeat(5000)).unwrap();
         let context = ProjectContext::load(dir.path(), 1000);
-        assert!(context.text.contains("[project instructions cut at 1000 bytes"), "{}", context.text);
+        assert!(
+            context
+                .text
+                .contains("[project instructions cut at 1000 bytes"),
+            "{}",
+            context.text
+        );
         assert!(context.text.len() < 1200);
     }
 }

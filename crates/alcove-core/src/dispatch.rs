@@ -36,14 +36,24 @@ pub(crate) async fn run_tool_calls(
             for (id, name, input) in group {
                 runtime.emit(
                     &run.path,
-                    EventKind::ToolCallStarted { id: id.clone(), name: name.clone(), input: input.clone() },
+                    EventKind::ToolCallStarted {
+                        id: id.clone(),
+                        name: name.clone(),
+                        input: input.clone(),
+                    },
                 );
-                let output = ToolOutput::error("Skipped: the run was cancelled before this call started.");
+                let output =
+                    ToolOutput::error("Skipped: the run was cancelled before this call started.");
                 results.push(finish(runtime, run, id, name, output, Instant::now()));
             }
             continue;
         }
-        let outputs = join_all(group.iter().map(|(id, name, input)| dispatch(runtime, run, id, name, input))).await;
+        let outputs = join_all(
+            group
+                .iter()
+                .map(|(id, name, input)| dispatch(runtime, run, id, name, input)),
+        )
+        .await;
         results.extend(outputs);
     }
     results
@@ -51,7 +61,10 @@ pub(crate) async fn run_tool_calls(
 
 /// Splits calls into groups that may run together: a run of consecutive
 /// concurrency-safe calls, a run of consecutive delegations, or one call.
-fn groups<'a>(run: &AgentRun, calls: &'a [(String, String, Value)]) -> Vec<&'a [(String, String, Value)]> {
+fn groups<'a>(
+    run: &AgentRun,
+    calls: &'a [(String, String, Value)],
+) -> Vec<&'a [(String, String, Value)]> {
     #[derive(PartialEq)]
     enum Class {
         Parallel,
@@ -79,23 +92,49 @@ fn groups<'a>(run: &AgentRun, calls: &'a [(String, String, Value)]) -> Vec<&'a [
 }
 
 fn find<'a>(run: &'a AgentRun, name: &str) -> Option<&'a dyn Tool> {
-    run.tools.iter().find(|tool| tool.spec().name == name).map(|tool| tool.as_ref())
+    run.tools
+        .iter()
+        .find(|tool| tool.spec().name == name)
+        .map(|tool| tool.as_ref())
 }
 
-async fn dispatch(runtime: &Runtime, run: &AgentRun, id: &str, name: &str, input: &Value) -> ContentBlock {
+async fn dispatch(
+    runtime: &Runtime,
+    run: &AgentRun,
+    id: &str,
+    name: &str,
+    input: &Value,
+) -> ContentBlock {
     let started = Instant::now();
     runtime.emit(
         &run.path,
-        EventKind::ToolCallStarted { id: id.to_owned(), name: name.to_owned(), input: input.clone() },
+        EventKind::ToolCallStarted {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            input: input.clone(),
+        },
     );
     let output = gate_and_call(runtime, run, id, name, input).await;
     finish(runtime, run, id, name, output, started)
 }
 
-async fn gate_and_call(runtime: &Runtime, run: &AgentRun, id: &str, name: &str, input: &Value) -> ToolOutput {
+async fn gate_and_call(
+    runtime: &Runtime,
+    run: &AgentRun,
+    id: &str,
+    name: &str,
+    input: &Value,
+) -> ToolOutput {
     let Some(tool) = find(run, name) else {
-        let known: Vec<&str> = run.tools.iter().map(|tool| tool.spec().name.as_str()).collect();
-        return ToolOutput::error(format!("Unknown tool `{name}`. Available tools: {}.", known.join(", ")));
+        let known: Vec<&str> = run
+            .tools
+            .iter()
+            .map(|tool| tool.spec().name.as_str())
+            .collect();
+        return ToolOutput::error(format!(
+            "Unknown tool `{name}`. Available tools: {}.",
+            known.join(", ")
+        ));
     };
     if let Value::String(raw) = input {
         return ToolOutput::error(format!(
@@ -107,9 +146,13 @@ async fn gate_and_call(runtime: &Runtime, run: &AgentRun, id: &str, name: &str, 
         Ok(invocation) => invocation,
         Err(reason) => return ToolOutput::error(reason),
     };
-    if let Decision::Deny(reason) =
-        runtime.gate.check(&run.path, name, tool.access(), &invocation, &runtime.workspace)
-    {
+    if let Decision::Deny(reason) = runtime.gate.check(
+        &run.path,
+        name,
+        tool.access(),
+        &invocation,
+        &runtime.workspace,
+    ) {
         return ToolOutput::error(reason);
     }
     if let HookVerdict::Block(reason) = runtime.hooks.pre_tool_use(&run.path, name, input).await {
@@ -136,7 +179,10 @@ async fn gate_and_call(runtime: &Runtime, run: &AgentRun, id: &str, name: &str, 
             }
         }
     };
-    runtime.hooks.post_tool_use(&run.path, name, input, &output).await;
+    runtime
+        .hooks
+        .post_tool_use(&run.path, name, input, &output)
+        .await;
     output
 }
 
@@ -159,7 +205,11 @@ fn finish(
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         },
     );
-    ContentBlock::ToolResult { tool_use_id: id.to_owned(), content, is_error: output.is_error }
+    ContentBlock::ToolResult {
+        tool_use_id: id.to_owned(),
+        content,
+        is_error: output.is_error,
+    }
 }
 
 /// Keeps the head and tail of a result longer than `limit` bytes and says how
@@ -207,7 +257,10 @@ mod tests {
         let capped = cap(content, 400);
         assert!(capped.starts_with(&"a".repeat(300)));
         assert!(capped.ends_with(&"z".repeat(100)));
-        assert!(capped.contains("800 bytes cut: the result was 1200 bytes, over the 400-byte limit"), "{capped}");
+        assert!(
+            capped.contains("800 bytes cut: the result was 1200 bytes, over the 400-byte limit"),
+            "{capped}"
+        );
     }
 
     #[test]

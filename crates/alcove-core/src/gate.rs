@@ -91,7 +91,11 @@ impl PermissionGate {
         match access {
             Access::ReadOnly | Access::Delegate => Decision::Allow,
             Access::Edit => {
-                if let Some(outside) = invocation.paths.iter().find(|path| !workspace.contains(path)) {
+                if let Some(outside) = invocation
+                    .paths
+                    .iter()
+                    .find(|path| !workspace.contains(path))
+                {
                     return Decision::Deny(format!(
                         "Permission denied: {tool} of {} is outside the workspace {}. \
                          Only --permission-mode bypassPermissions allows writing outside it.",
@@ -146,7 +150,10 @@ mod tests {
 
     #[test]
     fn default_mode_allows_reads_and_refuses_the_rest_naming_the_flag() {
-        assert_eq!(check(PermissionMode::Default, Access::ReadOnly, "a.txt"), Decision::Allow);
+        assert_eq!(
+            check(PermissionMode::Default, Access::ReadOnly, "a.txt"),
+            Decision::Allow
+        );
         let Decision::Deny(edit) = check(PermissionMode::Default, Access::Edit, "a.txt") else {
             panic!("edit allowed in default mode");
         };
@@ -159,21 +166,43 @@ mod tests {
 
     #[test]
     fn accept_edits_allows_edits_inside_the_workspace_only() {
-        assert_eq!(check(PermissionMode::AcceptEdits, Access::Edit, "src/a.rs"), Decision::Allow);
-        assert!(matches!(check(PermissionMode::AcceptEdits, Access::Edit, "../escape.txt"), Decision::Deny(reason) if reason.contains("outside the workspace")));
-        assert!(matches!(check(PermissionMode::AcceptEdits, Access::Execute, "x"), Decision::Deny(_)));
+        assert_eq!(
+            check(PermissionMode::AcceptEdits, Access::Edit, "src/a.rs"),
+            Decision::Allow
+        );
+        assert!(
+            matches!(check(PermissionMode::AcceptEdits, Access::Edit, "../escape.txt"), Decision::Deny(reason) if reason.contains("outside the workspace"))
+        );
+        assert!(matches!(
+            check(PermissionMode::AcceptEdits, Access::Execute, "x"),
+            Decision::Deny(_)
+        ));
     }
 
     #[test]
     fn plan_mode_allows_read_only_tools_only() {
-        assert_eq!(check(PermissionMode::Plan, Access::ReadOnly, "a"), Decision::Allow);
-        assert!(matches!(check(PermissionMode::Plan, Access::Edit, "a"), Decision::Deny(reason) if reason.contains("plan mode")));
-        assert!(matches!(check(PermissionMode::Plan, Access::Execute, "a"), Decision::Deny(_)));
+        assert_eq!(
+            check(PermissionMode::Plan, Access::ReadOnly, "a"),
+            Decision::Allow
+        );
+        assert!(
+            matches!(check(PermissionMode::Plan, Access::Edit, "a"), Decision::Deny(reason) if reason.contains("plan mode"))
+        );
+        assert!(matches!(
+            check(PermissionMode::Plan, Access::Execute, "a"),
+            Decision::Deny(_)
+        ));
     }
 
     #[test]
     fn bypass_allows_everything_even_outside_the_workspace() {
-        assert_eq!(check(PermissionMode::BypassPermissions, Access::Edit, "../x"), Decision::Allow);
-        assert_eq!(check(PermissionMode::BypassPermissions, Access::Execute, "x"), Decision::Allow);
+        assert_eq!(
+            check(PermissionMode::BypassPermissions, Access::Edit, "../x"),
+            Decision::Allow
+        );
+        assert_eq!(
+            check(PermissionMode::BypassPermissions, Access::Execute, "x"),
+            Decision::Allow
+        );
     }
 }

@@ -27,7 +27,13 @@ pub trait Hooks: Send + Sync {
 
     /// Runs after a call, with its result. Failures are the hook's own
     /// business: they never change the result.
-    async fn post_tool_use(&self, agent: &AgentPath, tool: &str, input: &Value, output: &ToolOutput);
+    async fn post_tool_use(
+        &self,
+        agent: &AgentPath,
+        tool: &str,
+        input: &Value,
+        output: &ToolOutput,
+    );
 
     /// Runs when the main agent is about to finish. `Some(feedback)` makes it
     /// go on, with the feedback as a new user message.
@@ -43,7 +49,14 @@ impl Hooks for NoHooks {
         HookVerdict::Continue
     }
 
-    async fn post_tool_use(&self, _agent: &AgentPath, _tool: &str, _input: &Value, _output: &ToolOutput) {}
+    async fn post_tool_use(
+        &self,
+        _agent: &AgentPath,
+        _tool: &str,
+        _input: &Value,
+        _output: &ToolOutput,
+    ) {
+    }
 
     async fn stop(&self, _messages: &[Message]) -> Option<String> {
         None

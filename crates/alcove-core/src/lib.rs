@@ -19,6 +19,7 @@
 //! - [`Transcript`]: the append-only JSONL record of a session.
 
 mod agent_loop;
+mod agents;
 mod context;
 mod dispatch;
 mod events;
@@ -27,6 +28,9 @@ mod hooks;
 mod transcript;
 
 pub use agent_loop::{AgentOutcome, AgentRun, Limits, Runtime, run_agent};
+pub use agents::{
+    AgentDefinition, AgentLimits, DEFAULT_AGENT_TYPE, Definitions, ModelFactory, Supervisor,
+};
 pub use context::{ProjectContext, system_prompt};
 pub use events::{EventSink, FanOut};
 pub use gate::{Decision, PermissionGate, PermissionMode};

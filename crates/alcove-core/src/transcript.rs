@@ -29,7 +29,11 @@ impl Transcript {
             std::fs::create_dir_all(parent)?;
         }
         let file = OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(Transcript { path: path.to_owned(), file: Mutex::new(file), failure: Mutex::new(None) })
+        Ok(Transcript {
+            path: path.to_owned(),
+            file: Mutex::new(file),
+            failure: Mutex::new(None),
+        })
     }
 
     /// Where it is written.
@@ -45,12 +49,21 @@ impl Transcript {
     fn write(&self, event: &AgentEvent) -> std::io::Result<()> {
         let mut value = serde_json::to_value(event)?;
         if let serde_json::Value::Object(map) = &mut value {
-            let ts = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
-            map.insert("ts".to_owned(), serde_json::Value::from(u64::try_from(ts).unwrap_or(u64::MAX)));
+            let ts = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or(0);
+            map.insert(
+                "ts".to_owned(),
+                serde_json::Value::from(u64::try_from(ts).unwrap_or(u64::MAX)),
+            );
         }
         let mut line = serde_json::to_vec(&value)?;
         line.push(b'\n');
-        let mut file = self.file.lock().map_err(|_| std::io::Error::other("transcript lock poisoned"))?;
+        let mut file = self
+            .file
+            .lock()
+            .map_err(|_| std::io::Error::other("transcript lock poisoned"))?;
         file.write_all(&line)?;
         file.flush()
     }
@@ -60,7 +73,9 @@ impl EventSink for Transcript {
     fn emit(&self, event: &AgentEvent) {
         if let Err(err) = self.write(event) {
             if let Ok(mut failure) = self.failure.lock() {
-                failure.get_or_insert_with(|| format!("cannot write transcript {}: {err}", self.path.display()));
+                failure.get_or_insert_with(|| {
+                    format!("cannot write transcript {}: {err}", self.path.display())
+                });
             }
         }
     }
@@ -99,12 +114,15 @@ mod tests {
         let transcript = Transcript::create(&path).unwrap();
         let event = AgentEvent {
             agent: AgentPath::main(),
-            kind: EventKind::Message { message: Message::user_text("hi") },
+            kind: EventKind::Message {
+                message: Message::user_text("hi"),
+            },
         };
         transcript.emit(&event);
         transcript.emit(&event);
         let mut file = OpenOptions::new().append(true).open(&path).unwrap();
-        file.write_all(b"{\"agent\":\"main\",\"type\":\"mess").unwrap();
+        file.write_all(b"{\"agent\":\"main\",\"type\":\"mess")
+            .unwrap();
         let events = read_transcript(&path).unwrap();
         assert_eq!(events, vec![event.clone(), event]);
         assert!(transcript.failure().is_none());

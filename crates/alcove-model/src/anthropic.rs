@@ -1,16 +1,62 @@
-//! stub, being written.
+//! The Anthropic Messages client (`POST {base}/v1/messages`, streamed).
+//!
+//! The provider-neutral [`Message`] already has Anthropic's shape, so the
+//! request translation is nearly one-to-one; most of this file is the SSE
+//! state machine that rebuilds the assistant message from
+//! `message_start` / `content_block_*` / `message_delta` / `message_stop`.
+
+use std::collections::BTreeMap;
+
+use alcove_protocol::{ContentBlock, Message, Role, StopReason, Usage};
+use eventsource_stream::Event;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::{Value, json};
+
+use crate::http::Http;
+use crate::sse::{Assembler, EventFailure, Feed, parse_json};
 use crate::{Model, ModelError, ModelRequest, ModelResponse, ProviderConfig, StreamDelta};
 
-/// stub
+/// The API version this client speaks.
+const API_VERSION: &str = "2023-06-01";
+
+/// A model served over the Anthropic Messages API.
+#[derive(Debug, Clone)]
 pub struct AnthropicModel {
     name: String,
+    model: String,
+    url: String,
+    headers: HeaderMap,
+    http: Http,
 }
 
 impl AnthropicModel {
-    /// stub
+    /// Builds the client. `config.base_url` has no `/v1`.
     pub fn new(config: ProviderConfig) -> Result<AnthropicModel, ModelError> {
+        let base = config.base_url.trim_end_matches('/');
+        let url = format!("{base}/v1/messages");
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            HeaderName::from_static("anthropic-version"),
+            HeaderValue::from_static(API_VERSION),
+        );
+        headers.insert(
+            reqwest::header::ACCEPT,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
+            let mut value = HeaderValue::from_str(key).map_err(|_| ModelError::Connect {
+                url: url.clone(),
+                reason: "the API key holds characters not allowed in an HTTP header".into(),
+            })?;
+            value.set_sensitive(true);
+            headers.insert(HeaderName::from_static("x-api-key"), value);
+        }
         Ok(AnthropicModel {
             name: format!("{}/{}", config.id, config.model),
+            http: Http::new(&config.id, &url, config.retry)?,
+            model: config.model,
+            url,
+            headers,
         })
     }
 }
@@ -20,11 +66,271 @@ impl Model for AnthropicModel {
     fn name(&self) -> &str {
         &self.name
     }
+
     async fn complete(
         &self,
-        _request: &ModelRequest,
-        _on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
+        request: &ModelRequest,
+        on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
     ) -> Result<ModelResponse, ModelError> {
-        Err(ModelError::Protocol("not implemented".into()))
+        let body = request_body(&self.model, request);
+        self.http
+            .complete(
+                &self.url,
+                &self.headers,
+                &body,
+                AnthropicAssembler::default,
+                on_delta,
+            )
+            .await
     }
 }
+
+/// The JSON body of a Messages request.
+pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
+    let mut body = json!({
+        "model": model,
+        "max_tokens": request.max_tokens,
+        "messages": request.messages.iter().map(message_json).collect::<Vec<_>>(),
+        "stream": true,
+    });
+    if !request.system.is_empty() {
+        body["system"] = json!(request.system);
+    }
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.name,
+                    "description": t.description,
+                    "input_schema": t.input_schema,
+                })
+            })
+            .collect();
+    }
+    body
+}
+
+/// One message in the Messages API's shape.
+fn message_json(message: &Message) -> Value {
+    let role = match message.role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    };
+    let content: Vec<Value> = message
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            // The API rejects empty text blocks.
+            ContentBlock::Text { text } if text.is_empty() => None,
+            ContentBlock::Text { text } => Some(json!({"type": "text", "text": text})),
+            ContentBlock::ToolUse { id, name, input } => Some(json!({
+                "type": "tool_use",
+                "id": id,
+                "name": name,
+                "input": tool_input(input),
+            })),
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => Some(json!({
+                "type": "tool_result",
+                "tool_use_id": tool_use_id,
+                "content": content,
+                "is_error": is_error,
+            })),
+        })
+        .collect();
+    json!({"role": role, "content": content})
+}
+
+/// A tool call's input as the API accepts it: an object. Arguments that
+/// were not a JSON object (kept raw when the model wrote invalid JSON) are
+/// wrapped so the model still sees what it wrote.
+fn tool_input(input: &Value) -> Value {
+    if input.is_object() {
+        input.clone()
+    } else {
+        json!({ "_raw_arguments": input })
+    }
+}
+
+/// A content block being streamed.
+#[derive(Debug)]
+enum Block {
+    Text(String),
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+        initial: Value,
+    },
+    /// A kind this client does not keep (thinking, server tools, …).
+    Other,
+}
+
+/// Rebuilds a Messages response from its SSE events.
+#[derive(Debug, Default)]
+pub(crate) struct AnthropicAssembler {
+    blocks: BTreeMap<u64, Block>,
+    usage: Usage,
+    stop_reason: Option<String>,
+}
+
+impl AnthropicAssembler {
+    /// Sets the input token count from a usage object, cache reads and
+    /// writes included, when it carries one.
+    fn take_input_usage(&mut self, usage: &Value) {
+        if let Some(input) = usage["input_tokens"].as_u64() {
+            self.usage.input_tokens = input
+                + usage["cache_creation_input_tokens"].as_u64().unwrap_or(0)
+                + usage["cache_read_input_tokens"].as_u64().unwrap_or(0);
+        }
+    }
+}
+
+impl Assembler for AnthropicAssembler {
+    fn feed(&mut self, event: &Event) -> Result<Feed, EventFailure> {
+        if event.data.trim().is_empty() {
+            return Ok(Feed::Continue);
+        }
+        let v = parse_json(event)?;
+        let kind = v["type"].as_str().unwrap_or(event.event.as_str());
+        let index = v["index"].as_u64().unwrap_or(0);
+        match kind {
+            "message_start" => {
+                let usage = &v["message"]["usage"];
+                self.take_input_usage(usage);
+                if let Some(output) = usage["output_tokens"].as_u64() {
+                    self.usage.output_tokens = output;
+                }
+            }
+            "content_block_start" => {
+                let block = &v["content_block"];
+                match block["type"].as_str() {
+                    Some("text") => {
+                        let text = block["text"].as_str().unwrap_or("").to_string();
+                        self.blocks.insert(index, Block::Text(text.clone()));
+                        if !text.is_empty() {
+                            return Ok(Feed::Text(text));
+                        }
+                    }
+                    Some("tool_use") => {
+                        let tool = Block::ToolUse {
+                            id: block["id"].as_str().unwrap_or("").to_string(),
+                            name: block["name"].as_str().unwrap_or("").to_string(),
+                            json: String::new(),
+                            initial: block["input"].clone(),
+                        };
+                        self.blocks.insert(index, tool);
+                    }
+                    _ => {
+                        self.blocks.insert(index, Block::Other);
+                    }
+                }
+            }
+            "content_block_delta" => {
+                let delta = &v["delta"];
+                match delta["type"].as_str() {
+                    Some("text_delta") => {
+                        let piece = delta["text"].as_str().unwrap_or("");
+                        let block = self
+                            .blocks
+                            .entry(index)
+                            .or_insert_with(|| Block::Text(String::new()));
+                        if let Block::Text(text) = block {
+                            text.push_str(piece);
+                            if !piece.is_empty() {
+                                return Ok(Feed::Text(piece.to_string()));
+                            }
+                        }
+                    }
+                    Some("input_json_delta") => {
+                        if let Some(Block::ToolUse { json, .. }) = self.blocks.get_mut(&index) {
+                            json.push_str(delta["partial_json"].as_str().unwrap_or(""));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = v["delta"]["stop_reason"].as_str() {
+                    self.stop_reason = Some(reason.to_string());
+                }
+                let usage = &v["usage"];
+                self.take_input_usage(usage);
+                if let Some(output) = usage["output_tokens"].as_u64() {
+                    self.usage.output_tokens = output;
+                }
+            }
+            "message_stop" => return Ok(Feed::Done),
+            "error" => {
+                let error = &v["error"];
+                let kind = error["type"].as_str().unwrap_or("error");
+                let message = error["message"].as_str().unwrap_or("");
+                return Err(EventFailure {
+                    message: format!("{kind}: {message}"),
+                    retryable: matches!(kind, "overloaded_error" | "api_error"),
+                });
+            }
+            // ping, content_block_stop, and anything newer.
+            _ => {}
+        }
+        Ok(Feed::Continue)
+    }
+
+    fn finish(self, done: bool) -> Result<ModelResponse, String> {
+        if !done {
+            return Err("the stream ended before message_stop".into());
+        }
+        let mut content = Vec::new();
+        for block in self.blocks.into_values() {
+            match block {
+                Block::Text(text) if !text.is_empty() => content.push(ContentBlock::Text { text }),
+                Block::ToolUse {
+                    id,
+                    name,
+                    json,
+                    initial,
+                } => {
+                    let input = if json.trim().is_empty() {
+                        if initial.is_object() {
+                            initial
+                        } else {
+                            json!({})
+                        }
+                    } else {
+                        serde_json::from_str(&json).unwrap_or(Value::String(json))
+                    };
+                    content.push(ContentBlock::ToolUse { id, name, input });
+                }
+                _ => {}
+            }
+        }
+        let has_tools = content
+            .iter()
+            .any(|b| matches!(b, ContentBlock::ToolUse { .. }));
+        let stop_reason = match self.stop_reason.as_deref() {
+            Some("end_turn") => StopReason::EndTurn,
+            Some("tool_use") => StopReason::ToolUse,
+            Some("max_tokens") => StopReason::MaxTokens,
+            Some(other) => StopReason::Other(other.to_string()),
+            None if has_tools => StopReason::ToolUse,
+            None => StopReason::EndTurn,
+        };
+        Ok(ModelResponse {
+            message: Message {
+                role: Role::Assistant,
+                content,
+            },
+            stop_reason,
+            usage: self.usage,
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "anthropic_tests.rs"]
+mod tests;

@@ -21,6 +21,7 @@ use std::time::Duration;
 use alcove_protocol::{Message, StopReason, ToolSpec, Usage};
 
 mod anthropic;
+mod http;
 mod openai;
 mod retry;
 mod sse;
@@ -165,9 +166,18 @@ pub fn connect(config: ProviderConfig) -> Result<Arc<dyn Model>, ModelError> {
     }
 }
 
+/// A local OpenAI-compatible server that answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalServer {
+    /// Its base URL, with `/v1`.
+    pub base_url: String,
+    /// The model ids it lists, in its order.
+    pub models: Vec<String>,
+}
+
 /// Looks for an OpenAI-compatible server on this machine (Ollama on 11434,
-/// llama.cpp on 8080) and returns the base URL (with `/v1`) of the first
-/// that answers `GET /v1/models` within `timeout`.
-pub async fn discover_local(timeout: Duration) -> Option<String> {
+/// llama.cpp on 8080) and returns the first that answers `GET /v1/models`
+/// within `timeout`, with the models it lists.
+pub async fn discover_local(timeout: Duration) -> Option<LocalServer> {
     openai::discover_local(timeout).await
 }

@@ -1,16 +1,62 @@
-//! stub, being written.
-use crate::{Model, ModelError, ModelRequest, ModelResponse, ProviderConfig, StreamDelta};
+//! The OpenAI Chat Completions client (`POST {base}/chat/completions`,
+//! streamed), which also serves Ollama, vLLM, llama.cpp's server and
+//! OpenRouter, and the discovery of such a server on this machine.
+//!
+//! Chat Completions has no content blocks: tool results become `tool` role
+//! messages and tool calls arrive as `tool_calls` fragments keyed by
+//! `index`, so this file translates both ways.
 
-/// stub
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use alcove_protocol::{ContentBlock, Message, Role, StopReason, Usage};
+use eventsource_stream::Event;
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
+use serde_json::{Value, json};
+
+use crate::http::{Http, client_builder};
+use crate::retry::retryable_status;
+use crate::sse::{Assembler, EventFailure, Feed, parse_json};
+use crate::{
+    LocalServer, Model, ModelError, ModelRequest, ModelResponse, ProviderConfig, StreamDelta,
+};
+
+/// A model served over the OpenAI Chat Completions API.
+#[derive(Debug, Clone)]
 pub struct OpenAiModel {
     name: String,
+    model: String,
+    url: String,
+    headers: HeaderMap,
+    http: Http,
 }
 
 impl OpenAiModel {
-    /// stub
+    /// Builds the client. `config.base_url` includes `/v1`.
     pub fn new(config: ProviderConfig) -> Result<OpenAiModel, ModelError> {
+        let base = config.base_url.trim_end_matches('/');
+        let url = format!("{base}/chat/completions");
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            reqwest::header::ACCEPT,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
+            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                ModelError::Connect {
+                    url: url.clone(),
+                    reason: "the API key holds characters not allowed in an HTTP header".into(),
+                }
+            })?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
         Ok(OpenAiModel {
             name: format!("{}/{}", config.id, config.model),
+            http: Http::new(&config.id, &url, config.retry)?,
+            model: config.model,
+            url,
+            headers,
         })
     }
 }
@@ -20,15 +66,292 @@ impl Model for OpenAiModel {
     fn name(&self) -> &str {
         &self.name
     }
+
     async fn complete(
         &self,
-        _request: &ModelRequest,
-        _on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
+        request: &ModelRequest,
+        on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
     ) -> Result<ModelResponse, ModelError> {
-        Err(ModelError::Protocol("not implemented".into()))
+        let body = request_body(&self.model, request);
+        self.http
+            .complete(
+                &self.url,
+                &self.headers,
+                &body,
+                OpenAiAssembler::default,
+                on_delta,
+            )
+            .await
     }
 }
 
-pub(crate) async fn discover_local(_timeout: std::time::Duration) -> Option<String> {
-    None
+/// The JSON body of a Chat Completions request.
+pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
+    let mut messages = Vec::new();
+    if !request.system.is_empty() {
+        messages.push(json!({"role": "system", "content": request.system}));
+    }
+    for message in &request.messages {
+        push_message(&mut messages, message);
+    }
+    let mut body = json!({
+        "model": model,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+        "max_tokens": request.max_tokens,
+    });
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.input_schema,
+                    },
+                })
+            })
+            .collect();
+    }
+    body
 }
+
+/// Appends one neutral message as one or more Chat Completions messages.
+fn push_message(out: &mut Vec<Value>, message: &Message) {
+    let mut texts: Vec<&str> = Vec::new();
+    match message.role {
+        Role::User => {
+            for block in &message.content {
+                match block {
+                    ContentBlock::Text { text } => texts.push(text),
+                    ContentBlock::ToolResult {
+                        tool_use_id,
+                        content,
+                        ..
+                    } => out.push(json!({
+                        "role": "tool",
+                        "tool_call_id": tool_use_id,
+                        "content": content,
+                    })),
+                    ContentBlock::ToolUse { .. } => {}
+                }
+            }
+            if !texts.is_empty() {
+                out.push(json!({"role": "user", "content": texts.join("\n\n")}));
+            }
+        }
+        Role::Assistant => {
+            let mut calls = Vec::new();
+            for block in &message.content {
+                match block {
+                    ContentBlock::Text { text } => texts.push(text),
+                    ContentBlock::ToolUse { id, name, input } => {
+                        let arguments = match input {
+                            Value::String(raw) => raw.clone(),
+                            other => other.to_string(),
+                        };
+                        calls.push(json!({
+                            "id": id,
+                            "type": "function",
+                            "function": {"name": name, "arguments": arguments},
+                        }));
+                    }
+                    ContentBlock::ToolResult { .. } => {}
+                }
+            }
+            let text = texts.concat();
+            let mut out_message = json!({
+                "role": "assistant",
+                "content": if text.is_empty() { Value::Null } else { json!(text) },
+            });
+            if !calls.is_empty() {
+                out_message["tool_calls"] = Value::Array(calls);
+            }
+            out.push(out_message);
+        }
+    }
+}
+
+/// A tool call being streamed.
+#[derive(Debug, Default)]
+struct Call {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// Rebuilds a Chat Completions response from its SSE chunks.
+#[derive(Debug, Default)]
+pub(crate) struct OpenAiAssembler {
+    text: String,
+    calls: BTreeMap<u64, Call>,
+    finish_reason: Option<String>,
+    usage: Usage,
+}
+
+impl Assembler for OpenAiAssembler {
+    fn feed(&mut self, event: &Event) -> Result<Feed, EventFailure> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            return Ok(Feed::Done);
+        }
+        if data.is_empty() {
+            return Ok(Feed::Continue);
+        }
+        let v = parse_json(event)?;
+        if let Some(error) = v.get("error").filter(|e| !e.is_null()) {
+            let message = error["message"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| error.to_string());
+            let code = error["code"].as_u64().and_then(|c| u16::try_from(c).ok());
+            return Err(EventFailure {
+                message: format!("the provider reported an error: {message}"),
+                retryable: code.is_some_and(retryable_status),
+            });
+        }
+        if let Some(usage) = v.get("usage").filter(|u| u.is_object()) {
+            if let Some(input) = usage["prompt_tokens"].as_u64() {
+                self.usage.input_tokens = input;
+            }
+            if let Some(output) = usage["completion_tokens"].as_u64() {
+                self.usage.output_tokens = output;
+            }
+        }
+        let choice = &v["choices"][0];
+        if let Some(reason) = choice["finish_reason"].as_str() {
+            self.finish_reason = Some(reason.to_string());
+        }
+        let delta = &choice["delta"];
+        if let Some(pieces) = delta["tool_calls"].as_array() {
+            for (position, piece) in pieces.iter().enumerate() {
+                let index = piece["index"].as_u64().unwrap_or(position as u64);
+                let call = self.calls.entry(index).or_default();
+                let function = &piece["function"];
+                if let Some(id) = piece["id"].as_str().filter(|s| !s.is_empty())
+                    && call.id.is_empty()
+                {
+                    call.id = id.to_string();
+                }
+                if let Some(name) = function["name"].as_str().filter(|s| !s.is_empty())
+                    && call.name.is_empty()
+                {
+                    call.name = name.to_string();
+                }
+                match &function["arguments"] {
+                    Value::String(args) => call.arguments.push_str(args),
+                    // Some servers send the arguments as an object.
+                    Value::Object(_) => call.arguments.push_str(&function["arguments"].to_string()),
+                    _ => {}
+                }
+            }
+        }
+        match delta["content"].as_str() {
+            Some(text) if !text.is_empty() => {
+                self.text.push_str(text);
+                Ok(Feed::Text(text.to_string()))
+            }
+            _ => Ok(Feed::Continue),
+        }
+    }
+
+    fn finish(self, done: bool) -> Result<ModelResponse, String> {
+        if !done && self.finish_reason.is_none() {
+            return Err("the stream ended before [DONE] or a finish_reason".into());
+        }
+        let mut content = Vec::new();
+        if !self.text.is_empty() {
+            content.push(ContentBlock::Text { text: self.text });
+        }
+        let has_calls = !self.calls.is_empty();
+        for (index, call) in self.calls {
+            let input = if call.arguments.trim().is_empty() {
+                json!({})
+            } else {
+                serde_json::from_str(&call.arguments).unwrap_or(Value::String(call.arguments))
+            };
+            let id = if call.id.is_empty() {
+                format!("call_{index}")
+            } else {
+                call.id
+            };
+            content.push(ContentBlock::ToolUse {
+                id,
+                name: call.name,
+                input,
+            });
+        }
+        let stop_reason = match self.finish_reason.as_deref() {
+            // Some local servers say "stop" even when they called tools.
+            Some("stop") | None if has_calls => StopReason::ToolUse,
+            Some("stop") | None => StopReason::EndTurn,
+            Some("tool_calls" | "function_call") => StopReason::ToolUse,
+            Some("length") => StopReason::MaxTokens,
+            Some(other) => StopReason::Other(other.to_string()),
+        };
+        Ok(ModelResponse {
+            message: Message {
+                role: Role::Assistant,
+                content,
+            },
+            stop_reason,
+            usage: self.usage,
+        })
+    }
+}
+
+/// The well-known local servers: Ollama, then llama.cpp.
+const LOCAL_SERVERS: [&str; 2] = ["http://127.0.0.1:11434/v1", "http://127.0.0.1:8080/v1"];
+
+/// Returns the first of the well-known local servers that answers.
+pub(crate) async fn discover_local(timeout: Duration) -> Option<LocalServer> {
+    discover_among(&LOCAL_SERVERS, timeout).await
+}
+
+/// Asks every base URL's `GET {base}/models` at once and returns the first
+/// base, in the given order, that answered 2xx within `timeout`, with the
+/// model ids it lists.
+pub(crate) async fn discover_among(bases: &[&str], timeout: Duration) -> Option<LocalServer> {
+    let client = client_builder()
+        .no_proxy()
+        .timeout(timeout)
+        .connect_timeout(timeout)
+        .build()
+        .ok()?;
+    let probes = bases.iter().map(|base| {
+        let client = &client;
+        async move {
+            let url = format!("{}/models", base.trim_end_matches('/'));
+            let response = match tokio::time::timeout(timeout, client.get(url).send()).await {
+                Ok(Ok(response)) if response.status().is_success() => response,
+                _ => return None,
+            };
+            let listing: Value = response.json().await.unwrap_or(Value::Null);
+            let models = listing
+                .get("data")
+                .and_then(Value::as_array)
+                .map(|data| {
+                    data.iter()
+                        .filter_map(|model| {
+                            model.get("id").and_then(Value::as_str).map(str::to_owned)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            Some(LocalServer {
+                base_url: base.trim_end_matches('/').to_string(),
+                models,
+            })
+        }
+    });
+    let answers = futures::future::join_all(probes).await;
+    answers.into_iter().flatten().next()
+}
+
+#[cfg(test)]
+#[path = "openai_tests.rs"]
+mod tests;

@@ -1,1 +1,313 @@
-//! stub
+//! Reading a model's Server-Sent Events stream into one response.
+//!
+//! Each wire protocol supplies an [`Assembler`]: a pure state machine that
+//! takes parsed SSE events and builds the assistant message. [`read_stream`]
+//! drives one over any byte stream (reqwest's `bytes_stream()` in production,
+//! canned chunks in tests), reports text as it comes, enforces the idle
+//! timeout, and classifies every way the stream can fail so the retry loop
+//! can decide what to do. A stream that ends without the protocol's end
+//! marker is an error, never a short answer.
+
+use std::error::Error;
+use std::time::Duration;
+
+use eventsource_stream::{Event, EventStreamError, Eventsource};
+use futures::{Stream, StreamExt};
+
+use crate::retry::AttemptError;
+use crate::{ModelError, ModelResponse, StreamDelta};
+
+/// What one event did to the response being built.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Feed {
+    /// Nothing to report; keep reading.
+    Continue,
+    /// A piece of assistant text to report; keep reading.
+    Text(String),
+    /// The protocol's end marker: the response is complete.
+    Done,
+}
+
+/// An event that ends the attempt: an error event, or data that is not
+/// the protocol.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct EventFailure {
+    /// What went wrong, for the user.
+    pub(crate) message: String,
+    /// Whether the provider flagged it as transient (overloaded, …), so it
+    /// deserves a backoff retry rather than the single restart.
+    pub(crate) retryable: bool,
+}
+
+impl EventFailure {
+    /// A failure that gets the single mid-stream restart.
+    pub(crate) fn new(message: impl Into<String>) -> EventFailure {
+        EventFailure {
+            message: message.into(),
+            retryable: false,
+        }
+    }
+}
+
+/// A wire protocol's event-to-message state machine.
+pub(crate) trait Assembler: Send {
+    /// Takes one event.
+    fn feed(&mut self, event: &Event) -> Result<Feed, EventFailure>;
+
+    /// Builds the response once the stream is over. `done` tells whether
+    /// the end marker arrived; without it an assembler may still accept
+    /// (when it saw another sign of completion) or refuse with the reason.
+    fn finish(self, done: bool) -> Result<ModelResponse, String>;
+}
+
+/// Parses an event's data as JSON, or fails as malformed.
+pub(crate) fn parse_json(event: &Event) -> Result<serde_json::Value, EventFailure> {
+    serde_json::from_str(&event.data).map_err(|e| {
+        EventFailure::new(format!(
+            "malformed event data ({e}): {}",
+            cut(&event.data, 200)
+        ))
+    })
+}
+
+/// Reads `bytes` as SSE through `assembler` until the response is complete.
+/// Every failure here happened after the response had started, so each is
+/// a [`AttemptError::MidStream`], except an event flagged retryable.
+pub(crate) async fn read_stream<S, B, E, A>(
+    bytes: S,
+    mut assembler: A,
+    idle_timeout: Duration,
+    on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
+) -> Result<ModelResponse, AttemptError>
+where
+    S: Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+    E: Error,
+    A: Assembler,
+{
+    let events = bytes.eventsource();
+    let mut events = std::pin::pin!(events);
+    let mut shown = false;
+    let done = loop {
+        let next = match tokio::time::timeout(idle_timeout, events.next()).await {
+            Ok(next) => next,
+            Err(_) => {
+                return Err(AttemptError::MidStream(ModelError::IdleTimeout(
+                    idle_timeout,
+                )));
+            }
+        };
+        let event = match next {
+            None => break false,
+            Some(Ok(event)) => event,
+            Some(Err(e)) => {
+                let reason = match e {
+                    EventStreamError::Transport(e) => {
+                        format!("the connection broke: {}", error_chain(&e, false))
+                    }
+                    EventStreamError::Utf8(e) => format!("the stream is not UTF-8: {e}"),
+                    EventStreamError::Parser(e) => format!("the stream is not SSE: {e}"),
+                };
+                return Err(AttemptError::MidStream(ModelError::Stream(reason)));
+            }
+        };
+        match assembler.feed(&event) {
+            Ok(Feed::Continue) => {}
+            Ok(Feed::Text(text)) => {
+                shown = true;
+                on_delta(StreamDelta::Text(text));
+            }
+            Ok(Feed::Done) => break true,
+            Err(failure) if failure.retryable => {
+                return Err(AttemptError::Retryable {
+                    error: ModelError::Stream(failure.message),
+                    retry_after: None,
+                    shown,
+                });
+            }
+            Err(failure) => {
+                return Err(AttemptError::MidStream(ModelError::Stream(failure.message)));
+            }
+        }
+    };
+    assembler
+        .finish(done)
+        .map_err(|reason| AttemptError::MidStream(ModelError::Stream(reason)))
+}
+
+/// An error's message followed by its sources' (each only when it adds
+/// something), joined by `: `. With `skip_top`, the top message is left
+/// out when there are sources (reqwest's only repeats the URL).
+pub(crate) fn error_chain(error: &dyn Error, skip_top: bool) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if !skip_top || error.source().is_none() {
+        parts.push(error.to_string());
+    }
+    let mut source = error.source();
+    while let Some(err) = source {
+        let text = err.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = err.source();
+    }
+    parts.join(": ")
+}
+
+/// `text` cut to at most `max` bytes (on a character boundary), with an
+/// ellipsis when something was dropped.
+pub(crate) fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// Test helpers shared by the protocol modules' fixtures.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// Runs `fixture` through `assembler`, delivered in chunks of `chunk`
+    /// bytes (to exercise events split across reads). Returns the result
+    /// and every delta reported.
+    pub(crate) async fn run<A: Assembler>(
+        assembler: A,
+        fixture: &str,
+        chunk: usize,
+    ) -> (Result<ModelResponse, AttemptError>, Vec<StreamDelta>) {
+        let chunks: Vec<Result<Vec<u8>, std::io::Error>> = fixture
+            .as_bytes()
+            .chunks(chunk.max(1))
+            .map(|c| Ok(c.to_vec()))
+            .collect();
+        let deltas = Mutex::new(Vec::new());
+        let record = |d: StreamDelta| deltas.lock().map(|mut v| v.push(d)).unwrap_or(());
+        let result = read_stream(
+            futures::stream::iter(chunks),
+            assembler,
+            Duration::from_secs(5),
+            &record,
+        )
+        .await;
+        let deltas = deltas.into_inner().unwrap_or_default();
+        (result, deltas)
+    }
+
+    /// The texts among `deltas`, concatenated.
+    pub(crate) fn text_of(deltas: &[StreamDelta]) -> String {
+        deltas
+            .iter()
+            .filter_map(|d| match d {
+                StreamDelta::Text(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alcove_protocol::{Message, StopReason, Usage};
+
+    /// Echoes `data` as text until an event named `end`.
+    struct Echo;
+
+    impl Assembler for Echo {
+        fn feed(&mut self, event: &Event) -> Result<Feed, EventFailure> {
+            match event.event.as_str() {
+                "end" => Ok(Feed::Done),
+                "bad" => Err(EventFailure::new("bad event")),
+                "busy" => Err(EventFailure {
+                    message: "busy".into(),
+                    retryable: true,
+                }),
+                _ => Ok(Feed::Text(event.data.clone())),
+            }
+        }
+
+        fn finish(self, done: bool) -> Result<ModelResponse, String> {
+            if !done {
+                return Err("truncated".into());
+            }
+            Ok(ModelResponse {
+                message: Message::assistant_text(""),
+                stop_reason: StopReason::EndTurn,
+                usage: Usage::default(),
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn events_split_across_chunks_are_reassembled() {
+        let fixture = "data: hello\n\ndata: wor\ndata: ld\n\nevent: end\ndata: {}\n\n";
+        for chunk in [1, 3, 7, 1000] {
+            let (result, deltas) = testing::run(Echo, fixture, chunk).await;
+            assert!(result.is_ok(), "chunk {chunk}");
+            assert_eq!(
+                deltas,
+                vec![
+                    StreamDelta::Text("hello".into()),
+                    StreamDelta::Text("wor\nld".into())
+                ]
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stream_without_its_end_marker_is_an_error() {
+        let (result, _) = testing::run(Echo, "data: hello\n\n", 100).await;
+        assert!(matches!(
+            result,
+            Err(AttemptError::MidStream(ModelError::Stream(ref m))) if m == "truncated"
+        ));
+    }
+
+    #[tokio::test]
+    async fn failures_are_classified() {
+        let (result, _) = testing::run(Echo, "event: bad\ndata: x\n\n", 100).await;
+        assert!(matches!(result, Err(AttemptError::MidStream(_))));
+        let (result, _) = testing::run(Echo, "data: a\n\nevent: busy\ndata: x\n\n", 100).await;
+        assert!(matches!(
+            result,
+            Err(AttemptError::Retryable { shown: true, .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn transport_errors_and_silence_end_the_attempt() {
+        let reset = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "connection reset");
+        let chunks: Vec<Result<&[u8], std::io::Error>> = vec![Ok(b"data: a\n\n"), Err(reset)];
+        let result = read_stream(
+            futures::stream::iter(chunks),
+            Echo,
+            Duration::from_secs(1),
+            &|_| {},
+        )
+        .await;
+        assert!(matches!(
+            result,
+            Err(AttemptError::MidStream(ModelError::Stream(ref m))) if m.contains("connection reset")
+        ));
+
+        let silent = futures::stream::pending::<Result<&[u8], std::io::Error>>();
+        let result = read_stream(silent, Echo, Duration::from_millis(20), &|_| {}).await;
+        assert!(matches!(
+            result,
+            Err(AttemptError::MidStream(ModelError::IdleTimeout(_)))
+        ));
+    }
+
+    #[test]
+    fn cut_respects_char_boundaries() {
+        assert_eq!(cut("short", 10), "short");
+        assert_eq!(cut("ééé", 3), "é…");
+    }
+}

@@ -50,6 +50,8 @@ pub enum RunStatus {
     Aborted,
     /// The model could not be reached or failed after retries.
     Failed,
+    /// A budget (wall time or tokens) ran out first.
+    Budget,
 }
 
 impl RunStatus {
@@ -60,6 +62,7 @@ impl RunStatus {
             RunStatus::MaxTurns => "max_turns",
             RunStatus::Aborted => "aborted",
             RunStatus::Failed => "failed",
+            RunStatus::Budget => "budget",
         }
     }
 }
@@ -174,10 +177,17 @@ pub enum EventKind {
     AgentStarted {
         /// The child's path.
         child: AgentPath,
+        /// The id of the parent's tool call that started it.
+        call_id: String,
+        /// The child's agent type.
+        agent_type: String,
         /// The short task description the parent gave.
         description: String,
         /// The child's depth (the main agent is 0).
         depth: u32,
+        /// Where the child's own transcript is written, when it is.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        transcript: Option<String>,
     },
     /// A child agent ended.
     AgentEnded {
@@ -189,6 +199,10 @@ pub enum EventKind {
         status: RunStatus,
         /// Whether the parent received a usable report.
         ok: bool,
+        /// How many model requests it made.
+        turns: u32,
+        /// Tokens it used.
+        usage: Usage,
     },
     /// Something worth telling the user that is not an error of the run.
     Warning {

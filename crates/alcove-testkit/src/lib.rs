@@ -1,1 +1,50 @@
-//! A scripted fake model server (being written).
+//! A scripted fake model server for end-to-end tests of the real `alcove`
+//! binary, since no model service is reachable from tests.
+//!
+//! [`FakeServer`] listens on 127.0.0.1 and speaks the real wire protocols —
+//! Anthropic Messages SSE on `POST /v1/messages` and OpenAI Chat Completions
+//! SSE on `POST /v1/chat/completions` (plus `GET /v1/models`). Each request is
+//! recorded, matched to a scripted conversation by the text of its first user
+//! message, and answered with that conversation's next [`Step`]. [`TestEnv`]
+//! runs the binary in a temporary home and workspace pointed at the server.
+//!
+//! ```
+//! use alcove_testkit::{Block, FakeServer, Script, Step};
+//! use serde_json::json;
+//!
+//! let server = FakeServer::start(
+//!     Script::new()
+//!         .conversation("fix the typo", vec![
+//!             Step::tool_call("read_file", json!({"path": "README.md"})),
+//!             Step::reply(vec![
+//!                 Block::text("Found it."),
+//!                 Block::tool_call("edit_file", json!({"path": "README.md", "old": "teh", "new": "the"})),
+//!             ]),
+//!             Step::text("Fixed."),
+//!         ])
+//!         .conversation("flaky", vec![
+//!             Step::overloaded().with_retry_after(1),
+//!             Step::drop_mid_stream("partial"),
+//!             Step::text("ok").delay(50).usage(1200, 30),
+//!         ]),
+//! );
+//! // Point the client at server.url() (Anthropic) or server.openai_url() (OpenAI),
+//! // run it, then inspect what it sent:
+//! assert!(server.requests().is_empty());
+//! ```
+//!
+//! A request that matches no conversation, or whose conversation has used all
+//! its steps, gets a 400 whose error message says so and quotes the prompt.
+
+mod anthropic;
+mod env;
+mod openai;
+mod record;
+mod script;
+mod server;
+mod wire;
+
+pub use env::TestEnv;
+pub use record::{Protocol, RecordedRequest};
+pub use script::{Block, DEFAULT_INPUT_TOKENS, DEFAULT_MODEL, DEFAULT_OUTPUT_TOKENS, Script, Step};
+pub use server::FakeServer;

@@ -1,0 +1,123 @@
+//! The per-session supervisor: what every delegation of a session shares.
+//!
+//! Limits (depth, turns, concurrency, budgets), the definitions registry,
+//! the concurrency slots (released by RAII whatever way a run ends), child
+//! naming, where child transcripts go, and how a child gets a different
+//! model. The synchronous `Agent` tool is one face of it; the asynchronous
+//! collab tools will be another, on the same slots.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use alcove_model::Model;
+use alcove_tools::Tool;
+use tokio::sync::Semaphore;
+
+use super::agent_tool::AgentTool;
+use super::definitions::Definitions;
+use crate::Runtime;
+
+/// Limits on delegation.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentLimits {
+    /// How deep children may nest (the main agent is depth 0; 1 means children
+    /// cannot delegate).
+    pub max_depth: u32,
+    /// A child's turn cap unless its definition sets one.
+    pub max_turns: u32,
+    /// How many children may run at once in the whole session.
+    pub max_concurrent: usize,
+    /// A child's wall-clock budget.
+    pub timeout: Option<Duration>,
+    /// A child's token budget (input plus output).
+    pub max_tokens: Option<u64>,
+}
+
+impl Default for AgentLimits {
+    fn default() -> AgentLimits {
+        AgentLimits {
+            max_depth: 1,
+            max_turns: 30,
+            max_concurrent: 4,
+            timeout: None,
+            max_tokens: None,
+        }
+    }
+}
+
+/// Builds a model client from `provider/name`, for children that ask for a
+/// different model than their parent's.
+pub type ModelFactory = dyn Fn(&str) -> Result<Arc<dyn Model>, String> + Send + Sync;
+
+/// What every delegation of a session shares.
+pub struct Supervisor {
+    pub(crate) runtime: Runtime,
+    pub(crate) limits: AgentLimits,
+    pub(crate) definitions: Definitions,
+    pub(crate) slots: Arc<Semaphore>,
+    next_child: AtomicU64,
+    pub(crate) transcripts: Option<PathBuf>,
+    pub(crate) model_factory: Option<Arc<ModelFactory>>,
+    pub(crate) project_instructions: String,
+}
+
+impl Supervisor {
+    /// A supervisor for a session whose shared parts are `runtime`.
+    /// Child transcripts go under `transcripts` when given.
+    pub fn new(
+        runtime: Runtime,
+        limits: AgentLimits,
+        definitions: Definitions,
+        transcripts: Option<PathBuf>,
+    ) -> Supervisor {
+        Supervisor {
+            runtime,
+            slots: Arc::new(Semaphore::new(limits.max_concurrent.max(1))),
+            limits,
+            definitions,
+            next_child: AtomicU64::new(1),
+            transcripts,
+            model_factory: None,
+            project_instructions: String::new(),
+        }
+    }
+
+    /// Lets children ask for another model by `provider/name`.
+    pub fn with_model_factory(mut self, factory: Arc<ModelFactory>) -> Supervisor {
+        self.model_factory = Some(factory);
+        self
+    }
+
+    /// Project instructions children receive in their system prompt.
+    pub fn with_project_instructions(mut self, text: String) -> Supervisor {
+        self.project_instructions = text;
+        self
+    }
+
+    /// The delegation limits.
+    pub fn limits(&self) -> AgentLimits {
+        self.limits
+    }
+
+    /// The known agent definitions.
+    pub fn definitions(&self) -> &Definitions {
+        &self.definitions
+    }
+
+    /// The tools of an agent at `depth` whose other tools are `pool`: the
+    /// pool, plus `Agent` while children may still nest below this depth.
+    pub fn tools_for(self: &Arc<Self>, depth: u32, pool: Vec<Arc<dyn Tool>>) -> Vec<Arc<dyn Tool>> {
+        let mut tools = pool.clone();
+        if depth < self.limits.max_depth {
+            tools.push(Arc::new(AgentTool::new(self.clone(), pool)));
+        }
+        tools
+    }
+
+    /// A fresh child name, unique in the session: `agent-1`, `agent-2`, …
+    pub(crate) fn next_child_name(&self) -> String {
+        format!("agent-{}", self.next_child.fetch_add(1, Ordering::Relaxed))
+    }
+}

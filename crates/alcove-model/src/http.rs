@@ -1,0 +1,152 @@
+//! The HTTP side shared by both clients: one POST per attempt, its status
+//! classified for the retry loop, its body handed to the SSE reader.
+//!
+//! Kept apart from the protocol modules so they only build request bodies
+//! and assemble events, and apart from `sse.rs` so the event reading stays
+//! free of any network dependency and testable on canned bytes.
+
+use bytes::Bytes;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+
+use crate::retry::{self, AttemptError, RetryPolicy};
+use crate::sse::{self, Assembler};
+use crate::{ModelError, ModelResponse, StreamDelta};
+
+/// How much of an error response body is kept.
+const MAX_ERROR_BODY: usize = 2048;
+
+/// A provider's HTTP client and retry settings.
+#[derive(Debug, Clone)]
+pub(crate) struct Http {
+    client: reqwest::Client,
+    provider: String,
+    policy: RetryPolicy,
+}
+
+impl Http {
+    /// Builds the client for `provider` (its id, used in error messages).
+    pub(crate) fn new(
+        provider: &str,
+        base_url: &str,
+        policy: RetryPolicy,
+    ) -> Result<Http, ModelError> {
+        let client = client_builder()
+            .connect_timeout(policy.connect_timeout)
+            .build()
+            .map_err(|e| ModelError::Connect {
+                url: base_url.to_string(),
+                reason: sse::error_chain(&e, true),
+            })?;
+        Ok(Http {
+            client,
+            provider: provider.to_string(),
+            policy,
+        })
+    }
+
+    /// POSTs `body` to `url` and reads the streamed answer with a fresh
+    /// assembler from `assembler` per attempt, retrying per the policy.
+    pub(crate) async fn complete<A, F>(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        body: &serde_json::Value,
+        assembler: F,
+        on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
+    ) -> Result<ModelResponse, ModelError>
+    where
+        A: Assembler,
+        F: Fn() -> A,
+    {
+        let body = serde_json::to_vec(body)
+            .map(Bytes::from)
+            .map_err(|e| ModelError::Protocol(format!("cannot encode the request: {e}")))?;
+        retry::run(&self.policy, on_delta, || {
+            self.attempt(url, headers, body.clone(), assembler(), on_delta)
+        })
+        .await
+    }
+
+    /// One attempt: send, check the status, read the stream.
+    async fn attempt<A: Assembler>(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        body: Bytes,
+        assembler: A,
+        on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
+    ) -> Result<ModelResponse, AttemptError> {
+        let idle = self.policy.idle_timeout;
+        let request = self
+            .client
+            .post(url)
+            .headers(headers.clone())
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .body(body);
+        let response = match tokio::time::timeout(idle, request.send()).await {
+            Err(_) => {
+                return Err(AttemptError::Retryable {
+                    error: ModelError::IdleTimeout(idle),
+                    retry_after: None,
+                    shown: false,
+                });
+            }
+            Ok(Err(e)) => return Err(send_error(url, &e)),
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let retry_after = retry::retry_after(response.headers());
+            let text = match tokio::time::timeout(idle, response.text()).await {
+                Ok(Ok(text)) => text,
+                _ => String::new(),
+            };
+            let error = ModelError::Http {
+                provider: self.provider.clone(),
+                status: status.as_u16(),
+                body: sse::cut(text.trim(), MAX_ERROR_BODY),
+            };
+            return Err(if retry::retryable_status(status.as_u16()) {
+                AttemptError::Retryable {
+                    error,
+                    retry_after,
+                    shown: false,
+                }
+            } else {
+                AttemptError::Fatal(error)
+            });
+        }
+        sse::read_stream(response.bytes_stream(), assembler, idle, on_delta).await
+    }
+}
+
+/// A reqwest client builder with the TLS provider installed.
+pub(crate) fn client_builder() -> reqwest::ClientBuilder {
+    // Installing twice is harmless: the second call just reports the first.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+}
+
+/// Classifies an error from sending a request (before any response).
+fn send_error(url: &str, error: &reqwest::Error) -> AttemptError {
+    let reason = sse::error_chain(error, true);
+    if error.is_builder() {
+        return AttemptError::Fatal(ModelError::Connect {
+            url: url.to_string(),
+            reason,
+        });
+    }
+    let error = if error.is_connect() {
+        ModelError::Connect {
+            url: url.to_string(),
+            reason,
+        }
+    } else {
+        ModelError::Stream(format!("request to {url} failed: {reason}"))
+    };
+    AttemptError::Retryable {
+        error,
+        retry_after: None,
+        shown: false,
+    }
+}

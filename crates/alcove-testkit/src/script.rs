@@ -1,0 +1,293 @@
+//! What the fake server is told to answer: a [`Script`] of conversations,
+//! each a list of [`Step`]s, one step per request.
+//!
+//! The script is plain data built before the server starts; the server only
+//! reads it and advances a cursor per conversation.
+
+use serde_json::Value;
+
+/// Input tokens reported when a step does not set [`Step::usage`].
+pub const DEFAULT_INPUT_TOKENS: u64 = 100;
+/// Output tokens reported when a step does not set [`Step::usage`].
+pub const DEFAULT_OUTPUT_TOKENS: u64 = 20;
+
+/// The model names listed by `GET /v1/models` unless [`Script::models`] says otherwise.
+pub const DEFAULT_MODEL: &str = "fake-model";
+
+/// A set of scripted conversations, matched by the text of the first user message.
+#[derive(Debug, Clone)]
+pub struct Script {
+    pub(crate) conversations: Vec<(String, Vec<Step>)>,
+    pub(crate) models: Vec<String>,
+}
+
+impl Default for Script {
+    fn default() -> Self {
+        Script::new()
+    }
+}
+
+impl Script {
+    /// An empty script: every model request gets a 400 until conversations are added.
+    pub fn new() -> Script {
+        Script {
+            conversations: Vec::new(),
+            models: vec![DEFAULT_MODEL.to_string()],
+        }
+    }
+
+    /// Adds a conversation: requests whose FIRST user message text contains
+    /// `first_user_contains` (first matching conversation in declaration
+    /// order) get these steps in order, one step per request.
+    ///
+    /// The text matched is all text blocks of the first user message (see
+    /// [`crate::RecordedRequest::first_user_message_text`]).
+    /// An empty `first_user_contains` matches every request, so declare such a
+    /// catch-all last.
+    pub fn conversation(mut self, first_user_contains: &str, steps: Vec<Step>) -> Script {
+        self.conversations
+            .push((first_user_contains.to_string(), steps));
+        self
+    }
+
+    /// Sets the model ids listed by `GET /v1/models` (default: `["fake-model"]`).
+    pub fn models(mut self, ids: &[&str]) -> Script {
+        self.models = ids.iter().map(|s| s.to_string()).collect();
+        self
+    }
+}
+
+/// One part of a scripted reply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Block {
+    /// Assistant text.
+    Text(String),
+    /// A tool call whose arguments are `input`, serialized as JSON.
+    ToolCall {
+        /// Tool name.
+        name: String,
+        /// Tool input (normally an object).
+        input: Value,
+    },
+    /// A tool call whose arguments are sent verbatim, possibly invalid JSON.
+    RawToolCall {
+        /// Tool name.
+        name: String,
+        /// The argument text, streamed as is.
+        arguments: String,
+    },
+}
+
+impl Block {
+    /// A text block.
+    pub fn text(text: &str) -> Block {
+        Block::Text(text.to_string())
+    }
+
+    /// A tool call block.
+    pub fn tool_call(name: &str, input: Value) -> Block {
+        Block::ToolCall {
+            name: name.to_string(),
+            input,
+        }
+    }
+
+    /// A tool call whose arguments text is sent verbatim.
+    pub fn raw_tool_call(name: &str, arguments: &str) -> Block {
+        Block::RawToolCall {
+            name: name.to_string(),
+            arguments: arguments.to_string(),
+        }
+    }
+
+    pub(crate) fn is_tool_call(&self) -> bool {
+        !matches!(self, Block::Text(_))
+    }
+}
+
+/// What kind of answer a step gives.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum StepKind {
+    /// A normal 200 reply made of blocks.
+    Reply(Vec<Block>),
+    /// A non-200 answer with this body.
+    HttpError { status: u16, body: String },
+    /// 200, some text, then the connection is cut.
+    DropMidStream(String),
+    /// 200, then a `data:` line that is not JSON.
+    MalformedSse,
+    /// 200, then an in-stream error.
+    ErrorEvent { kind: String, message: String },
+    /// 200, some text, then silence with the connection held open.
+    StallAfter(String),
+    /// Never answers.
+    Hang,
+}
+
+/// One scripted answer to one request. Build it with the constructors below.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub(crate) kind: StepKind,
+    pub(crate) delay_ms: u64,
+    pub(crate) usage: Option<(u64, u64)>,
+    pub(crate) retry_after: Option<u64>,
+    pub(crate) truncated: bool,
+}
+
+impl Step {
+    fn of(kind: StepKind) -> Step {
+        Step {
+            kind,
+            delay_ms: 0,
+            usage: None,
+            retry_after: None,
+            truncated: false,
+        }
+    }
+
+    /// A final answer made of one text block.
+    pub fn text(text: &str) -> Step {
+        Step::reply(vec![Block::text(text)])
+    }
+
+    /// A reply with one tool call and no text.
+    pub fn tool_call(name: &str, input: Value) -> Step {
+        Step::reply(vec![Block::tool_call(name, input)])
+    }
+
+    /// A reply made of text and/or several tool calls, in order.
+    pub fn reply(blocks: Vec<Block>) -> Step {
+        Step::of(StepKind::Reply(blocks))
+    }
+
+    /// An HTTP error with this status and body (sent as `application/json`
+    /// when the body is JSON, else `text/plain`).
+    pub fn http_error(status: u16, body: &str) -> Step {
+        Step::of(StepKind::HttpError {
+            status,
+            body: body.to_string(),
+        })
+    }
+
+    /// Anthropic's 529 "overloaded" answer, with its real body.
+    pub fn overloaded() -> Step {
+        Step::http_error(
+            529,
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        )
+    }
+
+    /// A 429 rate-limit answer (Anthropic-shaped body) with a retry-after header.
+    pub fn rate_limited(retry_after_seconds: u64) -> Step {
+        Step::http_error(
+            429,
+            r#"{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}"#,
+        )
+        .with_retry_after(retry_after_seconds)
+    }
+
+    /// Adds a `retry-after: SECONDS` header to the response.
+    pub fn with_retry_after(mut self, seconds: u64) -> Step {
+        self.retry_after = Some(seconds);
+        self
+    }
+
+    /// 200, streams `text_before`, then closes the connection abruptly
+    /// (no `message_stop` / `[DONE]`, chunked body left unterminated).
+    pub fn drop_mid_stream(text_before: &str) -> Step {
+        Step::of(StepKind::DropMidStream(text_before.to_string()))
+    }
+
+    /// 200, then a `data:` line that is not JSON, then the stream ends.
+    pub fn malformed_sse() -> Step {
+        Step::of(StepKind::MalformedSse)
+    }
+
+    /// 200, then an in-stream error: Anthropic `event: error` with
+    /// `{"type":"error","error":{"type":kind,"message":message}}`, OpenAI
+    /// `data: {"error":{"message":message,"type":kind,...}}`.
+    pub fn error_event(kind: &str, message: &str) -> Step {
+        Step::of(StepKind::ErrorEvent {
+            kind: kind.to_string(),
+            message: message.to_string(),
+        })
+    }
+
+    /// 200, streams `text_before`, then sends nothing more and never closes.
+    pub fn stall_after(text_before: &str) -> Step {
+        Step::of(StepKind::StallAfter(text_before.to_string()))
+    }
+
+    /// Accepts the request and never answers at all.
+    pub fn hang() -> Step {
+        Step::of(StepKind::Hang)
+    }
+
+    /// Waits `ms` milliseconds before answering (other connections are not blocked).
+    pub fn delay(mut self, ms: u64) -> Step {
+        self.delay_ms = ms;
+        self
+    }
+
+    /// Sets the reported token usage (default: [`DEFAULT_INPUT_TOKENS`], [`DEFAULT_OUTPUT_TOKENS`]).
+    pub fn usage(mut self, input_tokens: u64, output_tokens: u64) -> Step {
+        self.usage = Some((input_tokens, output_tokens));
+        self
+    }
+
+    /// Marks the reply as cut by the output limit: stop reason `max_tokens`
+    /// (Anthropic) / finish reason `length` (OpenAI).
+    pub fn max_tokens(mut self) -> Step {
+        self.truncated = true;
+        self
+    }
+
+    pub(crate) fn tokens(&self) -> (u64, u64) {
+        self.usage
+            .unwrap_or((DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS))
+    }
+}
+
+/// Splits `s` into at least two pieces (when it has two characters or more),
+/// on character boundaries, each at most a dozen characters long.
+pub(crate) fn split_pieces(s: &str) -> Vec<String> {
+    let chars: Vec<char> = s.chars().collect();
+    if chars.len() < 2 {
+        return vec![s.to_string()];
+    }
+    let size = chars.len().div_ceil(2).min(12);
+    chars
+        .chunks(size)
+        .map(|c| c.iter().collect::<String>())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_pieces_reassembles_into_two_or_more() {
+        for s in [
+            "ab",
+            "hello",
+            "héllo wörld, this is a longer sentence",
+            "{}",
+        ] {
+            let pieces = split_pieces(s);
+            assert!(pieces.len() >= 2, "{s:?} -> {pieces:?}");
+            assert_eq!(pieces.concat(), s);
+        }
+        assert_eq!(split_pieces(""), vec![String::new()]);
+        assert_eq!(split_pieces("x"), vec!["x".to_string()]);
+    }
+
+    #[test]
+    fn modifiers_compose() {
+        let step = Step::http_error(500, "boom").with_retry_after(3).delay(10);
+        assert_eq!(step.retry_after, Some(3));
+        assert_eq!(step.delay_ms, 10);
+        assert_eq!(step.tokens(), (DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS));
+        assert_eq!(Step::text("x").usage(7, 8).tokens(), (7, 8));
+    }
+}

@@ -1,0 +1,455 @@
+//! The fake model server: a hyper HTTP/1 server on 127.0.0.1 with its own
+//! thread and tokio runtime, which records every request and answers model
+//! calls from the [`Script`], one step per request, each connection in its
+//! own task so slow steps never block others.
+
+use std::convert::Infallible;
+use std::net::{SocketAddr, TcpListener as StdListener};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use futures::stream::{self, StreamExt};
+use http_body_util::{BodyExt, Full, StreamBody, combinators::UnsyncBoxBody};
+use hyper::body::{Frame, Incoming};
+use hyper::header::{CONTENT_TYPE, HeaderName, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::record::{Protocol, RecordedRequest};
+use crate::script::{Script, Step, StepKind};
+use crate::wire::{Ctx, Ending, IdGen, prefix};
+use crate::{anthropic, openai};
+
+type Body = UnsyncBoxBody<Bytes, std::io::Error>;
+
+struct Conversation {
+    needle: String,
+    steps: Vec<Step>,
+    cursor: usize,
+}
+
+struct State {
+    conversations: Vec<Conversation>,
+    requests: Vec<RecordedRequest>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    models: Vec<String>,
+    ids: IdGen,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A running fake model server. Dropping it shuts the server down and closes
+/// every open connection.
+pub struct FakeServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for FakeServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeServer")
+            .field("addr", &self.addr)
+            .finish()
+    }
+}
+
+impl FakeServer {
+    /// Starts on 127.0.0.1:0 on a dedicated thread with its own tokio runtime,
+    /// so it works from plain `#[test]`s and from `#[tokio::test]`s alike.
+    ///
+    /// Panics if no local port can be bound or the thread cannot start.
+    pub fn start(script: Script) -> FakeServer {
+        let listener = match StdListener::bind("127.0.0.1:0") {
+            Ok(l) => l,
+            Err(e) => panic!("alcove-testkit: cannot bind 127.0.0.1:0: {e}"),
+        };
+        let addr = match listener.local_addr() {
+            Ok(a) => a,
+            Err(e) => panic!("alcove-testkit: cannot read the bound address: {e}"),
+        };
+        if let Err(e) = listener.set_nonblocking(true) {
+            panic!("alcove-testkit: cannot make the listener non-blocking: {e}");
+        }
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                conversations: script
+                    .conversations
+                    .into_iter()
+                    .map(|(needle, steps)| Conversation {
+                        needle,
+                        steps,
+                        cursor: 0,
+                    })
+                    .collect(),
+                requests: Vec::new(),
+            }),
+            models: script.models,
+            ids: IdGen::default(),
+        });
+        let (tx, rx) = oneshot::channel();
+        let server_shared = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name(format!("alcove-fake-server-{}", addr.port()))
+            .spawn(move || run(listener, server_shared, rx));
+        let thread = match thread {
+            Ok(t) => t,
+            Err(e) => panic!("alcove-testkit: cannot spawn the server thread: {e}"),
+        };
+        FakeServer {
+            addr,
+            shared,
+            shutdown: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// The Anthropic base URL, `http://127.0.0.1:PORT` (no `/v1`).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The OpenAI base URL, `http://127.0.0.1:PORT/v1`.
+    pub fn openai_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.lock().requests.clone()
+    }
+
+    /// The requests whose first user message text contains `first_user_contains`
+    /// (matched like conversations, see [`RecordedRequest::first_user_message_text`]).
+    pub fn requests_for(&self, first_user_contains: &str) -> Vec<RecordedRequest> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.first_user_message_text().contains(first_user_contains))
+            .collect()
+    }
+
+    /// Conversations with steps not yet taken: `(first_user_contains, steps left)`.
+    pub fn unused_steps(&self) -> Vec<(String, usize)> {
+        self.shared
+            .lock()
+            .conversations
+            .iter()
+            .filter(|c| c.cursor < c.steps.len())
+            .map(|c| (c.needle.clone(), c.steps.len() - c.cursor))
+            .collect()
+    }
+
+    /// Panics, listing them, if any scripted step was never requested.
+    pub fn assert_script_finished(&self) {
+        let unused = self.unused_steps();
+        assert!(
+            unused.is_empty(),
+            "alcove-testkit: scripted steps never requested (conversation, steps left): {unused:?}"
+        );
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn run(listener: StdListener, shared: Arc<Shared>, mut shutdown: oneshot::Receiver<()>) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("alcove-testkit: cannot build the server runtime: {e}");
+            return;
+        }
+    };
+    runtime.block_on(async move {
+        let listener = match tokio::net::TcpListener::from_std(listener) {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("alcove-testkit: cannot register the listener: {e}");
+                return;
+            }
+        };
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => break,
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => {
+                        tokio::spawn(serve_connection(stream, Arc::clone(&shared)));
+                    }
+                    Err(e) => {
+                        eprintln!("alcove-testkit: accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                },
+            }
+        }
+    });
+    // Dropping the runtime drops every connection task, closing their sockets.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+}
+
+async fn serve_connection(stream: tokio::net::TcpStream, shared: Arc<Shared>) {
+    let service = hyper::service::service_fn(move |req| handle(req, Arc::clone(&shared)));
+    let result = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
+    // Cut streams and clients hanging up end connections with an error; that
+    // is expected, so it is not reported.
+    drop(result);
+}
+
+/// What to do with a request once it is recorded.
+enum Plan {
+    Step(Step, Protocol),
+    Reject(StatusCode, Protocol, String),
+    Models(Protocol),
+}
+
+async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<Body>, Infallible> {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let headers = req
+        .headers()
+        .iter()
+        .map(|(n, v)| {
+            let value = String::from_utf8_lossy(v.as_bytes()).into_owned();
+            (n.as_str().to_string(), value)
+        })
+        .collect();
+    let (body, body_error) = match req.into_body().collect().await {
+        Ok(collected) => {
+            let bytes = collected.to_bytes();
+            (serde_json::from_slice(&bytes).unwrap_or(Value::Null), None)
+        }
+        Err(e) => (Value::Null, Some(e.to_string())),
+    };
+    let record = RecordedRequest {
+        method: method.to_string(),
+        path,
+        headers,
+        body,
+    };
+    let protocol = record.protocol();
+    let plan = {
+        let mut state = shared.lock();
+        state.requests.push(record.clone());
+        let is_model_call = method == Method::POST
+            && (record.path == "/v1/messages" || record.path == "/v1/chat/completions");
+        if let Some(e) = body_error {
+            Plan::Reject(
+                StatusCode::BAD_REQUEST,
+                protocol,
+                format!("fake server: could not read the request body: {e}"),
+            )
+        } else if method == Method::GET && record.path == "/v1/models" {
+            Plan::Models(protocol)
+        } else if !is_model_call {
+            Plan::Reject(
+                StatusCode::NOT_FOUND,
+                protocol,
+                format!("fake server: no route for {method} {}", record.path),
+            )
+        } else if !record.body.is_object() {
+            Plan::Reject(
+                StatusCode::BAD_REQUEST,
+                protocol,
+                "fake server: the request body is not a JSON object".to_string(),
+            )
+        } else {
+            match next_step(&mut state, &record.first_user_message_text()) {
+                Ok(step) => Plan::Step(step, protocol),
+                Err(message) => Plan::Reject(StatusCode::BAD_REQUEST, protocol, message),
+            }
+        }
+    };
+    let response = match plan {
+        Plan::Step(step, protocol) => answer(step, protocol, &record, &shared).await,
+        Plan::Reject(status, protocol, message) => {
+            eprintln!("alcove-testkit: {status}: {message}");
+            let body = match protocol {
+                Protocol::Anthropic => anthropic::error_body("invalid_request_error", &message),
+                Protocol::OpenAi => openai::error_body("invalid_request_error", &message),
+            };
+            json_response(status, &body)
+        }
+        Plan::Models(Protocol::Anthropic) => {
+            json_response(StatusCode::OK, &anthropic::models(&shared.models))
+        }
+        Plan::Models(Protocol::OpenAi) => {
+            json_response(StatusCode::OK, &openai::models(&shared.models, now()))
+        }
+    };
+    Ok(response)
+}
+
+/// Takes the next step of the first conversation matching `first_user`.
+fn next_step(state: &mut State, first_user: &str) -> Result<Step, String> {
+    let quoted = prefix(first_user, 200);
+    let Some(conv) = state
+        .conversations
+        .iter_mut()
+        .find(|c| first_user.contains(&c.needle))
+    else {
+        return Err(format!(
+            "fake server: no scripted conversation matches this request; first user message: {quoted:?}"
+        ));
+    };
+    match conv.steps.get(conv.cursor) {
+        Some(step) => {
+            conv.cursor += 1;
+            Ok(step.clone())
+        }
+        None => Err(format!(
+            "fake server: the scripted conversation matching {:?} has no steps left (all {} used); first user message: {quoted:?}",
+            conv.needle,
+            conv.steps.len()
+        )),
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+async fn answer(
+    step: Step,
+    protocol: Protocol,
+    record: &RecordedRequest,
+    shared: &Shared,
+) -> Response<Body> {
+    if step.delay_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(step.delay_ms)).await;
+    }
+    let (input_tokens, output_tokens) = step.tokens();
+    let model = match record.model() {
+        m if m.is_empty() => crate::script::DEFAULT_MODEL.to_string(),
+        m => m,
+    };
+    let ctx = Ctx {
+        model,
+        ids: &shared.ids,
+        input_tokens,
+        output_tokens,
+        include_usage: record.body["stream_options"]["include_usage"]
+            .as_bool()
+            .unwrap_or(false),
+        created: now(),
+        truncated: step.truncated,
+    };
+    let mut response = match &step.kind {
+        StepKind::Hang => std::future::pending().await,
+        StepKind::HttpError { status, body } => {
+            let status = StatusCode::from_u16(*status).unwrap_or_else(|_| {
+                eprintln!("alcove-testkit: invalid scripted status {status}, sending 500");
+                StatusCode::INTERNAL_SERVER_ERROR
+            });
+            let content_type = if serde_json::from_str::<Value>(body).is_ok() {
+                "application/json"
+            } else {
+                "text/plain; charset=utf-8"
+            };
+            full_response(status, content_type, Bytes::from(body.clone()))
+        }
+        StepKind::Reply(blocks) if !record.is_stream() => {
+            let body = match protocol {
+                Protocol::Anthropic => anthropic::message(blocks, &ctx),
+                Protocol::OpenAi => openai::completion(blocks, &ctx),
+            };
+            json_response(StatusCode::OK, &body)
+        }
+        kind => {
+            let sse = match protocol {
+                Protocol::Anthropic => anthropic::stream(kind, &ctx),
+                Protocol::OpenAi => openai::stream(kind, &ctx),
+            };
+            sse_response(sse.events, sse.ending)
+        }
+    };
+    let headers = response.headers_mut();
+    if let Some(seconds) = step.retry_after {
+        headers.insert(
+            HeaderName::from_static("retry-after"),
+            HeaderValue::from(seconds),
+        );
+    }
+    let request_id = format!("req_fake{:06}", shared.ids.next());
+    if let Ok(value) = HeaderValue::from_str(&request_id) {
+        let name = match protocol {
+            Protocol::Anthropic => "request-id",
+            Protocol::OpenAi => "x-request-id",
+        };
+        headers.insert(HeaderName::from_static(name), value);
+    }
+    response
+}
+
+fn full_response(status: StatusCode, content_type: &'static str, body: Bytes) -> Response<Body> {
+    let body = Full::new(body)
+        .map_err(|never| match never {})
+        .boxed_unsync();
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
+    full_response(status, "application/json", Bytes::from(body.to_string()))
+}
+
+fn sse_response(events: Vec<String>, ending: Ending) -> Response<Body> {
+    let frames = stream::iter(events).map(|e| Ok::<_, std::io::Error>(Frame::data(Bytes::from(e))));
+    let tail = match ending {
+        Ending::Complete => stream::empty().boxed(),
+        Ending::Abort => stream::once(async {
+            // Pending first lets hyper flush what was streamed; the error then
+            // makes it drop the connection with the chunked body unterminated.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionAborted,
+                "fake server: scripted connection drop",
+            ))
+        })
+        .boxed(),
+        Ending::Stall => stream::pending().boxed(),
+    };
+    let body = BodyExt::boxed_unsync(StreamBody::new(frames.chain(tail)));
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(
+        HeaderName::from_static("cache-control"),
+        HeaderValue::from_static("no-cache"),
+    );
+    response
+}
