@@ -1,9 +1,65 @@
-//! The `Bash` tool (stub, being written).
+//! The `Bash` tool: runs a shell command in the workspace root.
+//!
+//! Each command runs in its own process group so that everything it starts —
+//! pipelines, background jobs, test runners' workers — can be killed as one
+//! on timeout or cancel, and is killed when the command ends: no process
+//! outlives the call. Output is captured with bounded memory (head and tail
+//! are kept, the middle is counted), because a runaway command must not be
+//! able to flood the model's context or the agent's memory.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
 
 use alcove_protocol::ToolSpec;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::Value;
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, Command};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
-use crate::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace};
+use crate::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for};
+
+const NAME: &str = "Bash";
+const DESCRIPTION: &str = "Executes a bash command in the workspace root and returns its \
+combined stdout and stderr. Each call starts a fresh shell: cd and variables do not persist, so \
+use absolute paths or `cd dir && cmd`. stdin is closed, so interactive commands fail; pass \
+non-interactive flags. timeout is in milliseconds (default 120000, max 600000); on timeout the \
+command and everything it started is killed, and background processes are killed when the \
+command ends. Output over 30000 characters is cut in the middle. Prefer Read, Glob, Grep, Edit \
+and Write over cat, find, grep, sed and echo redirection.";
+
+/// Default timeout, in milliseconds.
+const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+/// Largest timeout accepted, in milliseconds; larger values are clamped.
+const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Characters of output kept: half from the start, half from the end.
+const MAX_OUTPUT_CHARS: usize = 30_000;
+const KEEP_CHARS: usize = MAX_OUTPUT_CHARS / 2;
+/// Bytes kept at each end: enough for `KEEP_CHARS` characters of any width.
+const KEEP_BYTES: usize = KEEP_CHARS * 4;
+/// How long a SIGTERMed group gets before SIGKILL.
+const TERM_GRACE: Duration = Duration::from_millis(200);
+/// How long to keep reading pipes after the group was killed (a process that
+/// escaped the group with `setsid` could hold them open forever).
+const DRAIN_GRACE: Duration = Duration::from_millis(500);
+
+/// Arguments of `Bash`.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct BashInput {
+    /// The command to execute.
+    command: String,
+    /// Optional timeout in milliseconds (max 600000). Defaults to 120000 (2 minutes).
+    timeout: Option<u64>,
+    /// Clear, concise description of what this command does in 5-10 words.
+    #[allow(dead_code)] // Read by people in transcripts, not by the tool.
+    description: Option<String>,
+}
 
 /// The `Bash` tool.
 pub struct Bash {
@@ -13,11 +69,7 @@ pub struct Bash {
 impl Default for Bash {
     fn default() -> Self {
         Bash {
-            spec: ToolSpec {
-                name: "Bash".into(),
-                description: String::new(),
-                input_schema: serde_json::json!({"type": "object"}),
-            },
+            spec: spec_for::<BashInput>(NAME, DESCRIPTION),
         }
     }
 }
@@ -27,13 +79,354 @@ impl Tool for Bash {
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
+
     fn access(&self) -> Access {
-        Access::ReadOnly
+        Access::Execute
     }
-    fn inspect(&self, _input: &Value, _workspace: &Workspace) -> Result<Invocation, String> {
-        Err("not implemented".into())
+
+    fn concurrency_safe(&self) -> bool {
+        false
     }
-    async fn call(&self, _input: Value, _context: &ToolContext) -> ToolOutput {
-        ToolOutput::error("not implemented")
+
+    fn inspect(&self, input: &Value, workspace: &Workspace) -> Result<Invocation, String> {
+        let input: BashInput = parse_input(NAME, input)?;
+        if input.command.trim().is_empty() {
+            return Err("command is empty".into());
+        }
+        Ok(Invocation {
+            summary: one_line(&input.command),
+            paths: vec![workspace.root().to_path_buf()],
+            command: Some(input.command),
+        })
+    }
+
+    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
+        let input: BashInput = match parse_input(NAME, &input) {
+            Ok(input) => input,
+            Err(reason) => return ToolOutput::error(reason),
+        };
+        if input.command.trim().is_empty() {
+            return ToolOutput::error("command is empty");
+        }
+        let timeout_ms = match input.timeout {
+            None | Some(0) => DEFAULT_TIMEOUT_MS,
+            Some(ms) => ms.min(MAX_TIMEOUT_MS),
+        };
+        run(
+            &input.command,
+            context.workspace.root(),
+            timeout_ms,
+            &context.cancel,
+        )
+        .await
+    }
+}
+
+/// The command's first line, shortened, for approval prompts and logs.
+fn one_line(command: &str) -> String {
+    let first = command.trim().lines().next().unwrap_or_default();
+    let mut line: String = first.chars().take(200).collect();
+    if line.len() < first.len() || command.trim().lines().nth(1).is_some() {
+        line.push_str(" …");
+    }
+    line
+}
+
+/// Why the wait for the command ended.
+enum Outcome {
+    Exited(std::io::Result<ExitStatus>),
+    TimedOut,
+    Cancelled,
+}
+
+/// Kills the process group when dropped, unless disarmed: if the call's
+/// future is dropped mid-run, nothing it started survives.
+struct GroupGuard {
+    pgid: Option<Pid>,
+}
+
+impl GroupGuard {
+    fn signal(&self, signal: Signal) {
+        if let Some(pgid) = self.pgid {
+            // ESRCH (the group is already gone) is the good case.
+            let _ = killpg(pgid, signal);
+        }
+    }
+}
+
+impl GroupGuard {
+    /// Called once the group is known dead and its leader reaped, so that a
+    /// later reuse of the id is never signalled.
+    fn disarm(mut self) {
+        self.pgid = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.signal(Signal::SIGKILL);
+    }
+}
+
+fn spawn(shell: &str, command: &str, cwd: &Path) -> std::io::Result<Child> {
+    Command::new(shell)
+        .arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+}
+
+/// Forwards everything read from `pipe` to `tx`, chunk by chunk.
+fn forward(
+    mut pipe: impl AsyncReadExt + Unpin + Send + 'static,
+    tx: mpsc::Sender<Vec<u8>>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 8192];
+        loop {
+            match pipe.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if tx.send(buf[..n].to_vec()).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    })
+}
+
+async fn run(command: &str, cwd: &Path, timeout_ms: u64, cancel: &CancellationToken) -> ToolOutput {
+    let mut child = match spawn("bash", command, cwd) {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound && cwd.is_dir() => {
+            match spawn("sh", command, cwd) {
+                Ok(child) => child,
+                Err(err) => {
+                    return ToolOutput::error(format!("Cannot start a shell (bash or sh): {err}"));
+                }
+            }
+        }
+        Err(err) => {
+            return ToolOutput::error(format!("Cannot start bash in {}: {err}", cwd.display()));
+        }
+        Ok(child) => child,
+    };
+    // The shell leads its own group, whose id is its pid.
+    let guard = GroupGuard {
+        pgid: child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .map(Pid::from_raw),
+    };
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
+    let mut readers = Vec::new();
+    if let Some(stdout) = child.stdout.take() {
+        readers.push(forward(stdout, tx.clone()));
+    }
+    if let Some(stderr) = child.stderr.take() {
+        readers.push(forward(stderr, tx.clone()));
+    }
+    drop(tx);
+
+    let mut capture = Capture::default();
+    let deadline = tokio::time::sleep(Duration::from_millis(timeout_ms));
+    tokio::pin!(deadline);
+    let outcome = loop {
+        tokio::select! {
+            Some(chunk) = rx.recv() => capture.push(&chunk),
+            status = child.wait() => break Outcome::Exited(status),
+            () = &mut deadline => break Outcome::TimedOut,
+            () = cancel.cancelled() => break Outcome::Cancelled,
+        }
+    };
+    if !matches!(outcome, Outcome::Exited(_)) {
+        guard.signal(Signal::SIGTERM);
+        let _ = tokio::time::timeout(TERM_GRACE, child.wait()).await;
+    }
+    // Whatever is left of the group (background jobs included) dies now.
+    guard.signal(Signal::SIGKILL);
+    let _ = child.wait().await;
+    let drain_until = tokio::time::Instant::now() + DRAIN_GRACE;
+    while let Ok(Some(chunk)) = tokio::time::timeout_at(drain_until, rx.recv()).await {
+        capture.push(&chunk);
+    }
+    for reader in readers {
+        reader.abort();
+    }
+    guard.disarm();
+
+    let text = capture.render();
+    let mut content = if text.trim().is_empty() {
+        "(no output)".to_owned()
+    } else {
+        text.trim_end().to_owned()
+    };
+    let status_line = match outcome {
+        Outcome::Exited(Ok(status)) if status.success() => return ToolOutput::ok(content),
+        Outcome::Exited(Ok(status)) => match (status.code(), signal_of(&status)) {
+            (Some(code), _) => format!("Exit code: {code}"),
+            (None, Some(signal)) => format!("Killed by signal {signal}"),
+            (None, None) => "Exited abnormally".to_owned(),
+        },
+        Outcome::Exited(Err(err)) => format!("Could not wait for the command: {err}"),
+        Outcome::TimedOut => {
+            format!("Command timed out after {timeout_ms} ms; its process group was killed")
+        }
+        Outcome::Cancelled => "Command cancelled; its process group was killed".to_owned(),
+    };
+    content.push('\n');
+    content.push_str(&status_line);
+    ToolOutput::error(content)
+}
+
+fn signal_of(status: &ExitStatus) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    status.signal()
+}
+
+/// The merged output, with bounded memory: the first and last `KEEP_BYTES`
+/// bytes are kept and the characters in between only counted.
+#[derive(Default)]
+struct Capture {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    /// Characters dropped between head and tail.
+    dropped_chars: usize,
+    dropped_any: bool,
+}
+
+/// Characters in UTF-8 bytes (bytes that do not continue a character).
+fn count_chars(bytes: impl IntoIterator<Item = u8>) -> usize {
+    bytes.into_iter().filter(|b| b & 0xC0 != 0x80).count()
+}
+
+impl Capture {
+    fn push(&mut self, chunk: &[u8]) {
+        let room = KEEP_BYTES.saturating_sub(self.head.len()).min(chunk.len());
+        self.head.extend_from_slice(&chunk[..room]);
+        let rest = &chunk[room..];
+        if rest.is_empty() {
+            return;
+        }
+        if rest.len() >= KEEP_BYTES {
+            self.dropped_chars += count_chars(self.tail.drain(..));
+            let (drop, keep) = rest.split_at(rest.len() - KEEP_BYTES);
+            self.dropped_chars += count_chars(drop.iter().copied());
+            self.tail.extend(keep);
+            self.dropped_any = true;
+        } else {
+            self.tail.extend(rest);
+            let excess = self.tail.len().saturating_sub(KEEP_BYTES);
+            if excess > 0 {
+                self.dropped_chars += count_chars(self.tail.drain(..excess));
+                self.dropped_any = true;
+            }
+        }
+    }
+
+    /// The text, at most `MAX_OUTPUT_CHARS` characters plus a line saying how
+    /// many were cut from the middle.
+    fn render(self) -> String {
+        let (head, tail, mut cut) = if self.dropped_any {
+            let head = String::from_utf8_lossy(&self.head).into_owned();
+            // The tail may start inside a character whose start was dropped.
+            let bytes: Vec<u8> = self
+                .tail
+                .into_iter()
+                .skip_while(|b| b & 0xC0 == 0x80)
+                .collect();
+            let tail = String::from_utf8_lossy(&bytes).into_owned();
+            (head, tail, self.dropped_chars)
+        } else {
+            let mut all = self.head;
+            all.extend(self.tail);
+            let text = String::from_utf8_lossy(&all).into_owned();
+            if text.chars().count() <= MAX_OUTPUT_CHARS {
+                return text;
+            }
+            (text.clone(), text, 0)
+        };
+        let head_chars = head.chars().count();
+        let tail_chars = tail.chars().count();
+        let head_keep = head_chars.min(KEEP_CHARS);
+        let tail_keep = tail_chars.min(KEEP_CHARS);
+        if self.dropped_any {
+            cut += (head_chars - head_keep) + (tail_chars - tail_keep);
+        } else {
+            // One text, counted once.
+            cut = head_chars - head_keep - tail_keep;
+        }
+        let head_end = head
+            .char_indices()
+            .nth(head_keep)
+            .map_or(head.len(), |(i, _)| i);
+        let tail_start = tail
+            .char_indices()
+            .nth(tail_chars - tail_keep)
+            .map_or(tail.len(), |(i, _)| i);
+        format!(
+            "{}\n\n... [{cut} chars cut from the middle of the output] ...\n\n{}",
+            &head[..head_end],
+            &tail[tail_start..]
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capture_keeps_everything_when_small() {
+        let mut capture = Capture::default();
+        capture.push(b"hello ");
+        capture.push(b"world");
+        assert_eq!(capture.render(), "hello world");
+    }
+
+    #[test]
+    fn capture_cuts_the_middle_of_a_medium_output() {
+        let text: String = (0..40_000)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let mut capture = Capture::default();
+        capture.push(text.as_bytes());
+        let out = capture.render();
+        assert!(out.starts_with(&text[..KEEP_CHARS]));
+        assert!(out.ends_with(&text[text.len() - KEEP_CHARS..]));
+        assert!(
+            out.contains("[10000 chars cut from the middle"),
+            "{}",
+            &out[KEEP_CHARS..KEEP_CHARS + 80]
+        );
+    }
+
+    #[test]
+    fn capture_counts_dropped_multibyte_chars() {
+        let text = "é".repeat(200_000);
+        let mut capture = Capture::default();
+        for chunk in text.as_bytes().chunks(8191) {
+            capture.push(chunk);
+        }
+        let out = capture.render();
+        assert!(
+            out.contains("[170000 chars cut from the middle"),
+            "cut line missing"
+        );
+        assert!(out.starts_with(&"é".repeat(KEEP_CHARS)));
+        assert!(out.ends_with(&"é".repeat(KEEP_CHARS)));
+        assert!(!out.contains('\u{FFFD}'));
+    }
+
+    #[test]
+    fn one_line_summaries() {
+        assert_eq!(one_line("cargo test"), "cargo test");
+        assert_eq!(one_line("a\nb"), "a …");
+        assert_eq!(one_line(&"x".repeat(300)).chars().count(), 202);
     }
 }

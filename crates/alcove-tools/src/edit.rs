@@ -1,9 +1,37 @@
-//! The `Edit` tool (stub, being written).
+//! The `Edit` tool: exact string replacement in an existing file.
+//!
+//! The model quotes the text it wants changed; requiring that quote to be
+//! unique (unless `replace_all`) keeps an edit from landing somewhere the
+//! model did not look. Every refusal says why, so the model can add context
+//! and retry.
 
 use alcove_protocol::ToolSpec;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace};
+use crate::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for};
+
+const NAME: &str = "Edit";
+const DESCRIPTION: &str = "Performs an exact string replacement in a file. old_string must match \
+the file's text exactly, including indentation and line breaks (do not include the line-number \
+prefix that Read shows), and must occur exactly once unless replace_all is true; add \
+surrounding lines to make it unique. new_string must differ from old_string. Use replace_all to \
+rename something throughout the file. file_path should be absolute; relative paths resolve \
+against the workspace root.";
+
+/// Arguments of `Edit`.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct EditInput {
+    /// The absolute path to the file to modify.
+    file_path: String,
+    /// The text to replace.
+    old_string: String,
+    /// The text to replace it with (must be different from old_string).
+    new_string: String,
+    /// Replace all occurrences of old_string (default false).
+    replace_all: Option<bool>,
+}
 
 /// The `Edit` tool.
 pub struct Edit {
@@ -13,13 +41,22 @@ pub struct Edit {
 impl Default for Edit {
     fn default() -> Self {
         Edit {
-            spec: ToolSpec {
-                name: "Edit".into(),
-                description: String::new(),
-                input_schema: serde_json::json!({"type": "object"}),
-            },
+            spec: spec_for::<EditInput>(NAME, DESCRIPTION),
         }
     }
+}
+
+/// Checks what does not need the file.
+fn validate(input: &EditInput) -> Result<(), String> {
+    if input.old_string.is_empty() {
+        return Err(
+            "old_string is empty; quote the text to replace (use Write to create a file)".into(),
+        );
+    }
+    if input.old_string == input.new_string {
+        return Err("old_string and new_string are the same; there is nothing to change".into());
+    }
+    Ok(())
 }
 
 #[async_trait::async_trait]
@@ -27,13 +64,124 @@ impl Tool for Edit {
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
+
     fn access(&self) -> Access {
-        Access::ReadOnly
+        Access::Edit
     }
-    fn inspect(&self, _input: &Value, _workspace: &Workspace) -> Result<Invocation, String> {
-        Err("not implemented".into())
+
+    fn inspect(&self, input: &Value, workspace: &Workspace) -> Result<Invocation, String> {
+        let input: EditInput = parse_input(NAME, input)?;
+        validate(&input)?;
+        let path = workspace.resolve(&input.file_path);
+        Ok(Invocation {
+            summary: workspace.display(&path),
+            paths: vec![path],
+            command: None,
+        })
     }
-    async fn call(&self, _input: Value, _context: &ToolContext) -> ToolOutput {
-        ToolOutput::error("not implemented")
+
+    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
+        let input: EditInput = match parse_input(NAME, &input) {
+            Ok(input) => input,
+            Err(reason) => return ToolOutput::error(reason),
+        };
+        if let Err(reason) = validate(&input) {
+            return ToolOutput::error(reason);
+        }
+        let path = context.workspace.resolve(&input.file_path);
+        let shown = context.workspace.display(&path);
+        let bytes = match tokio::fs::read(&path).await {
+            Ok(bytes) => bytes,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                return ToolOutput::error(format!(
+                    "File does not exist: {shown} (use Write to create it)"
+                ));
+            }
+            Err(err) => return ToolOutput::error(format!("Cannot read {shown}: {err}")),
+        };
+        let Ok(text) = String::from_utf8(bytes) else {
+            return ToolOutput::error(format!(
+                "{shown} is not valid UTF-8 text; Edit only changes text files"
+            ));
+        };
+        let replace_all = input.replace_all.unwrap_or(false);
+        let (updated, count) =
+            match replace(&text, &input.old_string, &input.new_string, replace_all) {
+                Ok(done) => done,
+                Err(reason) => return ToolOutput::error(format!("{reason} in {shown}")),
+            };
+        if let Err(err) = tokio::fs::write(&path, updated.as_bytes()).await {
+            return ToolOutput::error(format!("Cannot write {shown}: {err}"));
+        }
+        let noun = if count == 1 {
+            "occurrence"
+        } else {
+            "occurrences"
+        };
+        ToolOutput::ok(format!("Edited {shown}: replaced {count} {noun}"))
+    }
+}
+
+/// Replaces `old` by `new` in `text`; returns the new text and the count.
+///
+/// When `old` is not found but the file uses CRLF line endings and `old` has
+/// bare `\n`s (models usually write `\n`), the CRLF form is tried, and `new`
+/// gets CRLF endings too, so the file keeps one line-ending style.
+fn replace(text: &str, old: &str, new: &str, replace_all: bool) -> Result<(String, usize), String> {
+    let mut count = text.matches(old).count();
+    let (mut old, mut new) = (old.to_owned(), new.to_owned());
+    if count == 0 && text.contains("\r\n") && old.contains('\n') && !old.contains("\r\n") {
+        let crlf_old = old.replace('\n', "\r\n");
+        let crlf_count = text.matches(crlf_old.as_str()).count();
+        if crlf_count > 0 {
+            count = crlf_count;
+            old = crlf_old;
+            new = new.replace("\r\n", "\n").replace('\n', "\r\n");
+        }
+    }
+    match count {
+        0 => Err(
+            "old_string not found (it must match exactly, including whitespace and indentation)"
+                .into(),
+        ),
+        1 => Ok((text.replacen(old.as_str(), &new, 1), 1)),
+        n if replace_all => Ok((text.replace(old.as_str(), &new), n)),
+        n => Err(format!(
+            "old_string matches {n} times; add surrounding context to make it unique, or set replace_all to true to replace every occurrence"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replace_counts() {
+        assert_eq!(
+            replace("a b a", "b", "c", false).unwrap(),
+            ("a c a".to_owned(), 1)
+        );
+        assert!(
+            replace("a b a", "a", "c", false)
+                .unwrap_err()
+                .contains("matches 2 times")
+        );
+        assert_eq!(
+            replace("a b a", "a", "c", true).unwrap(),
+            ("c b c".to_owned(), 2)
+        );
+        assert!(
+            replace("a b a", "z", "c", true)
+                .unwrap_err()
+                .contains("not found")
+        );
+    }
+
+    #[test]
+    fn replace_keeps_crlf() {
+        let (out, n) = replace("one\r\ntwo\r\nthree\r\n", "one\ntwo", "1\n2\n2b", false).unwrap();
+        assert_eq!(n, 1);
+        assert_eq!(out, "1\r\n2\r\n2b\r\nthree\r\n");
     }
 }

@@ -134,9 +134,18 @@ pub trait Tool: Send + Sync {
 }
 
 /// Deserializes a tool's arguments, turning serde's complaint into a reason
-/// the model can act on.
+/// the model can act on. The reason names the offending field
+/// (`invalid arguments for Read: offset: invalid type: string "x", expected u64`),
+/// which serde alone does not do for type errors.
 pub fn parse_input<T: DeserializeOwned>(tool: &str, input: &Value) -> Result<T, String> {
-    T::deserialize(input).map_err(|err| format!("invalid arguments for {tool}: {err}"))
+    serde_path_to_error::deserialize(input).map_err(|err| {
+        let path = err.path().to_string();
+        if path == "." {
+            format!("invalid arguments for {tool}: {}", err.inner())
+        } else {
+            format!("invalid arguments for {tool}: {path}: {}", err.inner())
+        }
+    })
 }
 
 /// Builds a [`ToolSpec`] whose schema is derived from the argument type.

@@ -1,9 +1,47 @@
-//! The `Read` tool (stub, being written).
+//! The `Read` tool: shows a text file to the model as `cat -n` numbered lines.
+//!
+//! Models cite and edit code by line, so every line carries its number; big
+//! files are read in windows (`offset`/`limit`) and the output says what was
+//! left out, so the model knows to ask for more instead of guessing.
+
+use std::io::{BufRead, BufReader, Read as _};
+use std::path::Path;
 
 use alcove_protocol::ToolSpec;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace};
+use crate::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for};
+
+const NAME: &str = "Read";
+const DESCRIPTION: &str = "Reads a text file from the local filesystem and returns its lines \
+numbered like `cat -n` (line number, tab, text). file_path should be absolute; relative paths \
+resolve against the workspace root. By default up to 2000 lines are read from the start; for \
+large files pass offset (1-based line number to start at) and limit (number of lines). Lines \
+longer than 2000 characters are cut. Binary files are refused. To list a directory use Glob \
+or Bash `ls`.";
+
+/// Lines shown when `limit` is not given.
+const DEFAULT_LIMIT: usize = 2000;
+/// Characters of one line shown before it is cut.
+const MAX_LINE_CHARS: usize = 2000;
+/// How many leading bytes are checked for a NUL to call a file binary.
+const BINARY_SNIFF_BYTES: u64 = 8 * 1024;
+/// Characters of output after which the window is ended early, so one call
+/// cannot flood the context (2000 lines of 2000 characters would be 4 MB).
+const MAX_OUTPUT_CHARS: usize = 100_000;
+
+/// Arguments of `Read`.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct ReadInput {
+    /// The absolute path to the file to read.
+    file_path: String,
+    /// The line number to start reading from (1-based). Only provide if the file is too large to read at once.
+    offset: Option<u64>,
+    /// The number of lines to read (default 2000). Only provide if the file is too large to read at once.
+    limit: Option<u64>,
+}
 
 /// The `Read` tool.
 pub struct Read {
@@ -13,11 +51,7 @@ pub struct Read {
 impl Default for Read {
     fn default() -> Self {
         Read {
-            spec: ToolSpec {
-                name: "Read".into(),
-                description: String::new(),
-                input_schema: serde_json::json!({"type": "object"}),
-            },
+            spec: spec_for::<ReadInput>(NAME, DESCRIPTION),
         }
     }
 }
@@ -27,13 +61,213 @@ impl Tool for Read {
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
+
     fn access(&self) -> Access {
         Access::ReadOnly
     }
-    fn inspect(&self, _input: &Value, _workspace: &Workspace) -> Result<Invocation, String> {
-        Err("not implemented".into())
+
+    fn inspect(&self, input: &Value, workspace: &Workspace) -> Result<Invocation, String> {
+        let input: ReadInput = parse_input(NAME, input)?;
+        let path = workspace.resolve(&input.file_path);
+        Ok(Invocation {
+            summary: workspace.display(&path),
+            paths: vec![path],
+            command: None,
+        })
     }
-    async fn call(&self, _input: Value, _context: &ToolContext) -> ToolOutput {
-        ToolOutput::error("not implemented")
+
+    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
+        let input: ReadInput = match parse_input(NAME, &input) {
+            Ok(input) => input,
+            Err(reason) => return ToolOutput::error(reason),
+        };
+        let path = context.workspace.resolve(&input.file_path);
+        let shown = context.workspace.display(&path);
+        let offset = clamp_usize(input.offset).max(1);
+        let limit = match clamp_usize(input.limit) {
+            0 => DEFAULT_LIMIT,
+            limit => limit,
+        };
+        let job = tokio::task::spawn_blocking(move || read_window(&path, &shown, offset, limit));
+        match job.await {
+            Ok(Ok(text)) => ToolOutput::ok(text),
+            Ok(Err(reason)) => ToolOutput::error(reason),
+            Err(err) => ToolOutput::error(format!("Read failed: {err}")),
+        }
+    }
+}
+
+fn clamp_usize(value: Option<u64>) -> usize {
+    value.map_or(0, |v| usize::try_from(v).unwrap_or(usize::MAX))
+}
+
+/// Reads lines `offset..offset+limit` (1-based) of the file, numbered.
+fn read_window(path: &Path, shown: &str, offset: usize, limit: usize) -> Result<String, String> {
+    let meta = std::fs::metadata(path).map_err(|err| io_reason(shown, &err))?;
+    if meta.is_dir() {
+        return Err(format!(
+            "{shown} is a directory, not a file; use Glob or Bash `ls` to list it"
+        ));
+    }
+    let mut file = std::fs::File::open(path).map_err(|err| io_reason(shown, &err))?;
+    let mut head = Vec::new();
+    (&mut file)
+        .take(BINARY_SNIFF_BYTES)
+        .read_to_end(&mut head)
+        .map_err(|err| io_reason(shown, &err))?;
+    if head.is_empty() {
+        return Ok(format!("{shown} exists but is empty (0 lines)."));
+    }
+    if head.contains(&0) {
+        return Err(format!(
+            "{shown} looks like a binary file (it has a NUL byte in its first 8 KiB); Read only shows text files"
+        ));
+    }
+    let mut reader = BufReader::new(std::io::Cursor::new(head).chain(file));
+    let io = |err: std::io::Error| io_reason(shown, &err);
+
+    let skipped = skip_lines(&mut reader, offset - 1).map_err(io)?;
+    let mut out = String::new();
+    let mut line_no = skipped;
+    let mut last_shown = 0;
+    let mut line = Vec::new();
+    while line_no - skipped < limit {
+        let Some(len) = read_line_capped(&mut reader, &mut line, MAX_LINE_CHARS * 4).map_err(io)?
+        else {
+            break;
+        };
+        line_no += 1;
+        let text = String::from_utf8_lossy(&line);
+        let text = cut_line(text.trim_end_matches(['\n', '\r']), MAX_LINE_CHARS, len);
+        let entry = format!("{line_no:>6}\t{text}\n");
+        if last_shown > 0 && out.len() + entry.len() > MAX_OUTPUT_CHARS {
+            // The line was read but is not shown: count it as remaining.
+            line_no -= 1;
+            break;
+        }
+        out.push_str(&entry);
+        last_shown = line_no;
+    }
+    let total = line_no + count_remaining_lines(&mut reader).map_err(io)?;
+    if last_shown == 0 {
+        return Err(format!(
+            "{shown} has only {total} lines; offset {offset} is past the end"
+        ));
+    }
+    if out.ends_with('\n') {
+        out.pop();
+    }
+    if last_shown < total {
+        out.push_str(&format!(
+            "\n\n(showing lines {offset}-{last_shown} of {total}; use offset to read more)"
+        ));
+    }
+    Ok(out)
+}
+
+/// Turns an I/O error into a reason the model can act on.
+fn io_reason(shown: &str, err: &std::io::Error) -> String {
+    match err.kind() {
+        std::io::ErrorKind::NotFound => format!("File does not exist: {shown}"),
+        std::io::ErrorKind::PermissionDenied => format!("Permission denied reading {shown}"),
+        _ => format!("Cannot read {shown}: {err}"),
+    }
+}
+
+/// Cuts `text` to `max_chars` characters, with a visible marker saying how
+/// long the line really was (`total_bytes` counts the bytes of the whole line,
+/// which may be more than `text` holds).
+pub(crate) fn cut_line(text: &str, max_chars: usize, total_bytes: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        None if total_bytes <= text.len() + 2 => text.to_owned(),
+        None => format!("{text}… [line cut: {total_bytes} bytes long]"),
+        Some((end, _)) => format!(
+            "{}… [line cut at {max_chars} chars: {total_bytes} bytes long]",
+            &text[..end]
+        ),
+    }
+}
+
+/// Reads one line (with its terminator) into `buf`, keeping at most `cap`
+/// bytes of it but consuming all of it. Returns the line's full length, or
+/// `None` at end of file.
+fn read_line_capped(
+    reader: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<Option<usize>> {
+    buf.clear();
+    let mut total = 0;
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok((total > 0).then_some(total));
+        }
+        let (used, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        let room = cap.saturating_sub(buf.len()).min(used);
+        buf.extend_from_slice(&chunk[..room]);
+        total += used;
+        reader.consume(used);
+        if done {
+            return Ok(Some(total));
+        }
+    }
+}
+
+/// Consumes up to `n` lines; returns how many there were.
+fn skip_lines(reader: &mut impl BufRead, n: usize) -> std::io::Result<usize> {
+    let mut skipped = 0;
+    let mut scratch = Vec::new();
+    while skipped < n && read_line_capped(reader, &mut scratch, 0)?.is_some() {
+        skipped += 1;
+    }
+    Ok(skipped)
+}
+
+/// Counts the lines left in the reader (a last line without newline counts).
+fn count_remaining_lines(reader: &mut impl BufRead) -> std::io::Result<usize> {
+    skip_lines(reader, usize::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cut_line_marks_long_lines() {
+        assert_eq!(cut_line("short", 10, 6), "short");
+        assert_eq!(
+            cut_line("abcdef", 3, 6),
+            "abc… [line cut at 3 chars: 6 bytes long]"
+        );
+        // The text was already capped while reading: still marked.
+        assert_eq!(cut_line("ab", 10, 5000), "ab… [line cut: 5000 bytes long]");
+        assert_eq!(
+            cut_line("ééé", 2, 6),
+            "éé… [line cut at 2 chars: 6 bytes long]"
+        );
+    }
+
+    #[test]
+    fn capped_line_reader_counts_whole_lines() {
+        let mut reader = std::io::Cursor::new(b"hello world\nlast".to_vec());
+        let mut buf = Vec::new();
+        assert_eq!(
+            read_line_capped(&mut reader, &mut buf, 5).unwrap(),
+            Some(12)
+        );
+        assert_eq!(buf, b"hello");
+        assert_eq!(
+            read_line_capped(&mut reader, &mut buf, 100).unwrap(),
+            Some(4)
+        );
+        assert_eq!(buf, b"last");
+        assert_eq!(read_line_capped(&mut reader, &mut buf, 100).unwrap(), None);
+        let mut reader = std::io::Cursor::new(b"a\nb\nc".to_vec());
+        assert_eq!(skip_lines(&mut reader, 1).unwrap(), 1);
+        assert_eq!(count_remaining_lines(&mut reader).unwrap(), 2);
     }
 }

@@ -1,9 +1,31 @@
-//! The `Write` tool (stub, being written).
+//! The `Write` tool: creates or overwrites a whole file.
+//!
+//! For new files and full rewrites; small changes go through `Edit`, which
+//! costs fewer tokens and cannot clobber unrelated lines. Whether the path is
+//! allowed is the permission gate's business (it sees [`Invocation::paths`]),
+//! not this tool's.
 
 use alcove_protocol::ToolSpec;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace};
+use crate::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for};
+
+const NAME: &str = "Write";
+const DESCRIPTION: &str = "Writes a file to the local filesystem, replacing it if it exists and \
+creating missing parent folders. file_path should be absolute; relative paths resolve against \
+the workspace root. Prefer Edit for changing part of an existing file; read a file before \
+overwriting it.";
+
+/// Arguments of `Write`.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct WriteInput {
+    /// The absolute path to the file to write (must be absolute, not relative).
+    file_path: String,
+    /// The content to write to the file.
+    content: String,
+}
 
 /// The `Write` tool.
 pub struct Write {
@@ -13,11 +35,7 @@ pub struct Write {
 impl Default for Write {
     fn default() -> Self {
         Write {
-            spec: ToolSpec {
-                name: "Write".into(),
-                description: String::new(),
-                input_schema: serde_json::json!({"type": "object"}),
-            },
+            spec: spec_for::<WriteInput>(NAME, DESCRIPTION),
         }
     }
 }
@@ -27,13 +45,50 @@ impl Tool for Write {
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
+
     fn access(&self) -> Access {
-        Access::ReadOnly
+        Access::Edit
     }
-    fn inspect(&self, _input: &Value, _workspace: &Workspace) -> Result<Invocation, String> {
-        Err("not implemented".into())
+
+    fn inspect(&self, input: &Value, workspace: &Workspace) -> Result<Invocation, String> {
+        let input: WriteInput = parse_input(NAME, input)?;
+        let path = workspace.resolve(&input.file_path);
+        Ok(Invocation {
+            summary: workspace.display(&path),
+            paths: vec![path],
+            command: None,
+        })
     }
-    async fn call(&self, _input: Value, _context: &ToolContext) -> ToolOutput {
-        ToolOutput::error("not implemented")
+
+    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
+        let input: WriteInput = match parse_input(NAME, &input) {
+            Ok(input) => input,
+            Err(reason) => return ToolOutput::error(reason),
+        };
+        let path = context.workspace.resolve(&input.file_path);
+        let shown = context.workspace.display(&path);
+        let existed = match tokio::fs::metadata(&path).await {
+            Ok(meta) if meta.is_dir() => {
+                return ToolOutput::error(format!(
+                    "{shown} is a directory; cannot write a file there"
+                ));
+            }
+            Ok(_) => true,
+            Err(_) => false,
+        };
+        if let Some(parent) = path.parent()
+            && let Err(err) = tokio::fs::create_dir_all(parent).await
+        {
+            return ToolOutput::error(format!(
+                "Cannot create the folder {}: {err}",
+                context.workspace.display(parent)
+            ));
+        }
+        if let Err(err) = tokio::fs::write(&path, input.content.as_bytes()).await {
+            return ToolOutput::error(format!("Cannot write {shown}: {err}"));
+        }
+        let bytes = input.content.len();
+        let verb = if existed { "Updated" } else { "Created" };
+        ToolOutput::ok(format!("{verb} {shown} ({bytes} bytes)"))
     }
 }

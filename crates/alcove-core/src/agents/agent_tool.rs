@@ -120,7 +120,10 @@ impl AgentTool {
             pool.retain(|tool| names.iter().any(|name| *name == tool.spec().name));
             ignored = names
                 .iter()
-                .filter(|name| !self.pool.iter().any(|tool| tool.spec().name == **name))
+                .filter(|name| {
+                    !NEVER_INHERITED.contains(&name.as_str())
+                        && !self.pool.iter().any(|tool| tool.spec().name == **name)
+                })
                 .cloned()
                 .collect();
         }

@@ -1,0 +1,14 @@
+//! End-to-end tests: the real `alcove` binary against the scripted fake
+//! model server, in real temporary workspaces.
+//!
+//! - `exec`: the headless front end (output, exit codes, JSON, trace, transcripts).
+//! - `tools`: each built-in tool through the whole loop, and the permission gate.
+//! - `faults`: bad model output, HTTP errors, broken streams, cancellation.
+//! - `agents`: the `Agent` tool (seeds 000 and 004, and beyond).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod agents;
+mod exec;
+mod faults;
+mod support;
+mod tools;

@@ -1,0 +1,204 @@
+//! Helpers shared by the end-to-end tests: run the binary, read its events
+//! and transcript, and check that nothing was lost.
+
+use std::collections::HashSet;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use alcove_testkit::{FakeServer, Script, TestEnv};
+use serde_json::Value;
+
+pub(crate) fn alcove() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_alcove"))
+}
+
+/// A started fake server and a fresh home and workspace whose config makes
+/// retries fast.
+pub(crate) fn setup(script: Script) -> (TestEnv, FakeServer) {
+    let env = TestEnv::new();
+    std::fs::write(
+        env.home().join("config.toml"),
+        "[retry]\nbase_delay_ms = 10\nmax_delay_ms = 3000\nidle_timeout_ms = 3000\n",
+    )
+    .unwrap();
+    (env, FakeServer::start(script))
+}
+
+pub(crate) struct Outcome {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+impl Outcome {
+    /// The JSON events printed with `--json`.
+    pub(crate) fn events(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|line| {
+                serde_json::from_str(line)
+                    .unwrap_or_else(|err| panic!("bad JSON line {line:?}: {err}"))
+            })
+            .collect()
+    }
+}
+
+pub(crate) fn exec_command(env: &TestEnv, server: &FakeServer, args: &[&str]) -> Command {
+    let mut command = env.command(alcove(), server);
+    command
+        .arg("exec")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// Runs `alcove exec ARGS` to its end (at most 60 s).
+pub(crate) fn exec(env: &TestEnv, server: &FakeServer, args: &[&str]) -> Outcome {
+    finish(exec_command(env, server, args).spawn().unwrap())
+}
+
+/// Waits for a spawned alcove (at most 60 s) and collects its output.
+pub(crate) fn finish(mut child: Child) -> Outcome {
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut text = String::new();
+        stdout.read_to_string(&mut text).unwrap();
+        text
+    });
+    let err = std::thread::spawn(move || {
+        let mut text = String::new();
+        stderr.read_to_string(&mut text).unwrap();
+        text
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("alcove did not finish within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Outcome {
+        code: status.code().unwrap_or(-1),
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+/// The session transcripts under the test home (top level only: child
+/// transcripts live in per-session folders).
+pub(crate) fn transcripts(env: &TestEnv) -> Vec<PathBuf> {
+    let dir = env.home().join("sessions");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    entries
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .collect()
+}
+
+/// The one session transcript, parsed.
+pub(crate) fn transcript(env: &TestEnv) -> Vec<Value> {
+    let files = transcripts(env);
+    assert_eq!(files.len(), 1, "expected one transcript, found {files:?}");
+    read_jsonl(&files[0])
+}
+
+pub(crate) fn read_jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            serde_json::from_str(line)
+                .unwrap_or_else(|err| panic!("bad transcript line {line:?}: {err}"))
+        })
+        .collect()
+}
+
+/// Every tool_use in the `message` events of every agent has exactly one
+/// tool_result, and every tool_call_started has one tool_call_finished.
+pub(crate) fn assert_nothing_lost(events: &[Value]) {
+    let mut uses = HashSet::new();
+    let mut results = Vec::new();
+    let mut started = HashSet::new();
+    let mut finished = Vec::new();
+    for event in events {
+        let agent = event["agent"].as_str().unwrap().to_owned();
+        match event["type"].as_str().unwrap() {
+            "message" => {
+                for block in event["message"]["content"].as_array().unwrap() {
+                    match block["type"].as_str().unwrap() {
+                        "tool_use" => {
+                            uses.insert((agent.clone(), block["id"].as_str().unwrap().to_owned()));
+                        }
+                        "tool_result" => results.push((
+                            agent.clone(),
+                            block["tool_use_id"].as_str().unwrap().to_owned(),
+                        )),
+                        _ => {}
+                    }
+                }
+            }
+            "tool_call_started" => {
+                started.insert((agent.clone(), event["id"].as_str().unwrap().to_owned()));
+            }
+            "tool_call_finished" => {
+                finished.push((agent.clone(), event["id"].as_str().unwrap().to_owned()))
+            }
+            _ => {}
+        }
+    }
+    let result_set: HashSet<_> = results.iter().cloned().collect();
+    assert_eq!(
+        result_set.len(),
+        results.len(),
+        "a tool_use got two results"
+    );
+    assert_eq!(uses, result_set, "tool_use and tool_result ids differ");
+    let finished_set: HashSet<_> = finished.iter().cloned().collect();
+    assert_eq!(finished_set.len(), finished.len(), "a call finished twice");
+    assert_eq!(started, finished_set, "started and finished calls differ");
+}
+
+/// The events of one type.
+pub(crate) fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|event| event["type"] == kind)
+        .collect()
+}
+
+/// Whether a process with this pid still exists (and is not a zombie).
+pub(crate) fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+/// Waits until `path` exists (at most 20 s).
+pub(crate) fn wait_for_file(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !path.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

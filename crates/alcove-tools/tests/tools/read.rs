@@ -1,0 +1,142 @@
+//! `Read`: numbering, windows, long lines, binary and missing files.
+
+use alcove_tools::{Read, Tool};
+use serde_json::json;
+
+use crate::common::Env;
+
+fn numbered(n: usize) -> String {
+    (1..=n).map(|i| format!("line {i}\n")).collect()
+}
+
+#[tokio::test]
+async fn numbers_lines_like_cat_n() {
+    let env = Env::new();
+    env.file("a.txt", "alpha\nbeta\r\n\ngamma");
+    let out = env
+        .ok(&Read::default(), json!({"file_path": "a.txt"}))
+        .await;
+    assert_eq!(out, "     1\talpha\n     2\tbeta\n     3\t\n     4\tgamma");
+}
+
+#[tokio::test]
+async fn absolute_paths_and_junk_keys_are_accepted() {
+    let env = Env::new();
+    env.file("dir/a.txt", "x\n");
+    let path = env.root().join("dir/a.txt");
+    let out = env
+        .ok(&Read::default(), json!({"file_path": path, "pages": "1-2"}))
+        .await;
+    assert_eq!(out, "     1\tx");
+}
+
+#[tokio::test]
+async fn offset_and_limit_select_a_window() {
+    let env = Env::new();
+    env.file("big.txt", numbered(10));
+    let read = Read::default();
+    let out = env
+        .ok(
+            &read,
+            json!({"file_path": "big.txt", "offset": 3, "limit": 2}),
+        )
+        .await;
+    assert_eq!(
+        out,
+        "     3\tline 3\n     4\tline 4\n\n(showing lines 3-4 of 10; use offset to read more)"
+    );
+    // Offset 0 is line 1.
+    let out = env
+        .ok(
+            &read,
+            json!({"file_path": "big.txt", "offset": 0, "limit": 1}),
+        )
+        .await;
+    assert!(out.starts_with("     1\tline 1\n"), "{out}");
+    // A window reaching the end has no note.
+    let out = env
+        .ok(&read, json!({"file_path": "big.txt", "offset": 9}))
+        .await;
+    assert_eq!(out, "     9\tline 9\n    10\tline 10");
+    let err = env
+        .err(&read, json!({"file_path": "big.txt", "offset": 11}))
+        .await;
+    assert!(err.contains("only 10 lines"), "{err}");
+}
+
+#[tokio::test]
+async fn default_limit_is_2000_lines() {
+    let env = Env::new();
+    env.file("huge.txt", numbered(5000));
+    let out = env
+        .ok(&Read::default(), json!({"file_path": "huge.txt"}))
+        .await;
+    assert!(out.contains("  2000\tline 2000\n"), "last line shown");
+    assert!(!out.contains("line 2001"));
+    assert!(
+        out.ends_with("(showing lines 1-2000 of 5000; use offset to read more)"),
+        "{}",
+        &out[out.len() - 100..]
+    );
+}
+
+#[tokio::test]
+async fn long_lines_are_cut_with_a_marker() {
+    let env = Env::new();
+    env.file("long.txt", format!("{}\nshort\n", "x".repeat(5000)));
+    let out = env
+        .ok(&Read::default(), json!({"file_path": "long.txt"}))
+        .await;
+    let first = out.lines().next().unwrap();
+    assert!(
+        first.starts_with(&format!("     1\t{}…", "x".repeat(2000))),
+        "{}",
+        &first[..20]
+    );
+    assert!(
+        first.contains("[line cut at 2000 chars: 5001 bytes long]"),
+        "{first}"
+    );
+    assert!(out.ends_with("     2\tshort"));
+}
+
+#[tokio::test]
+async fn binary_files_are_refused() {
+    let env = Env::new();
+    env.file("blob.bin", b"ELF\x00\x01\x02 text");
+    let err = env
+        .err(&Read::default(), json!({"file_path": "blob.bin"}))
+        .await;
+    assert!(err.contains("binary"), "{err}");
+}
+
+#[tokio::test]
+async fn missing_directory_and_empty() {
+    let env = Env::new();
+    let read = Read::default();
+    let err = env.err(&read, json!({"file_path": "nope.txt"})).await;
+    assert!(
+        err.contains("does not exist") && err.contains("nope.txt"),
+        "{err}"
+    );
+    std::fs::create_dir(env.root().join("sub")).unwrap();
+    let err = env.err(&read, json!({"file_path": "sub"})).await;
+    assert!(err.contains("directory"), "{err}");
+    env.file("empty.txt", "");
+    let out = env.ok(&read, json!({"file_path": "empty.txt"})).await;
+    assert!(out.contains("empty"), "{out}");
+}
+
+#[tokio::test]
+async fn inspect_resolves_against_the_workspace() {
+    let env = Env::new();
+    let invocation = Read::default()
+        .inspect(
+            &json!({"file_path": "src/../lib.rs"}),
+            &env.context.workspace,
+        )
+        .unwrap();
+    assert_eq!(invocation.paths, vec![env.root().join("lib.rs")]);
+    assert_eq!(invocation.summary, "lib.rs");
+    assert_eq!(invocation.command, None);
+}
