@@ -198,12 +198,12 @@ pub async fn run_agent(
                     tool_calls: 0,
                 },
             );
-            if run.depth == 0 {
-                if let Some(feedback) = runtime.hooks.stop(&outcome.messages).await {
-                    let feedback = Message::user_text(format!("Stop hook feedback:\n{feedback}"));
-                    append(runtime, run, &mut outcome.messages, feedback);
-                    continue;
-                }
+            if run.depth == 0
+                && let Some(feedback) = runtime.hooks.stop(&outcome.messages).await
+            {
+                let feedback = Message::user_text(format!("Stop hook feedback:\n{feedback}"));
+                append(runtime, run, &mut outcome.messages, feedback);
+                continue;
             }
             outcome.status = RunStatus::Completed;
             return outcome;

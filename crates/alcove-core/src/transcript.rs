@@ -71,12 +71,12 @@ impl Transcript {
 
 impl EventSink for Transcript {
     fn emit(&self, event: &AgentEvent) {
-        if let Err(err) = self.write(event) {
-            if let Ok(mut failure) = self.failure.lock() {
-                failure.get_or_insert_with(|| {
-                    format!("cannot write transcript {}: {err}", self.path.display())
-                });
-            }
+        if let Err(err) = self.write(event)
+            && let Ok(mut failure) = self.failure.lock()
+        {
+            failure.get_or_insert_with(|| {
+                format!("cannot write transcript {}: {err}", self.path.display())
+            });
         }
     }
 }
