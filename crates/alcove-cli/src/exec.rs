@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alcove_core::{
-    AgentLimits, AgentRun, Definitions, EventSink, FanOut, Limits, ModelFactory, NoHooks,
-    PermissionGate, PermissionMode, ProjectContext, Runtime, Supervisor, Transcript, run_agent,
-    system_prompt,
+    AgentLimits, AgentRun, Definitions, EventSink, FanOut, Limits, ModelFactory, NoApprover,
+    NoHooks, PermissionGate, PermissionMode, ProjectContext, Runtime, Supervisor, Transcript,
+    run_agent, system_prompt,
 };
 use alcove_protocol::{AgentPath, EventKind, Message, RunStatus};
 use alcove_tools::Workspace;
@@ -107,13 +107,14 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
     let project = ProjectContext::load(workspace.root(), PROJECT_CONTEXT_CAP);
     let runtime = Runtime {
         model,
-        gate: Arc::new(PermissionGate::new(mode)),
+        approver: Arc::new(NoApprover),
         hooks: Arc::new(NoHooks),
         events,
         workspace: Arc::new(workspace),
         limits: Limits {
             max_tokens: config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
             result_cap: RESULT_CAP,
+            stop_hook_limit: 3,
         },
     };
     let limits = agent_limits(&config.agents);
@@ -147,11 +148,15 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
 
     let cancel = CancellationToken::new();
     let signal = tokio::spawn(watch_signals(cancel.clone()));
+    let gate = Arc::new(PermissionGate::new(mode));
     let run = AgentRun {
         path: main.clone(),
         depth: 0,
+        description: None,
+        agent_type: None,
+        tools: supervisor.tools_for(0, alcove_tools::builtin_tools(), &gate),
+        gate,
         system_prompt: system_prompt(runtime.workspace.root(), &project),
-        tools: supervisor.tools_for(0, alcove_tools::builtin_tools()),
         max_turns,
         cancel,
         token_budget: None,

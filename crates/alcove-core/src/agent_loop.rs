@@ -14,15 +14,15 @@ use alcove_tools::{Tool, Workspace};
 use tokio_util::sync::CancellationToken;
 
 use crate::dispatch::run_tool_calls;
-use crate::{EventSink, Hooks, PermissionGate};
+use crate::{Approver, EventSink, HookScope, Hooks, PermissionGate};
 
 /// What every agent of a session shares by reference.
 #[derive(Clone)]
 pub struct Runtime {
     /// The model client.
     pub model: Arc<dyn Model>,
-    /// The permission gate every call passes.
-    pub gate: Arc<PermissionGate>,
+    /// Decides the calls the gate says must be asked about.
+    pub approver: Arc<dyn Approver>,
     /// The hooks every call passes.
     pub hooks: Arc<dyn Hooks>,
     /// Where events go.
@@ -41,6 +41,8 @@ pub struct Limits {
     /// The largest tool result, in bytes, the model is sent; longer results
     /// keep their head and tail and say how much was cut.
     pub result_cap: usize,
+    /// How many times stop hooks may send one run back to work.
+    pub stop_hook_limit: u32,
 }
 
 impl Runtime {
@@ -59,6 +61,12 @@ pub struct AgentRun {
     pub path: AgentPath,
     /// Its depth (the main agent is 0).
     pub depth: u32,
+    /// The task description its parent gave (children only).
+    pub description: Option<String>,
+    /// Its agent type (children only).
+    pub agent_type: Option<String>,
+    /// The permission gate its calls pass (a child's narrows its parent's).
+    pub gate: Arc<PermissionGate>,
     /// Its system prompt.
     pub system_prompt: String,
     /// The tools it is offered, in order.
@@ -69,6 +77,17 @@ pub struct AgentRun {
     pub cancel: CancellationToken,
     /// The most tokens (input plus output) it may use; checked between turns.
     pub token_budget: Option<u64>,
+}
+
+impl AgentRun {
+    /// Who the hooks run for.
+    pub fn hook_scope(&self) -> HookScope<'_> {
+        HookScope {
+            agent: &self.path,
+            depth: self.depth,
+            agent_type: self.agent_type.as_deref(),
+        }
+    }
 }
 
 /// How a run ended, with the history it produced.
@@ -117,6 +136,7 @@ pub async fn run_agent(
     };
     append(runtime, run, &mut outcome.messages, input);
     let tool_specs: Vec<_> = run.tools.iter().map(|tool| tool.spec().clone()).collect();
+    let mut stop_continuations = 0;
 
     loop {
         if run.cancel.is_cancelled() {
@@ -198,12 +218,19 @@ pub async fn run_agent(
                     tool_calls: 0,
                 },
             );
-            if run.depth == 0
-                && let Some(feedback) = runtime.hooks.stop(&outcome.messages).await
-            {
-                let feedback = Message::user_text(format!("Stop hook feedback:\n{feedback}"));
-                append(runtime, run, &mut outcome.messages, feedback);
-                continue;
+            if stop_continuations < runtime.limits.stop_hook_limit {
+                let last_text = outcome.last_text().unwrap_or_default();
+                let active = stop_continuations > 0;
+                if let Some(reason) = runtime
+                    .hooks
+                    .stop(run.hook_scope(), &last_text, active)
+                    .await
+                {
+                    stop_continuations += 1;
+                    let feedback = Message::user_text(format!("Stop hook feedback:\n{reason}"));
+                    append(runtime, run, &mut outcome.messages, feedback);
+                    continue;
+                }
             }
             outcome.status = RunStatus::Completed;
             return outcome;

@@ -17,7 +17,7 @@ use alcove_tools::{Access, Tool, ToolContext, ToolOutput};
 use futures::future::join_all;
 use serde_json::Value;
 
-use crate::{AgentRun, Decision, HookVerdict, Runtime};
+use crate::{AgentRun, Approval, ApprovalRequest, Decision, HookCall, PreToolVerdict, Runtime};
 
 /// How long a tool gets to stop by itself after its run was cancelled before
 /// its future is dropped.
@@ -146,17 +146,50 @@ async fn gate_and_call(
         Ok(invocation) => invocation,
         Err(reason) => return ToolOutput::error(reason),
     };
-    if let Decision::Deny(reason) = runtime.gate.check(
+    let decision = run.gate.check(
         &run.path,
         name,
         tool.access(),
         &invocation,
         &runtime.workspace,
-    ) {
+    );
+    if let Decision::Deny(reason) = decision {
         return ToolOutput::error(reason);
     }
-    if let HookVerdict::Block(reason) = runtime.hooks.pre_tool_use(&run.path, name, input).await {
-        return ToolOutput::error(format!("Blocked by PreToolUse hook: {reason}"));
+    let scope = run.hook_scope();
+    let call = HookCall { id, name, input };
+    let needs_approval = match (runtime.hooks.pre_tool_use(scope, call).await, decision) {
+        (PreToolVerdict::Deny(reason), _) => {
+            return ToolOutput::error(format!("Blocked by PreToolUse hook: {reason}"));
+        }
+        (PreToolVerdict::Allow, _) | (PreToolVerdict::Continue, Decision::Allow) => None,
+        (PreToolVerdict::Ask(reason), _) | (PreToolVerdict::Continue, Decision::Ask(reason)) => {
+            Some(reason)
+        }
+        (PreToolVerdict::Continue, Decision::Deny(reason)) => return ToolOutput::error(reason),
+    };
+    if let Some(reason) = needs_approval {
+        let request = ApprovalRequest {
+            agent: run.path.clone(),
+            agent_description: run.description.clone(),
+            tool: name.to_owned(),
+            summary: invocation.summary.clone(),
+            input: input.clone(),
+            reason: reason.clone(),
+        };
+        let approval = tokio::select! {
+            approval = runtime.approver.approve(request) => approval,
+            () = run.cancel.cancelled() => return ToolOutput::error("Cancelled while waiting for approval."),
+        };
+        match approval {
+            Approval::AllowOnce | Approval::AllowAlways => {}
+            Approval::Deny(None) => {
+                return ToolOutput::error(format!("Permission denied: {reason}"));
+            }
+            Approval::Deny(Some(message)) => {
+                return ToolOutput::error(format!("Permission denied by the user: {message}"));
+            }
+        }
     }
     if run.cancel.is_cancelled() {
         return ToolOutput::error("Cancelled before the call started.");
@@ -179,11 +212,17 @@ async fn gate_and_call(
             }
         }
     };
-    runtime
+    let note = runtime
         .hooks
-        .post_tool_use(&run.path, name, input, &output)
+        .post_tool_use(run.hook_scope(), HookCall { id, name, input }, &output)
         .await;
-    output
+    match note.additional_context {
+        Some(context) => ToolOutput {
+            content: format!("{}\n\n[PostToolUse hook]\n{context}", output.content),
+            is_error: output.is_error,
+        },
+        None => output,
+    }
 }
 
 fn finish(

@@ -55,8 +55,58 @@ impl PermissionMode {
 pub enum Decision {
     /// The call may run.
     Allow,
+    /// Someone must approve it first; the text says what and how to allow it
+    /// for good (it is the denial the model reads when no one can approve).
+    Ask(String),
     /// The call may not run; the reason is the result the model reads.
     Deny(String),
+}
+
+/// One approval asked of the user: who asks, and exactly what for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalRequest {
+    /// The asking agent's path.
+    pub agent: AgentPath,
+    /// The asking agent's task description, for children.
+    pub agent_description: Option<String>,
+    /// The tool.
+    pub tool: String,
+    /// One line saying what the call does (the command, the file).
+    pub summary: String,
+    /// The call's arguments.
+    pub input: serde_json::Value,
+    /// Why approval is needed and what rule or flag would allow it.
+    pub reason: String,
+}
+
+/// The user's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    /// Run it this once.
+    AllowOnce,
+    /// Run it, and calls like it for the rest of the session.
+    AllowAlways,
+    /// Do not run it; the optional text goes to the model.
+    Deny(Option<String>),
+}
+
+/// Decides the calls the gate says must be asked about.
+#[async_trait::async_trait]
+pub trait Approver: Send + Sync {
+    /// Asks; may wait for the user as long as it takes (cancellation drops the future).
+    async fn approve(&self, request: ApprovalRequest) -> Approval;
+}
+
+/// The approver of a run without a terminal: nobody can answer, so every
+/// request is denied with the request's own reason, which names the rule or
+/// flag that would allow the call.
+pub struct NoApprover;
+
+#[async_trait::async_trait]
+impl Approver for NoApprover {
+    async fn approve(&self, _request: ApprovalRequest) -> Approval {
+        Approval::Deny(None)
+    }
 }
 
 /// Decides, for every tool call of a session, whether it may run.
@@ -106,22 +156,33 @@ impl PermissionGate {
                 match self.mode {
                     PermissionMode::AcceptEdits => Decision::Allow,
                     PermissionMode::Plan => Decision::Deny(plan_denial(tool)),
-                    _ => Decision::Deny(format!(
-                        "Permission denied: {tool} ({}) needs approval and {agent} runs without a \
-                         terminal to ask. Rerun with --permission-mode acceptEdits (or bypassPermissions) \
-                         to allow file edits.",
+                    _ => self.ask(format!(
+                        "{tool} ({}) asked by {agent} needs approval. \
+                         --permission-mode acceptEdits (or bypassPermissions) allows file edits.",
                         invocation.summary
                     )),
                 }
             }
             Access::Execute => match self.mode {
                 PermissionMode::Plan => Decision::Deny(plan_denial(tool)),
-                _ => Decision::Deny(format!(
-                    "Permission denied: {tool} ({}) needs approval and {agent} runs without a \
-                     terminal to ask. Rerun with --permission-mode bypassPermissions to allow commands.",
+                _ => self.ask(format!(
+                    "{tool} ({}) asked by {agent} needs approval. \
+                     --permission-mode bypassPermissions allows commands.",
                     invocation.summary
                 )),
             },
+        }
+    }
+}
+
+impl PermissionGate {
+    /// `Ask`, or in `dontAsk` mode a denial with the same text.
+    fn ask(&self, reason: String) -> Decision {
+        match self.mode {
+            PermissionMode::DontAsk => {
+                Decision::Deny(format!("Permission denied (dontAsk mode): {reason}"))
+            }
+            _ => Decision::Ask(reason),
         }
     }
 }
@@ -154,11 +215,11 @@ mod tests {
             check(PermissionMode::Default, Access::ReadOnly, "a.txt"),
             Decision::Allow
         );
-        let Decision::Deny(edit) = check(PermissionMode::Default, Access::Edit, "a.txt") else {
+        let Decision::Ask(edit) = check(PermissionMode::Default, Access::Edit, "a.txt") else {
             panic!("edit allowed in default mode");
         };
         assert!(edit.contains("--permission-mode acceptEdits"), "{edit}");
-        let Decision::Deny(bash) = check(PermissionMode::Default, Access::Execute, "a.txt") else {
+        let Decision::Ask(bash) = check(PermissionMode::Default, Access::Execute, "a.txt") else {
             panic!("execute allowed in default mode");
         };
         assert!(bash.contains("bypassPermissions"), "{bash}");
@@ -175,7 +236,11 @@ mod tests {
         );
         assert!(matches!(
             check(PermissionMode::AcceptEdits, Access::Execute, "x"),
-            Decision::Deny(_)
+            Decision::Ask(_)
+        ));
+        assert!(matches!(
+            check(PermissionMode::DontAsk, Access::Execute, "x"),
+            Decision::Deny(reason) if reason.contains("dontAsk")
         ));
     }
 

@@ -33,6 +33,8 @@ pub use agents::{
 };
 pub use context::{ProjectContext, system_prompt};
 pub use events::{EventSink, FanOut};
-pub use gate::{Decision, PermissionGate, PermissionMode};
-pub use hooks::{HookVerdict, Hooks, NoHooks};
+pub use gate::{
+    Approval, ApprovalRequest, Approver, Decision, NoApprover, PermissionGate, PermissionMode,
+};
+pub use hooks::{HookCall, HookScope, Hooks, NoHooks, PostToolNote, PreToolVerdict};
 pub use transcript::{Transcript, read_transcript};

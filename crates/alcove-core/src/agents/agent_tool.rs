@@ -24,7 +24,9 @@ use serde_json::Value;
 use super::definitions::{AgentDefinition, DEFAULT_AGENT_TYPE, DELEGATION_CONTRACT};
 use super::report::{Evidence, ReportInput, report};
 use super::supervisor::Supervisor;
-use crate::{AgentOutcome, AgentRun, EventSink, FanOut, Transcript, run_agent};
+use crate::{
+    AgentOutcome, AgentRun, EventSink, FanOut, HookScope, PermissionGate, Transcript, run_agent,
+};
 
 /// Tools a child never inherits: delegation is offered again only through a
 /// fresh `Agent` tool bound to the child's own depth.
@@ -59,11 +61,17 @@ struct AgentInput {
 pub(crate) struct AgentTool {
     supervisor: Arc<Supervisor>,
     pool: Vec<Arc<dyn Tool>>,
+    /// The caller's gate, which its children's gates narrow.
+    gate: Arc<PermissionGate>,
     spec: ToolSpec,
 }
 
 impl AgentTool {
-    pub(crate) fn new(supervisor: Arc<Supervisor>, pool: Vec<Arc<dyn Tool>>) -> AgentTool {
+    pub(crate) fn new(
+        supervisor: Arc<Supervisor>,
+        pool: Vec<Arc<dyn Tool>>,
+        gate: Arc<PermissionGate>,
+    ) -> AgentTool {
         let types: Vec<String> = supervisor
             .definitions
             .all()
@@ -81,6 +89,7 @@ impl AgentTool {
         AgentTool {
             supervisor,
             pool,
+            gate,
             spec: spec_for::<AgentInput>("Agent", &description),
         }
     }
@@ -272,12 +281,24 @@ impl AgentTool {
             );
         }
 
+        runtime
+            .hooks
+            .subagent_start(HookScope {
+                agent: &path,
+                depth,
+                agent_type: Some(&definition.name),
+            })
+            .await;
         let max_turns = definition.max_turns.unwrap_or(supervisor.limits.max_turns);
+        let gate = self.gate.clone();
         let run = AgentRun {
             path: path.clone(),
             depth,
+            description: Some(input.description.clone()),
+            agent_type: Some(definition.name.clone()),
             system_prompt: self.child_system_prompt(&definition),
-            tools: supervisor.tools_for(depth, pool),
+            tools: supervisor.tools_for(depth, pool, &gate),
+            gate,
             max_turns,
             cancel: context.cancel.child_token(),
             token_budget: supervisor.limits.max_tokens,

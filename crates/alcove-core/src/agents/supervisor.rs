@@ -17,7 +17,7 @@ use tokio::sync::Semaphore;
 
 use super::agent_tool::AgentTool;
 use super::definitions::Definitions;
-use crate::Runtime;
+use crate::{PermissionGate, Runtime};
 
 /// Limits on delegation.
 #[derive(Debug, Clone, Copy)]
@@ -106,12 +106,18 @@ impl Supervisor {
         &self.definitions
     }
 
-    /// The tools of an agent at `depth` whose other tools are `pool`: the
-    /// pool, plus `Agent` while children may still nest below this depth.
-    pub fn tools_for(self: &Arc<Self>, depth: u32, pool: Vec<Arc<dyn Tool>>) -> Vec<Arc<dyn Tool>> {
+    /// The tools of an agent at `depth` whose other tools are `pool` and
+    /// whose calls pass `gate`: the pool, plus `Agent` while children may
+    /// still nest below this depth.
+    pub fn tools_for(
+        self: &Arc<Self>,
+        depth: u32,
+        pool: Vec<Arc<dyn Tool>>,
+        gate: &Arc<PermissionGate>,
+    ) -> Vec<Arc<dyn Tool>> {
         let mut tools = pool.clone();
         if depth < self.limits.max_depth {
-            tools.push(Arc::new(AgentTool::new(self.clone(), pool)));
+            tools.push(Arc::new(AgentTool::new(self.clone(), pool, gate.clone())));
         }
         tools
     }
