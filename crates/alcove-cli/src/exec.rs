@@ -5,30 +5,17 @@
 //! terminated (SIGTERM).
 
 use std::io::Read as _;
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
-use alcove_core::{
-    AgentLimits, AgentRun, Definitions, EventSink, FanOut, Limits, ModelFactory, NoApprover,
-    NoHooks, PermissionGate, PermissionMode, ProjectContext, Runtime, Supervisor, Transcript,
-    run_agent, system_prompt,
-};
+use alcove_core::{EventSink, NoApprover, run_agent};
 use alcove_protocol::{AgentPath, EventKind, Message, RunStatus};
-use alcove_tools::Workspace;
 use anyhow::Context;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
 use crate::output::{JsonLines, Progress, Trace};
-use crate::{CommonArgs, UsageError, config, provider};
-
-/// Project instructions beyond this many bytes are cut (and the cut is stated).
-const PROJECT_CONTEXT_CAP: usize = 64 * 1024;
-/// Tool results beyond this many bytes keep their head and tail only.
-const RESULT_CAP: usize = 64 * 1024;
-const DEFAULT_MAX_TURNS: u32 = 100;
-const DEFAULT_MAX_TOKENS: u32 = 8192;
+use crate::session::{FrontEnd, Session};
+use crate::{CommonArgs, UsageError};
 
 /// `alcove exec` arguments.
 #[derive(Debug, Args)]
@@ -45,123 +32,31 @@ pub(crate) struct ExecArgs {
 
 pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u8> {
     let prompt = read_prompt(args.prompt)?;
-    let workspace_dir = match &common.cd {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir().context("cannot read the current folder")?,
-    };
-    let workspace = Workspace::new(&workspace_dir)
-        .map_err(|err| UsageError(format!("--cd {}: {err}", workspace_dir.display())))?;
-    let dirs = config::Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
-    let config = config::load(&dirs, workspace.root(), &common.overrides)
-        .map_err(|err| UsageError(format!("{err:#}")))?;
-
-    let mode_text = common
-        .permission_mode
-        .clone()
-        .or_else(|| config.permission_mode.clone());
-    let mode = match mode_text.as_deref() {
-        None => PermissionMode::Default,
-        Some(text) => PermissionMode::parse(text).ok_or_else(|| {
-            UsageError(format!(
-                "unknown permission mode `{text}`; use default, acceptEdits, plan, bypassPermissions or dontAsk"
-            ))
-        })?,
-    };
-    let max_turns = args
-        .max_turns
-        .or(config.max_turns)
-        .unwrap_or(DEFAULT_MAX_TURNS);
-    if max_turns == 0 {
-        return Err(UsageError("--max-turns must be at least 1".to_owned()).into());
-    }
-
-    let mut provider_config = provider::resolve(common.model.as_deref(), &config).await?;
-    apply_retry_settings(&mut provider_config.retry, &config.retry);
-    let model_name = format!("{}/{}", provider_config.id, provider_config.model);
-    let model =
-        alcove_model::connect(provider_config).map_err(|err| UsageError(err.to_string()))?;
-
-    let session_id = uuid::Uuid::new_v4().to_string();
-    let transcript_path: PathBuf = dirs
-        .data
-        .join("sessions")
-        .join(format!("{session_id}.jsonl"));
-    let transcript =
-        Arc::new(Transcript::create(&transcript_path).with_context(|| {
-            format!("cannot create the transcript {}", transcript_path.display())
-        })?);
-    let mut sinks = FanOut::default().with(transcript.clone());
-    sinks = if args.json {
-        sinks.with(Arc::new(JsonLines))
+    let mut sinks: Vec<Arc<dyn EventSink>> = vec![if args.json {
+        Arc::new(JsonLines)
     } else {
-        sinks.with(Arc::new(Progress))
-    };
-    if ["TRACE", "ALCOVE_TRACE"]
-        .iter()
-        .any(|var| std::env::var(var).is_ok_and(|value| value == "1"))
-    {
-        sinks = sinks.with(Arc::new(Trace));
+        Arc::new(Progress)
+    }];
+    if trace_enabled() {
+        sinks.push(Arc::new(Trace));
     }
-    let events: Arc<dyn EventSink> = Arc::new(sinks);
-
-    let project = ProjectContext::load(workspace.root(), PROJECT_CONTEXT_CAP);
-    let runtime = Runtime {
-        model,
+    let front_end = FrontEnd {
+        sinks,
         approver: Arc::new(NoApprover),
-        hooks: Arc::new(NoHooks),
-        events,
-        workspace: Arc::new(workspace),
-        limits: Limits {
-            max_tokens: config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-            result_cap: RESULT_CAP,
-            stop_hook_limit: 3,
-        },
+        max_turns: args.max_turns,
     };
-    let limits = agent_limits(&config.agents);
-    let factory_config = config.clone();
-    let model_factory: Arc<ModelFactory> = Arc::new(move |spec: &str| {
-        let mut provider_config =
-            provider::resolve_spec(spec, &factory_config).map_err(|err| err.0)?;
-        apply_retry_settings(&mut provider_config.retry, &factory_config.retry);
-        alcove_model::connect(provider_config).map_err(|err| err.to_string())
-    });
-    let supervisor = Arc::new(
-        Supervisor::new(
-            runtime.clone(),
-            limits,
-            Definitions::default(),
-            Some(dirs.data.join("sessions").join(&session_id)),
-        )
-        .with_model_factory(model_factory)
-        .with_project_instructions(project.text.clone()),
-    );
-    let main = AgentPath::main();
-    runtime.emit(
-        &main,
-        EventKind::SessionStarted {
-            session_id: session_id.clone(),
-            model: model_name,
-            workspace: runtime.workspace.root().display().to_string(),
-            transcript: Some(transcript_path.display().to_string()),
-        },
-    );
+    let session = Session::open(common, front_end).await?;
 
     let cancel = CancellationToken::new();
     let signal = tokio::spawn(watch_signals(cancel.clone()));
-    let gate = Arc::new(PermissionGate::new(mode));
-    let run = AgentRun {
-        path: main.clone(),
-        depth: 0,
-        description: None,
-        agent_type: None,
-        tools: supervisor.tools_for(0, alcove_tools::builtin_tools(), &gate),
-        gate,
-        system_prompt: system_prompt(runtime.workspace.root(), &project),
-        max_turns,
-        cancel,
-        token_budget: None,
-    };
-    let outcome = run_agent(&runtime, &run, Vec::new(), Message::user_text(prompt)).await;
+    let run = session.main_run(cancel);
+    let outcome = run_agent(
+        &session.runtime,
+        &run,
+        Vec::new(),
+        Message::user_text(prompt),
+    )
+    .await;
     let signal_code = if outcome.status == RunStatus::Aborted {
         signal.await.ok().flatten()
     } else {
@@ -169,8 +64,8 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
         None
     };
 
-    runtime.emit(
-        &main,
+    session.runtime.emit(
+        &AgentPath::main(),
         EventKind::SessionEnded {
             status: outcome.status,
             turns: outcome.turns,
@@ -178,7 +73,7 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
             error: outcome.error.clone(),
         },
     );
-    if let Some(failure) = transcript.failure() {
+    if let Some(failure) = session.transcript.failure() {
         eprintln!("alcove: warning: {failure}");
     }
     let final_text = outcome.last_text().unwrap_or_default();
@@ -194,15 +89,15 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
                 println!("{final_text}");
             }
             eprintln!(
-                "alcove: stopped after {} model turns (--max-turns {max_turns}) before the task was finished",
-                outcome.turns
+                "alcove: stopped after {} model turns (--max-turns {}) before the task was finished",
+                outcome.turns, session.max_turns
             );
             Ok(3)
         }
         RunStatus::Aborted => {
             eprintln!(
                 "alcove: interrupted; the transcript is {}",
-                transcript.path().display()
+                session.transcript.path().display()
             );
             Ok(signal_code.unwrap_or(130))
         }
@@ -216,33 +111,10 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
     }
 }
 
-fn apply_retry_settings(retry: &mut alcove_model::RetryPolicy, settings: &config::RetryEntry) {
-    if let Some(max_retries) = settings.max_retries {
-        retry.max_retries = max_retries;
-    }
-    if let Some(ms) = settings.base_delay_ms {
-        retry.base_delay = Duration::from_millis(ms);
-    }
-    if let Some(ms) = settings.max_delay_ms {
-        retry.max_delay = Duration::from_millis(ms);
-    }
-    if let Some(ms) = settings.idle_timeout_ms {
-        retry.idle_timeout = Duration::from_millis(ms);
-    }
-}
-
-fn agent_limits(settings: &config::AgentsEntry) -> AgentLimits {
-    let defaults = AgentLimits::default();
-    AgentLimits {
-        max_depth: settings.max_depth.unwrap_or(defaults.max_depth),
-        max_turns: settings.max_turns.unwrap_or(defaults.max_turns),
-        max_concurrent: settings.max_concurrent.unwrap_or(defaults.max_concurrent),
-        timeout: settings
-            .timeout_secs
-            .filter(|secs| *secs > 0.0)
-            .map(Duration::from_secs_f64),
-        max_tokens: settings.max_tokens,
-    }
+pub(crate) fn trace_enabled() -> bool {
+    ["TRACE", "ALCOVE_TRACE"]
+        .iter()
+        .any(|var| std::env::var(var).is_ok_and(|value| value == "1"))
 }
 
 fn read_prompt(argument: Option<String>) -> anyhow::Result<String> {

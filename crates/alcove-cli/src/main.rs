@@ -8,6 +8,7 @@ mod config;
 mod exec;
 mod output;
 mod provider;
+mod session;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,0 +1,205 @@
+//! Opening a session: everything a front end needs before the first prompt.
+//!
+//! Reads the workspace, config layers, provider and permission mode, opens
+//! the transcript, and builds the shared [`Runtime`], the main agent's gate
+//! and the [`Supervisor`]. `exec` and the interactive UI both start here and
+//! differ only in the sinks and approver they pass in.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use alcove_core::{
+    AgentLimits, AgentRun, Approver, Definitions, EventSink, FanOut, Limits, ModelFactory, NoHooks,
+    PermissionGate, PermissionMode, ProjectContext, Runtime, Supervisor, Transcript, system_prompt,
+};
+use alcove_protocol::{AgentPath, EventKind};
+use alcove_tools::Workspace;
+use anyhow::Context;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{self, Config, Dirs};
+use crate::{CommonArgs, UsageError, provider};
+
+/// Project instructions beyond this many bytes are cut (and the cut is stated).
+const PROJECT_CONTEXT_CAP: usize = 64 * 1024;
+/// Tool results beyond this many bytes keep their head and tail only.
+const RESULT_CAP: usize = 64 * 1024;
+const DEFAULT_MAX_TURNS: u32 = 100;
+const DEFAULT_MAX_TOKENS: u32 = 8192;
+/// How many times stop hooks may send one run back to work.
+const STOP_HOOK_LIMIT: u32 = 3;
+
+/// What a front end adds to a session.
+pub(crate) struct FrontEnd {
+    /// Where events go besides the transcript.
+    pub(crate) sinks: Vec<Arc<dyn EventSink>>,
+    /// Who answers approval requests.
+    pub(crate) approver: Arc<dyn Approver>,
+    /// `--max-turns`, when given.
+    pub(crate) max_turns: Option<u32>,
+}
+
+/// An open session.
+#[allow(dead_code, reason = "id, config and dirs are for the interactive UI and hooks, which are being built")]
+pub(crate) struct Session {
+    pub(crate) id: String,
+    pub(crate) runtime: Runtime,
+    pub(crate) supervisor: Arc<Supervisor>,
+    pub(crate) gate: Arc<PermissionGate>,
+    pub(crate) transcript: Arc<Transcript>,
+    pub(crate) system_prompt: String,
+    pub(crate) max_turns: u32,
+    pub(crate) config: Config,
+    pub(crate) dirs: Dirs,
+}
+
+impl Session {
+    /// Reads everything and emits `session_started`.
+    pub(crate) async fn open(common: &CommonArgs, front_end: FrontEnd) -> anyhow::Result<Session> {
+        let workspace_dir = match &common.cd {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir().context("cannot read the current folder")?,
+        };
+        let workspace = Workspace::new(&workspace_dir)
+            .map_err(|err| UsageError(format!("--cd {}: {err}", workspace_dir.display())))?;
+        let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
+        let config = config::load(&dirs, workspace.root(), &common.overrides)
+            .map_err(|err| UsageError(format!("{err:#}")))?;
+
+        let mode_text = common
+            .permission_mode
+            .clone()
+            .or_else(|| config.permission_mode.clone());
+        let mode = match mode_text.as_deref() {
+            None => PermissionMode::Default,
+            Some(text) => PermissionMode::parse(text).ok_or_else(|| {
+                UsageError(format!(
+                    "unknown permission mode `{text}`; use default, acceptEdits, plan, bypassPermissions or dontAsk"
+                ))
+            })?,
+        };
+        let max_turns = front_end
+            .max_turns
+            .or(config.max_turns)
+            .unwrap_or(DEFAULT_MAX_TURNS);
+        if max_turns == 0 {
+            return Err(UsageError("--max-turns must be at least 1".to_owned()).into());
+        }
+
+        let mut provider_config = provider::resolve(common.model.as_deref(), &config).await?;
+        apply_retry_settings(&mut provider_config.retry, &config.retry);
+        let model_name = format!("{}/{}", provider_config.id, provider_config.model);
+        let model =
+            alcove_model::connect(provider_config).map_err(|err| UsageError(err.to_string()))?;
+
+        let id = uuid::Uuid::new_v4().to_string();
+        let transcript_path: PathBuf = dirs.data.join("sessions").join(format!("{id}.jsonl"));
+        let transcript = Arc::new(Transcript::create(&transcript_path).with_context(|| {
+            format!("cannot create the transcript {}", transcript_path.display())
+        })?);
+        let mut sinks = FanOut::default().with(transcript.clone());
+        for sink in front_end.sinks {
+            sinks = sinks.with(sink);
+        }
+        let events: Arc<dyn EventSink> = Arc::new(sinks);
+
+        let project = ProjectContext::load(workspace.root(), PROJECT_CONTEXT_CAP);
+        let runtime = Runtime {
+            model,
+            approver: front_end.approver,
+            hooks: Arc::new(NoHooks),
+            events,
+            workspace: Arc::new(workspace),
+            limits: Limits {
+                max_tokens: config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+                result_cap: RESULT_CAP,
+                stop_hook_limit: STOP_HOOK_LIMIT,
+            },
+        };
+        let factory_config = config.clone();
+        let model_factory: Arc<ModelFactory> = Arc::new(move |spec: &str| {
+            let mut provider_config =
+                provider::resolve_spec(spec, &factory_config).map_err(|err| err.0)?;
+            apply_retry_settings(&mut provider_config.retry, &factory_config.retry);
+            alcove_model::connect(provider_config).map_err(|err| err.to_string())
+        });
+        let supervisor = Arc::new(
+            Supervisor::new(
+                runtime.clone(),
+                agent_limits(&config.agents),
+                Definitions::default(),
+                Some(dirs.data.join("sessions").join(&id)),
+            )
+            .with_model_factory(model_factory)
+            .with_project_instructions(project.text.clone()),
+        );
+        runtime.emit(
+            &AgentPath::main(),
+            EventKind::SessionStarted {
+                session_id: id.clone(),
+                model: model_name,
+                workspace: runtime.workspace.root().display().to_string(),
+                transcript: Some(transcript_path.display().to_string()),
+            },
+        );
+        Ok(Session {
+            id,
+            system_prompt: system_prompt(runtime.workspace.root(), &project),
+            runtime,
+            supervisor,
+            gate: Arc::new(PermissionGate::new(mode)),
+            transcript,
+            max_turns,
+            config,
+            dirs,
+        })
+    }
+
+    /// The main agent's run, cancelled by `cancel`.
+    pub(crate) fn main_run(&self, cancel: CancellationToken) -> AgentRun {
+        AgentRun {
+            path: AgentPath::main(),
+            depth: 0,
+            description: None,
+            agent_type: None,
+            tools: self
+                .supervisor
+                .tools_for(0, alcove_tools::builtin_tools(), &self.gate),
+            gate: self.gate.clone(),
+            system_prompt: self.system_prompt.clone(),
+            max_turns: self.max_turns,
+            cancel,
+            token_budget: None,
+        }
+    }
+}
+
+fn apply_retry_settings(retry: &mut alcove_model::RetryPolicy, settings: &config::RetryEntry) {
+    if let Some(max_retries) = settings.max_retries {
+        retry.max_retries = max_retries;
+    }
+    if let Some(ms) = settings.base_delay_ms {
+        retry.base_delay = Duration::from_millis(ms);
+    }
+    if let Some(ms) = settings.max_delay_ms {
+        retry.max_delay = Duration::from_millis(ms);
+    }
+    if let Some(ms) = settings.idle_timeout_ms {
+        retry.idle_timeout = Duration::from_millis(ms);
+    }
+}
+
+fn agent_limits(settings: &config::AgentsEntry) -> AgentLimits {
+    let defaults = AgentLimits::default();
+    AgentLimits {
+        max_depth: settings.max_depth.unwrap_or(defaults.max_depth),
+        max_turns: settings.max_turns.unwrap_or(defaults.max_turns),
+        max_concurrent: settings.max_concurrent.unwrap_or(defaults.max_concurrent),
+        timeout: settings
+            .timeout_secs
+            .filter(|secs| *secs > 0.0)
+            .map(Duration::from_secs_f64),
+        max_tokens: settings.max_tokens,
+    }
+}
