@@ -8,6 +8,7 @@
 //! - `report`: the summary and the harness-written evidence footer.
 
 mod agent_tool;
+mod child;
 mod definitions;
 mod report;
 mod supervisor;
