@@ -47,6 +47,14 @@ pub(crate) struct AgentsEntry {
     pub(crate) timeout_secs: Option<f64>,
     /// A child's token budget (input plus output).
     pub(crate) max_tokens: Option<u64>,
+    /// Whether spawn_agent / send_input / wait / close_agent / resume_agent are offered (default true).
+    pub(crate) collab: Option<bool>,
+    /// A shell command that runs each spawned agent's submission (the process runner).
+    pub(crate) command: Option<String>,
+    /// The shortest wait `wait` accepts, in ms (default 10000).
+    pub(crate) wait_min_ms: Option<u64>,
+    /// The longest wait `wait` accepts, in ms (default 300000).
+    pub(crate) wait_max_ms: Option<u64>,
 }
 
 /// `[retry]`: how model requests are retried.

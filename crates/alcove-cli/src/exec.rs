@@ -64,6 +64,22 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
         None
     };
 
+    let still_running = session.supervisor.close_all().await;
+    if !still_running.is_empty() {
+        let message = format!(
+            "the main agent finished while spawned agents were still running; closed: {}",
+            still_running.join(", ")
+        );
+        session.runtime.emit(
+            &AgentPath::main(),
+            EventKind::Warning {
+                message: message.clone(),
+            },
+        );
+        if args.json {
+            eprintln!("alcove: {message}");
+        }
+    }
     session.runtime.emit(
         &AgentPath::main(),
         EventKind::SessionEnded {

@@ -41,7 +41,10 @@ pub(crate) struct FrontEnd {
 }
 
 /// An open session.
-#[allow(dead_code, reason = "id, config and dirs are for the interactive UI and hooks, which are being built")]
+#[allow(
+    dead_code,
+    reason = "id, config and dirs are for the interactive UI and hooks, which are being built"
+)]
 pub(crate) struct Session {
     pub(crate) id: String,
     pub(crate) runtime: Runtime,
@@ -116,6 +119,7 @@ impl Session {
                 result_cap: RESULT_CAP,
                 stop_hook_limit: STOP_HOOK_LIMIT,
             },
+            inbox: Arc::default(),
         };
         let factory_config = config.clone();
         let model_factory: Arc<ModelFactory> = Arc::new(move |spec: &str| {
@@ -132,7 +136,10 @@ impl Session {
                 Some(dirs.data.join("sessions").join(&id)),
             )
             .with_model_factory(model_factory)
-            .with_project_instructions(project.text.clone()),
+            .with_project_instructions(project.text.clone())
+            .with_command(
+                env_var("ALCOVE_SUBAGENT_COMMAND").or_else(|| config.agents.command.clone()),
+            ),
         );
         runtime.emit(
             &AgentPath::main(),
@@ -190,12 +197,40 @@ fn apply_retry_settings(retry: &mut alcove_model::RetryPolicy, settings: &config
     }
 }
 
+/// Reads an environment variable, treating empty as unset.
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .filter(|value| !value.trim().is_empty())
+}
+
+/// `[agents]`, with `ALCOVE_SUBAGENT_MAX_AGENTS` and
+/// `ALCOVE_ENABLE_COLLAB_TOOLS` (seed 001's switches) on top.
 fn agent_limits(settings: &config::AgentsEntry) -> AgentLimits {
     let defaults = AgentLimits::default();
+    let env_max =
+        env_var("ALCOVE_SUBAGENT_MAX_AGENTS").and_then(|value| value.trim().parse::<usize>().ok());
+    let collab = match env_var("ALCOVE_ENABLE_COLLAB_TOOLS").as_deref() {
+        Some("0") => false,
+        Some(_) => true,
+        None => settings.collab.unwrap_or(defaults.collab),
+    };
     AgentLimits {
+        collab,
+        wait_min: settings
+            .wait_min_ms
+            .map(Duration::from_millis)
+            .unwrap_or(defaults.wait_min),
+        wait_max: settings
+            .wait_max_ms
+            .map(Duration::from_millis)
+            .unwrap_or(defaults.wait_max),
         max_depth: settings.max_depth.unwrap_or(defaults.max_depth),
         max_turns: settings.max_turns.unwrap_or(defaults.max_turns),
-        max_concurrent: settings.max_concurrent.unwrap_or(defaults.max_concurrent),
+        max_concurrent: env_max
+            .filter(|max| *max > 0)
+            .or(settings.max_concurrent)
+            .unwrap_or(defaults.max_concurrent),
         timeout: settings
             .timeout_secs
             .filter(|secs| *secs > 0.0)

@@ -31,6 +31,33 @@ pub struct Runtime {
     pub workspace: Arc<Workspace>,
     /// Size limits.
     pub limits: Limits,
+    /// Notifications for agents (e.g. a spawned child finished), delivered
+    /// with their next model request.
+    pub inbox: Arc<Inbox>,
+}
+
+/// Short notices waiting for an agent's next model request.
+#[derive(Debug, Default)]
+pub struct Inbox {
+    notices: std::sync::Mutex<std::collections::HashMap<AgentPath, Vec<String>>>,
+}
+
+impl Inbox {
+    /// Leaves a notice for `agent`.
+    pub fn push(&self, agent: &AgentPath, notice: String) {
+        if let Ok(mut notices) = self.notices.lock() {
+            notices.entry(agent.clone()).or_default().push(notice);
+        }
+    }
+
+    /// Takes every notice left for `agent`.
+    pub fn take(&self, agent: &AgentPath) -> Vec<String> {
+        self.notices
+            .lock()
+            .ok()
+            .and_then(|mut notices| notices.remove(agent))
+            .unwrap_or_default()
+    }
 }
 
 /// Size limits of a session.
@@ -56,6 +83,7 @@ impl Runtime {
 }
 
 /// What one agent run owns.
+#[derive(Clone)]
 pub struct AgentRun {
     /// Where the agent sits in the tree.
     pub path: AgentPath,
@@ -153,6 +181,19 @@ pub async fn run_agent(
         if outcome.turns >= run.max_turns {
             outcome.status = RunStatus::MaxTurns;
             return outcome;
+        }
+        let notices = runtime.inbox.take(&run.path);
+        if !notices.is_empty() {
+            let text = notices
+                .iter()
+                .map(|notice| format!("[alcove notification] {notice}"))
+                .collect::<Vec<_>>();
+            append(
+                runtime,
+                run,
+                &mut outcome.messages,
+                Message::user_text(text.join("\n")),
+            );
         }
         outcome.turns += 1;
         let turn = outcome.turns;

@@ -72,7 +72,10 @@ fn groups<'a>(
         Alone,
     }
     let class = |name: &str| match find(run, name) {
-        Some(tool) if tool.access() == Access::Delegate => Class::Delegation,
+        Some(tool) if tool.access() == Access::Delegate && tool.concurrency_safe() => {
+            Class::Delegation
+        }
+        Some(tool) if tool.access() == Access::Delegate => Class::Alone,
         Some(tool) if tool.concurrency_safe() => Class::Parallel,
         _ => Class::Alone,
     };

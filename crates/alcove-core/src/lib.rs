@@ -27,10 +27,11 @@ mod gate;
 mod hooks;
 mod transcript;
 
-pub use agent_loop::{AgentOutcome, AgentRun, Limits, Runtime, run_agent};
+pub use agent_loop::{AgentOutcome, AgentRun, Inbox, Limits, Runtime, run_agent};
 pub use agents::{
     AgentDefinition, AgentLimits, DEFAULT_AGENT_TYPE, Definitions, ModelFactory, Supervisor,
 };
+pub use agents::{AgentPermissions, DefinitionError, load_definitions, parse_definition};
 pub use context::{ProjectContext, system_prompt};
 pub use events::{EventSink, FanOut};
 pub use gate::{

@@ -30,6 +30,18 @@ impl AgentPath {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// This path as seen from another session whose `main` is `onto`: the
+    /// events of an alcove child process are re-tagged this way, so
+    /// `main/agent-2` of the child becomes `<onto>/agent-2`.
+    pub fn rebase(&self, onto: &AgentPath) -> AgentPath {
+        match self.0.strip_prefix("main") {
+            Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+                AgentPath(format!("{}{rest}", onto.0))
+            }
+            _ => AgentPath(format!("{}/{}", onto.0, self.0)),
+        }
+    }
 }
 
 impl std::fmt::Display for AgentPath {

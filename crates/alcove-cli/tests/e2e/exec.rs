@@ -24,7 +24,20 @@ fn prints_the_final_answer_and_exits_zero() {
     assert_eq!(request.first_user_text(), "say hello");
     assert_eq!(
         request.tool_names(),
-        ["Read", "Glob", "Grep", "Write", "Edit", "Bash", "Agent"]
+        [
+            "Read",
+            "Glob",
+            "Grep",
+            "Write",
+            "Edit",
+            "Bash",
+            "Agent",
+            "spawn_agent",
+            "send_input",
+            "resume_agent",
+            "wait",
+            "close_agent"
+        ]
     );
     assert!(
         request.system_prompt().contains(

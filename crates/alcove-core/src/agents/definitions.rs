@@ -1,11 +1,36 @@
 //! Agent definitions: the kinds of child an `Agent` call can ask for.
 //!
 //! A definition is data — a system prompt, tool lists that can only narrow
-//! the parent's, an optional model and turn cap — kept in one registry, so
-//! definitions loaded from Markdown files later sit beside the built-ins.
+//! the parent's, an optional model, turn cap, wall-clock budget, permission
+//! mode and per-agent rules — kept in one registry, where definitions loaded
+//! from Markdown files (`loader`) sit beside and may replace the built-ins.
+//! Names are looked up case- and separator-insensitively (`Explore`,
+//! `explore`, `code_reviewer`, `code-reviewer`), as Claude Code does.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A definition's own permission rules, in the Claude Code rule syntax; they
+/// apply on top of the inherited ones and never loosen them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AgentPermissions {
+    /// Rules that allow without asking.
+    pub allow: Vec<String>,
+    /// Rules that ask first.
+    pub ask: Vec<String>,
+    /// Rules that refuse.
+    pub deny: Vec<String>,
+}
+
+impl AgentPermissions {
+    /// No rules at all.
+    pub fn is_empty(&self) -> bool {
+        self.allow.is_empty() && self.ask.is_empty() && self.deny.is_empty()
+    }
+}
 
 /// One kind of child agent.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct AgentDefinition {
     /// The name `subagent_type` selects it by.
     pub name: String,
@@ -21,6 +46,34 @@ pub struct AgentDefinition {
     pub model: Option<String>,
     /// Its turn cap, overriding `agents.max_turns`.
     pub max_turns: Option<u32>,
+    /// Its permission mode (`default`, `acceptEdits`, `plan`,
+    /// `bypassPermissions`, `dontAsk`); the child runs in the stricter of
+    /// this and its parent's.
+    pub permission_mode: Option<String>,
+    /// Its own rules, applied on top of the inherited ones.
+    pub permissions: AgentPermissions,
+    /// Its wall-clock budget, overriding `agents.timeout_secs`.
+    pub timeout: Option<Duration>,
+    /// The file it was loaded from (`None` for a built-in).
+    pub source: Option<PathBuf>,
+}
+
+impl AgentDefinition {
+    /// Whether a tool of the parent's called `name` is offered to this kind
+    /// of child (before the `Agent` call's own `tool_names` narrow it more).
+    pub fn offers_tool(&self, name: &str) -> bool {
+        self.tools
+            .as_ref()
+            .is_none_or(|tools| tools.iter().any(|tool| tool == name))
+            && !self.disallowed_tools.iter().any(|tool| tool == name)
+    }
+
+    /// The names of `pool` this kind of child is offered, in pool order.
+    pub fn effective_tools<'a>(&self, pool: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+        pool.into_iter()
+            .filter(|name| self.offers_tool(name))
+            .collect()
+    }
 }
 
 /// The definitions a session knows, by name, in a stable order.
@@ -46,10 +99,7 @@ impl Default for Definitions {
                         "You are a general-purpose coding agent working on a task delegated by \
                                     another agent."
                             .to_owned(),
-                    tools: None,
-                    disallowed_tools: Vec::new(),
-                    model: None,
-                    max_turns: None,
+                    ..AgentDefinition::default()
                 },
                 AgentDefinition {
                     name: "explore".to_owned(),
@@ -66,33 +116,45 @@ impl Default for Definitions {
                         "Glob".to_owned(),
                         "Grep".to_owned(),
                     ]),
-                    disallowed_tools: Vec::new(),
-                    model: None,
-                    max_turns: None,
+                    ..AgentDefinition::default()
                 },
             ],
         }
     }
 }
 
+/// The form of a name that lookups compare: lower case, `_` and spaces read as `-`.
+fn name_key(name: &str) -> String {
+    name.trim()
+        .chars()
+        .map(|c| match c {
+            '_' | ' ' => '-',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect()
+}
+
 impl Definitions {
-    /// Adds a definition, replacing one of the same name.
+    /// Adds a definition, replacing one of the same name (compared
+    /// case- and separator-insensitively) in its place.
     pub fn insert(&mut self, definition: AgentDefinition) {
+        let key = name_key(&definition.name);
         match self
             .definitions
             .iter_mut()
-            .find(|existing| existing.name == definition.name)
+            .find(|existing| name_key(&existing.name) == key)
         {
             Some(existing) => *existing = definition,
             None => self.definitions.push(definition),
         }
     }
 
-    /// The definition called `name`.
+    /// The definition called `name` (case- and separator-insensitive).
     pub fn get(&self, name: &str) -> Option<&AgentDefinition> {
+        let key = name_key(name);
         self.definitions
             .iter()
-            .find(|definition| definition.name == name)
+            .find(|definition| name_key(&definition.name) == key)
     }
 
     /// All definitions, in order.

@@ -16,7 +16,9 @@ use alcove_tools::Tool;
 use tokio::sync::Semaphore;
 
 use super::agent_tool::AgentTool;
+use super::collab::{Collab, collab_tools};
 use super::definitions::Definitions;
+use super::registry::Registry;
 use crate::{PermissionGate, Runtime};
 
 /// Limits on delegation.
@@ -33,6 +35,12 @@ pub struct AgentLimits {
     pub timeout: Option<Duration>,
     /// A child's token budget (input plus output).
     pub max_tokens: Option<u64>,
+    /// Whether the asynchronous tools (`spawn_agent`, …) are offered.
+    pub collab: bool,
+    /// The shortest wait `wait` accepts (shorter requests are raised to it).
+    pub wait_min: Duration,
+    /// The longest wait `wait` accepts (longer requests are cut to it).
+    pub wait_max: Duration,
 }
 
 impl Default for AgentLimits {
@@ -43,6 +51,9 @@ impl Default for AgentLimits {
             max_concurrent: 4,
             timeout: None,
             max_tokens: None,
+            collab: true,
+            wait_min: Duration::from_secs(10),
+            wait_max: Duration::from_secs(300),
         }
     }
 }
@@ -61,6 +72,11 @@ pub struct Supervisor {
     pub(crate) transcripts: Option<PathBuf>,
     pub(crate) model_factory: Option<Arc<ModelFactory>>,
     pub(crate) project_instructions: String,
+    /// Spawned agents (the asynchronous face).
+    pub(crate) registry: Registry,
+    /// When set, spawned agents' submissions run this shell command (the
+    /// process runner) instead of an in-process task.
+    pub(crate) command: Option<String>,
 }
 
 impl Supervisor {
@@ -81,12 +97,20 @@ impl Supervisor {
             transcripts,
             model_factory: None,
             project_instructions: String::new(),
+            registry: Registry::default(),
+            command: None,
         }
     }
 
     /// Lets children ask for another model by `provider/name`.
     pub fn with_model_factory(mut self, factory: Arc<ModelFactory>) -> Supervisor {
         self.model_factory = Some(factory);
+        self
+    }
+
+    /// Runs spawned agents' submissions through `command` (see `runner`).
+    pub fn with_command(mut self, command: Option<String>) -> Supervisor {
+        self.command = command.filter(|command| !command.trim().is_empty());
         self
     }
 
@@ -107,8 +131,8 @@ impl Supervisor {
     }
 
     /// The tools of an agent at `depth` whose other tools are `pool` and
-    /// whose calls pass `gate`: the pool, plus `Agent` while children may
-    /// still nest below this depth.
+    /// whose calls pass `gate`: the pool, plus `Agent` and the collab tools
+    /// while children may still nest below this depth.
     pub fn tools_for(
         self: &Arc<Self>,
         depth: u32,
@@ -117,7 +141,18 @@ impl Supervisor {
     ) -> Vec<Arc<dyn Tool>> {
         let mut tools = pool.clone();
         if depth < self.limits.max_depth {
-            tools.push(Arc::new(AgentTool::new(self.clone(), pool, gate.clone())));
+            tools.push(Arc::new(AgentTool::new(
+                self.clone(),
+                pool.clone(),
+                gate.clone(),
+            )));
+            if self.limits.collab {
+                tools.extend(collab_tools(Collab {
+                    supervisor: self.clone(),
+                    pool,
+                    gate: gate.clone(),
+                }));
+            }
         }
         tools
     }

@@ -1,0 +1,593 @@
+//! Delegation, asynchronous face (seed 001): `spawn_agent`, `send_input`,
+//! `wait`, `close_agent`, `resume_agent`.
+//!
+//! The parent starts a child and goes on working; the child runs as a task
+//! (or, with `agents.command`, a process) on the supervisor's slots. Results
+//! are JSON text the model reads; every error is an error result.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use alcove_protocol::{EventKind, Message, RunStatus, ToolSpec};
+use alcove_tools::{
+    Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::child::Parent;
+use super::definitions::DEFAULT_AGENT_TYPE;
+use super::registry::{Record, State, Submission, now};
+use super::supervisor::Supervisor;
+use crate::PermissionGate;
+
+/// What every collab tool of one agent shares: its caller's pool and gate.
+#[derive(Clone)]
+pub(crate) struct Collab {
+    pub(crate) supervisor: Arc<Supervisor>,
+    pub(crate) pool: Vec<Arc<dyn Tool>>,
+    pub(crate) gate: Arc<PermissionGate>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct SpawnInput {
+    /// The task for the new agent: self-contained, with the goal, scope and what to report.
+    message: String,
+    /// The kind of agent (default "general-purpose").
+    #[serde(default)]
+    agent_type: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct SendInput {
+    /// The agent id.
+    id: String,
+    /// The next message for the agent.
+    message: String,
+    /// Cancel the agent's current submission first (needed while it is running).
+    #[serde(default)]
+    interrupt: bool,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct WaitInput {
+    /// Agent ids; returns as soon as at least one is no longer running.
+    ids: Vec<String>,
+    /// How long to wait (default 30000, clamped to the configured bounds).
+    #[serde(default)]
+    timeout_ms: Option<i64>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct IdInput {
+    /// The agent id.
+    id: String,
+}
+
+/// The five tools, in the order they are offered.
+pub(crate) fn collab_tools(collab: Collab) -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(CollabTool::new(collab.clone(), Kind::Spawn)),
+        Arc::new(CollabTool::new(collab.clone(), Kind::Send)),
+        Arc::new(CollabTool::new(collab.clone(), Kind::Resume)),
+        Arc::new(CollabTool::new(collab.clone(), Kind::Wait)),
+        Arc::new(CollabTool::new(collab, Kind::Close)),
+    ]
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Spawn,
+    Send,
+    Resume,
+    Wait,
+    Close,
+}
+
+struct CollabTool {
+    collab: Collab,
+    kind: Kind,
+    spec: ToolSpec,
+}
+
+impl CollabTool {
+    fn new(collab: Collab, kind: Kind) -> CollabTool {
+        let spec = match kind {
+            Kind::Spawn => spec_for::<SpawnInput>(
+                "spawn_agent",
+                "Start a subagent on a task in the background and return at once with its agent_id; \
+                 keep working and collect the result later with `wait`. When it finishes you also get a \
+                 short notification.",
+            ),
+            Kind::Send => spec_for::<SendInput>(
+                "send_input",
+                "Send a follow-up message to an agent; it continues its own conversation. A running agent \
+                 needs interrupt=true, which cancels its current submission.",
+            ),
+            Kind::Resume => spec_for::<IdInput>(
+                "resume_agent",
+                "Reopen a closed agent (to its state before closing) so it can take send_input again. \
+                 Starts nothing.",
+            ),
+            Kind::Wait => spec_for::<WaitInput>(
+                "wait",
+                "Wait until at least one of the listed agents is no longer running, or the timeout \
+                 passes; returns each finished agent's status and last output.",
+            ),
+            Kind::Close => spec_for::<IdInput>(
+                "close_agent",
+                "Close an agent, stopping any work it is doing.",
+            ),
+        };
+        CollabTool { collab, kind, spec }
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for CollabTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn access(&self) -> Access {
+        Access::Delegate
+    }
+
+    fn concurrency_safe(&self) -> bool {
+        false
+    }
+
+    fn inspect(&self, input: &Value, _workspace: &Workspace) -> Result<Invocation, String> {
+        let name = self.spec.name.as_str();
+        let summary = match self.kind {
+            Kind::Spawn => parse_input::<SpawnInput>(name, input)?.message,
+            Kind::Send => parse_input::<SendInput>(name, input)?.id,
+            Kind::Wait => parse_input::<WaitInput>(name, input)?.ids.join(", "),
+            Kind::Resume | Kind::Close => parse_input::<IdInput>(name, input)?.id,
+        };
+        Ok(Invocation {
+            summary,
+            paths: Vec::new(),
+            command: None,
+        })
+    }
+
+    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
+        let name = self.spec.name.as_str();
+        let supervisor = &self.collab.supervisor;
+        let result = match self.kind {
+            Kind::Spawn => match parse_input::<SpawnInput>(name, &input) {
+                Ok(input) => {
+                    supervisor
+                        .spawn(&self.collab, context, input.message, input.agent_type)
+                        .await
+                }
+                Err(reason) => Err(reason),
+            },
+            Kind::Send => match parse_input::<SendInput>(name, &input) {
+                Ok(input) => {
+                    supervisor
+                        .send_input(&input.id, input.message, input.interrupt)
+                        .await
+                }
+                Err(reason) => Err(reason),
+            },
+            Kind::Wait => match parse_input::<WaitInput>(name, &input) {
+                Ok(input) => supervisor.wait(&input.ids, input.timeout_ms).await,
+                Err(reason) => Err(reason),
+            },
+            Kind::Resume => match parse_input::<IdInput>(name, &input) {
+                Ok(input) => supervisor.resume(&input.id),
+                Err(reason) => Err(reason),
+            },
+            Kind::Close => match parse_input::<IdInput>(name, &input) {
+                Ok(input) => supervisor.close(&input.id),
+                Err(reason) => Err(reason),
+            },
+        };
+        match result {
+            Ok(value) => ToolOutput::ok(serde_json::to_string_pretty(&value).unwrap_or_default()),
+            Err(reason) => ToolOutput::error(reason),
+        }
+    }
+}
+
+impl Supervisor {
+    async fn spawn(
+        self: &Arc<Self>,
+        collab: &Collab,
+        context: &ToolContext,
+        message: String,
+        agent_type: Option<String>,
+    ) -> Result<Value, String> {
+        let message = message.trim().to_owned();
+        if message.is_empty() {
+            return Err("spawn_agent failed: message must not be empty".to_owned());
+        }
+        if context.depth >= self.limits.max_depth {
+            return Err(format!(
+                "spawn_agent failed: Agent nesting depth exceeded (max {})",
+                self.limits.max_depth
+            ));
+        }
+        let type_name = agent_type.as_deref().unwrap_or(DEFAULT_AGENT_TYPE);
+        let definition = self.definitions.get(type_name).cloned().ok_or_else(|| {
+            format!(
+                "spawn_agent failed: unknown agent_type `{type_name}`; known: {}",
+                self.definitions.names()
+            )
+        })?;
+        if self.slots.available_permits() == 0 {
+            return Err(format!(
+                "spawn_agent failed: subagent concurrency limit reached ({})",
+                self.limits.max_concurrent
+            ));
+        }
+        let id = self.next_child_name();
+        let parent = Parent {
+            path: &context.agent,
+            depth: context.depth,
+            pool: &collab.pool,
+            gate: &collab.gate,
+            call_id: &context.call_id,
+        };
+        let description: String = message
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .chars()
+            .take(60)
+            .collect();
+        // Spawned children outlive the call: they hang off the parent's run, not the call.
+        let parent_cancel = context.cancel.clone();
+        let child = self
+            .prepare_child(
+                parent,
+                &id,
+                &definition,
+                &description,
+                None,
+                None,
+                parent_cancel.child_token(),
+            )
+            .await
+            .map_err(|reason| format!("spawn_agent failed: {reason}"))?;
+        let created_at = now();
+        let record = Record {
+            id: id.clone(),
+            parent: context.agent.clone(),
+            created_at,
+            updated_at: created_at,
+            status: State::Running,
+            status_before_close: State::Completed,
+            last_message: message.clone(),
+            last_submission_id: None,
+            last_output: None,
+            last_error: None,
+            running: None,
+            history: Vec::new(),
+            remote_session: None,
+            parent_cancel,
+            child: Arc::new(child),
+        };
+        self.lock_records()?.insert(id.clone(), record);
+        match self.start_submission(&id, message) {
+            Ok(submission_id) => {
+                let records = self.lock_records()?;
+                let record = records
+                    .get(&id)
+                    .ok_or_else(|| format!("agent not found: {id}"))?;
+                Ok(record.spawn_view(&submission_id))
+            }
+            Err(reason) => {
+                self.lock_records()?.remove(&id);
+                Err(format!("spawn_agent failed: {reason}"))
+            }
+        }
+    }
+
+    async fn send_input(
+        self: &Arc<Self>,
+        id: &str,
+        message: String,
+        interrupt: bool,
+    ) -> Result<Value, String> {
+        let previous_task = {
+            let mut records = self.lock_records()?;
+            let record = records
+                .get_mut(id)
+                .ok_or_else(|| format!("agent not found: {id}"))?;
+            if message.trim().is_empty() {
+                return Err("send_input failed: message must not be empty".to_owned());
+            }
+            if record.status == State::Closed {
+                return Err(format!(
+                    "send_input failed: agent {id} is closed; run resume_agent first"
+                ));
+            }
+            match &mut record.running {
+                Some(_) if !interrupt => {
+                    return Err(format!(
+                        "send_input failed: agent {id} is busy; set interrupt=true to cancel current submission"
+                    ));
+                }
+                Some(submission) => {
+                    submission.interrupted = true;
+                    submission.cancel.cancel();
+                    submission.task.take()
+                }
+                None => None,
+            }
+        };
+        // The interrupted submission records its end (and the conversation so far) first.
+        if let Some(task) = previous_task {
+            let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+        }
+        let submission_id = self
+            .start_submission(id, message.trim().to_owned())
+            .map_err(|reason| format!("send_input failed: {reason}"))?;
+        Ok(json!({"agent_id": id, "status": "running", "submission_id": submission_id}))
+    }
+
+    async fn wait(&self, ids: &[String], timeout_ms: Option<i64>) -> Result<Value, String> {
+        if ids.is_empty() || ids.iter().any(|id| id.trim().is_empty()) {
+            return Err("wait failed: ids must list at least one agent id".to_owned());
+        }
+        let requested = timeout_ms.unwrap_or(30_000);
+        if requested <= 0 {
+            return Err("wait failed: timeout_ms must be greater than zero".to_owned());
+        }
+        let (min, max) = (self.limits.wait_min, self.limits.wait_max);
+        let timeout =
+            Duration::from_millis(u64::try_from(requested).unwrap_or(u64::MAX)).clamp(min, max);
+        let result = self.registry.wait_any(ids, timeout).await;
+        Ok(result.to_json())
+    }
+
+    fn resume(&self, id: &str) -> Result<Value, String> {
+        let mut records = self.lock_records()?;
+        let record = records
+            .get_mut(id)
+            .ok_or_else(|| format!("agent not found: {id}"))?;
+        if record.status == State::Closed {
+            record.status = record.status_before_close;
+            record.touch();
+        }
+        Ok(json!({"agent_id": id, "status": record.status.as_str()}))
+    }
+
+    fn close(&self, id: &str) -> Result<Value, String> {
+        let mut records = self.lock_records()?;
+        let record = records
+            .get_mut(id)
+            .ok_or_else(|| format!("agent not found: {id}"))?;
+        if record.status != State::Closed {
+            record.status_before_close = if record.running.is_some() {
+                State::Errored
+            } else {
+                record.status
+            };
+            record.status = State::Closed;
+            record.touch();
+            if let Some(submission) = &record.running {
+                submission.cancel.cancel();
+            }
+        }
+        drop(records);
+        self.registry.changed.notify_waiters();
+        Ok(json!({"agent_id": id, "status": "closed"}))
+    }
+
+    /// Closes every agent still running and waits (briefly) for their work
+    /// to stop, so no task or process outlives the session. Returns the ids
+    /// that were still running.
+    pub async fn close_all(&self) -> Vec<String> {
+        let mut tasks = Vec::new();
+        let mut closed = Vec::new();
+        if let Ok(mut records) = self.registry.records.lock() {
+            for record in records.values_mut() {
+                if let Some(submission) = &mut record.running {
+                    submission.cancel.cancel();
+                    tasks.extend(submission.task.take());
+                    record.status_before_close = State::Errored;
+                    record.status = State::Closed;
+                    record.touch();
+                    closed.push(record.id.clone());
+                }
+            }
+        }
+        let _ =
+            tokio::time::timeout(Duration::from_secs(5), futures::future::join_all(tasks)).await;
+        closed
+    }
+
+    fn lock_records(
+        &self,
+    ) -> Result<std::sync::MutexGuard<'_, std::collections::BTreeMap<String, Record>>, String> {
+        self.registry
+            .records
+            .lock()
+            .map_err(|_| "the agent registry is unavailable".to_owned())
+    }
+
+    /// Starts a submission of `message` on agent `id`: takes a slot, marks it
+    /// running and launches the runner.
+    fn start_submission(self: &Arc<Self>, id: &str, message: String) -> Result<String, String> {
+        let permit = self.slots.clone().try_acquire_owned().map_err(|_| {
+            format!(
+                "subagent concurrency limit reached ({})",
+                self.limits.max_concurrent
+            )
+        })?;
+        let submission_id = uuid::Uuid::new_v4().to_string();
+        let mut records = self.lock_records()?;
+        let record = records
+            .get_mut(id)
+            .ok_or_else(|| format!("agent not found: {id}"))?;
+        let cancel = record.parent_cancel.child_token();
+        record.status = State::Running;
+        record.last_message = message.clone();
+        record.last_submission_id = Some(submission_id.clone());
+        record.touch();
+        let child = record.child.clone();
+        let history = std::mem::take(&mut record.history);
+        let remote_session = record.remote_session.clone();
+        let supervisor = self.clone();
+        let (agent_id, sub_id, task_cancel) =
+            (id.to_owned(), submission_id.clone(), cancel.clone());
+        let task = tokio::spawn(async move {
+            let _permit = permit;
+            let ended = supervisor
+                .run_submission(
+                    &child,
+                    history,
+                    message,
+                    remote_session.as_deref(),
+                    &task_cancel,
+                )
+                .await;
+            supervisor.finish_submission(&agent_id, &sub_id, ended);
+        });
+        record.running = Some(Submission {
+            id: submission_id.clone(),
+            cancel,
+            interrupted: false,
+            task: Some(task),
+        });
+        Ok(submission_id)
+    }
+
+    async fn run_submission(
+        &self,
+        child: &super::child::Child,
+        history: Vec<Message>,
+        message: String,
+        remote_session: Option<&str>,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Ended {
+        if let Some(command) = &self.command {
+            let outcome = super::runner::run_process(
+                command,
+                &message,
+                remote_session,
+                child.runtime.workspace.root(),
+                cancel,
+                &child.path,
+                child.runtime.events.as_ref(),
+            )
+            .await;
+            return Ended {
+                status: outcome.status,
+                output: outcome.output,
+                error: outcome.error,
+                history: Vec::new(),
+                remote_session: outcome.session,
+                turns: outcome.turns,
+                usage: outcome.usage,
+            };
+        }
+        let mut run = child.run.clone();
+        run.cancel = cancel.clone();
+        let outcome =
+            crate::run_agent(&child.runtime, &run, history, Message::user_text(message)).await;
+        Ended {
+            status: outcome.status,
+            output: outcome.last_text(),
+            error: outcome.error.clone(),
+            turns: outcome.turns,
+            usage: outcome.usage,
+            history: outcome.messages,
+            remote_session: None,
+        }
+    }
+
+    /// Records how a submission ended, unless a newer one replaced it.
+    fn finish_submission(&self, id: &str, submission_id: &str, ended: Ended) {
+        let Ok(mut records) = self.registry.records.lock() else {
+            return;
+        };
+        let Some(record) = records.get_mut(id) else {
+            return;
+        };
+        if record
+            .running
+            .as_ref()
+            .is_none_or(|running| running.id != submission_id)
+        {
+            return;
+        }
+        let interrupted = record
+            .running
+            .take()
+            .is_some_and(|running| running.interrupted);
+        record.history = ended.history;
+        record.remote_session = ended.remote_session.or(record.remote_session.take());
+        record.last_output = ended.output;
+        record.touch();
+        let (state, error) = if record.status == State::Closed {
+            (State::Closed, Some("closed while running".to_owned()))
+        } else if interrupted {
+            (State::Errored, Some("interrupted".to_owned()))
+        } else {
+            match ended.status {
+                RunStatus::Completed => (State::Completed, None),
+                RunStatus::MaxTurns => (
+                    State::Errored,
+                    Some("incomplete: stopped by the turn cap".to_owned()),
+                ),
+                RunStatus::Budget => (
+                    State::Errored,
+                    Some("incomplete: a budget ran out".to_owned()),
+                ),
+                RunStatus::Aborted => (State::Errored, Some("aborted".to_owned())),
+                RunStatus::Failed => (State::Errored, ended.error.or(Some("failed".to_owned()))),
+            }
+        };
+        record.status = state;
+        record.last_error = error;
+        let parent = record.parent.clone();
+        let path = record.child.path.clone();
+        let description = record.child.run.description.clone().unwrap_or_default();
+        let first_line = record
+            .last_output
+            .as_deref()
+            .or(record.last_error.as_deref())
+            .and_then(|text| text.lines().next())
+            .unwrap_or("")
+            .chars()
+            .take(200)
+            .collect::<String>();
+        let notify = state != State::Closed;
+        drop(records);
+        self.runtime.emit(
+            &parent,
+            EventKind::AgentEnded {
+                child: path,
+                description,
+                status: ended.status,
+                ok: state == State::Completed,
+                turns: ended.turns,
+                usage: ended.usage,
+            },
+        );
+        if notify {
+            self.runtime.inbox.push(
+                &parent,
+                format!("agent {id} {}: {first_line}", state.as_str()),
+            );
+        }
+        self.registry.changed.notify_waiters();
+    }
+}
+
+/// How one submission ended, whichever runner ran it.
+struct Ended {
+    status: RunStatus,
+    output: Option<String>,
+    error: Option<String>,
+    history: Vec<Message>,
+    remote_session: Option<String>,
+    turns: u32,
+    usage: alcove_protocol::Usage,
+}

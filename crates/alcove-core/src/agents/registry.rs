@@ -1,0 +1,186 @@
+//! The registry of spawned agents and their state machine (seed 001, with
+//! the truth recorded where the seed's source bent it).
+//!
+//! States: `running`, `completed`, `errored`, `closed` (plus `not_found`,
+//! reported by `wait` only). A record outlives its submissions: it keeps
+//! the child's conversation, so `send_input` to a finished agent continues
+//! it. Every transition wakes waiters; `wait` never polls.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use alcove_protocol::{AgentPath, Message};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::child::Child;
+
+/// An agent's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum State {
+    Running,
+    Completed,
+    Errored,
+    Closed,
+}
+
+impl State {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            State::Running => "running",
+            State::Completed => "completed",
+            State::Errored => "errored",
+            State::Closed => "closed",
+        }
+    }
+}
+
+/// The submission an agent is working on.
+pub(crate) struct Submission {
+    pub(crate) id: String,
+    pub(crate) cancel: CancellationToken,
+    /// Set by `send_input` with `interrupt`, so the end is recorded as such.
+    pub(crate) interrupted: bool,
+    pub(crate) task: Option<JoinHandle<()>>,
+}
+
+/// One spawned agent.
+pub(crate) struct Record {
+    pub(crate) id: String,
+    pub(crate) parent: AgentPath,
+    pub(crate) created_at: u64,
+    pub(crate) updated_at: u64,
+    pub(crate) status: State,
+    pub(crate) status_before_close: State,
+    pub(crate) last_message: String,
+    pub(crate) last_submission_id: Option<String>,
+    pub(crate) last_output: Option<String>,
+    pub(crate) last_error: Option<String>,
+    pub(crate) running: Option<Submission>,
+    /// The conversation so far (in-process runner).
+    pub(crate) history: Vec<Message>,
+    /// The session to continue (process runner running alcove).
+    pub(crate) remote_session: Option<String>,
+    /// Cancelling this (the spawning agent's token) stops every submission.
+    pub(crate) parent_cancel: CancellationToken,
+    pub(crate) child: std::sync::Arc<Child>,
+}
+
+impl Record {
+    pub(crate) fn touch(&mut self) {
+        self.updated_at = now();
+    }
+
+    /// The `details` entry `wait` returns.
+    pub(crate) fn details(&self) -> Value {
+        json!({
+            "status": self.status.as_str(),
+            "last_message": self.last_message,
+            "last_output": self.last_output,
+            "last_error": self.last_error,
+            "last_submission_id": self.last_submission_id,
+            "updated_at": self.updated_at,
+        })
+    }
+
+    /// What `spawn_agent` returns.
+    pub(crate) fn spawn_view(&self, submission_id: &str) -> Value {
+        json!({
+            "agent_id": self.id,
+            "status": self.status.as_str(),
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "last_message": self.last_message,
+            "last_submission_id": self.last_submission_id,
+            "has_last_output": self.last_output.is_some(),
+            "has_last_error": self.last_error.is_some(),
+            "submission_id": submission_id,
+        })
+    }
+}
+
+/// All spawned agents of a session.
+#[derive(Default)]
+pub(crate) struct Registry {
+    pub(crate) records: Mutex<BTreeMap<String, Record>>,
+    pub(crate) changed: Notify,
+}
+
+/// What `wait` found.
+pub(crate) struct WaitResult {
+    pub(crate) status: BTreeMap<String, &'static str>,
+    pub(crate) details: BTreeMap<String, Value>,
+    pub(crate) timed_out: bool,
+}
+
+impl WaitResult {
+    pub(crate) fn to_json(&self) -> Value {
+        json!({"status": self.status, "details": self.details, "timed_out": self.timed_out})
+    }
+}
+
+impl Registry {
+    /// Returns as soon as at least one of `ids` is final (not running; an
+    /// unknown id is final as `not_found`), or when `timeout` passes.
+    pub(crate) async fn wait_any(&self, ids: &[String], timeout: Duration) -> WaitResult {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            // Register interest before looking, so no transition is missed.
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if let Some(result) = self.final_among(ids) {
+                return result;
+            }
+            tokio::select! {
+                () = &mut changed => {}
+                () = tokio::time::sleep_until(deadline) => {
+                    return self.final_among(ids).unwrap_or(WaitResult {
+                        status: BTreeMap::new(),
+                        details: BTreeMap::new(),
+                        timed_out: true,
+                    });
+                }
+            }
+        }
+    }
+
+    fn final_among(&self, ids: &[String]) -> Option<WaitResult> {
+        let records = self.records.lock().ok()?;
+        let mut status = BTreeMap::new();
+        let mut details = BTreeMap::new();
+        for id in ids {
+            match records.get(id) {
+                Some(record) if record.status == State::Running => {}
+                Some(record) => {
+                    status.insert(id.clone(), record.status.as_str());
+                    details.insert(id.clone(), record.details());
+                }
+                None => {
+                    status.insert(id.clone(), "not_found");
+                    details.insert(
+                        id.clone(),
+                        json!({"status": "not_found", "last_message": null, "last_output": null,
+                               "last_error": null, "last_submission_id": null, "updated_at": null}),
+                    );
+                }
+            }
+        }
+        (!status.is_empty()).then_some(WaitResult {
+            status,
+            details,
+            timed_out: false,
+        })
+    }
+}
+
+/// Unix seconds.
+pub(crate) fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_secs())
+        .unwrap_or(0)
+}

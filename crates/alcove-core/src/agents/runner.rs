@@ -1,0 +1,220 @@
+//! The process runner: a submission run by a command instead of a task.
+//!
+//! When `agents.command` is set, each submission runs that command through
+//! the shell in its own process group, with the message on stdin. This is
+//! how subagents leave the machine: `ssh host alcove exec --json -`,
+//! `kubectl exec -i … -- alcove exec --json -`, `srun …`. When the command
+//! speaks alcove's JSONL events, they are re-tagged under the child's path
+//! and fed to the session's stream, and the child's session id lets the next
+//! submission continue the conversation (`--resume <id>`); any other
+//! command's output is captured as seed 001 does (head kept, cut marked).
+//! Cancelling the submission kills the whole process group.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use alcove_protocol::{AgentEvent, AgentPath, EventKind, RunStatus, Usage};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::Command;
+use tokio_util::sync::CancellationToken;
+
+use crate::EventSink;
+
+/// Plain output beyond this many chars keeps its head only (seed 001).
+const OUTPUT_PREVIEW_CHARS: usize = 2000;
+/// How long a terminated group gets before SIGKILL.
+const TERMINATE_GRACE: Duration = Duration::from_millis(1500);
+
+/// How a process submission ended.
+pub(crate) struct ProcessOutcome {
+    pub(crate) status: RunStatus,
+    pub(crate) output: Option<String>,
+    pub(crate) error: Option<String>,
+    /// The alcove session the command ran, when it spoke alcove's JSONL.
+    pub(crate) session: Option<String>,
+    pub(crate) usage: Usage,
+    pub(crate) turns: u32,
+}
+
+/// Runs one submission through `command`.
+pub(crate) async fn run_process(
+    command: &str,
+    message: &str,
+    resume: Option<&str>,
+    workspace: &Path,
+    cancel: &CancellationToken,
+    child: &AgentPath,
+    events: &dyn EventSink,
+) -> ProcessOutcome {
+    let full = match resume {
+        Some(session) => format!("{command} --resume {session}"),
+        None => command.to_owned(),
+    };
+    let mut outcome = ProcessOutcome {
+        status: RunStatus::Failed,
+        output: None,
+        error: None,
+        session: None,
+        usage: Usage::default(),
+        turns: 0,
+    };
+    let spawned = Command::new("sh")
+        .arg("-c")
+        .arg(&full)
+        .current_dir(workspace)
+        .process_group(0)
+        .kill_on_drop(true)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut process = match spawned {
+        Ok(process) => process,
+        Err(err) => {
+            outcome.error = Some(format!("cannot start `{full}`: {err}"));
+            return outcome;
+        }
+    };
+    let group = process
+        .id()
+        .and_then(|pid| i32::try_from(pid).ok())
+        .map(Pid::from_raw);
+    if let Some(mut stdin) = process.stdin.take() {
+        let _ = stdin
+            .write_all(format!("{}\n", message.trim()).as_bytes())
+            .await;
+    }
+    let stderr_task = process.stderr.take().map(|mut stderr| {
+        tokio::spawn(async move {
+            let mut text = Vec::new();
+            let _ = (&mut stderr).take(64 * 1024).read_to_end(&mut text).await;
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    });
+
+    let mut plain = String::new();
+    let mut final_text = None;
+    let mut ended: Option<(RunStatus, Option<String>)> = None;
+    let mut cancelled = false;
+    if let Some(stdout) = process.stdout.take() {
+        let mut lines = BufReader::new(stdout).lines();
+        loop {
+            let line = tokio::select! {
+                line = lines.next_line() => line,
+                () = cancel.cancelled() => {
+                    cancelled = true;
+                    break;
+                }
+            };
+            let Ok(Some(line)) = line else { break };
+            match serde_json::from_str::<AgentEvent>(&line) {
+                Ok(event) => match event.kind {
+                    EventKind::SessionStarted { session_id, .. } => {
+                        outcome.session = Some(session_id)
+                    }
+                    EventKind::SessionEnded {
+                        status,
+                        turns,
+                        usage,
+                        error,
+                    } => {
+                        outcome.turns = turns;
+                        outcome.usage = usage;
+                        ended = Some((status, error));
+                    }
+                    kind => {
+                        if event.agent.as_str() == "main"
+                            && let EventKind::AssistantText { text } = &kind
+                            && !text.is_empty()
+                        {
+                            final_text = Some(text.clone());
+                        }
+                        events.emit(&AgentEvent {
+                            agent: event.agent.rebase(child),
+                            kind,
+                        });
+                    }
+                },
+                Err(_) => {
+                    if plain.len() < 64 * 1024 {
+                        plain.push_str(&line);
+                        plain.push('\n');
+                    }
+                }
+            }
+        }
+    }
+    if cancelled {
+        terminate(group, &mut process).await;
+    }
+    let exit = process.wait().await.ok().and_then(|status| status.code());
+    // Whatever the command left running in its group goes too.
+    if let Some(group) = group {
+        let _ = killpg(group, Signal::SIGKILL);
+    }
+    let stderr = match stderr_task {
+        Some(task) => task.await.unwrap_or_default(),
+        None => String::new(),
+    };
+
+    if cancelled {
+        outcome.status = RunStatus::Aborted;
+        outcome.output = preview(&plain, &stderr);
+        return outcome;
+    }
+    match ended {
+        Some((status, error)) => {
+            outcome.status = status;
+            outcome.output = final_text;
+            outcome.error = error
+                .or_else(|| (status != RunStatus::Completed).then(|| status.as_str().to_owned()));
+        }
+        None => {
+            outcome.output = preview(&plain, &stderr);
+            match exit {
+                Some(0) => outcome.status = RunStatus::Completed,
+                Some(code) => {
+                    outcome.error = Some(format!("submission failed with exit code {code}"))
+                }
+                None => outcome.error = Some("submission killed by a signal".to_owned()),
+            }
+        }
+    }
+    outcome
+}
+
+/// SIGTERM to the group, then SIGKILL after the grace period.
+async fn terminate(group: Option<Pid>, process: &mut tokio::process::Child) {
+    let Some(group) = group else {
+        let _ = process.kill().await;
+        return;
+    };
+    let _ = killpg(group, Signal::SIGTERM);
+    if tokio::time::timeout(TERMINATE_GRACE, process.wait())
+        .await
+        .is_err()
+    {
+        let _ = killpg(group, Signal::SIGKILL);
+    }
+}
+
+/// stdout trimmed, then stderr, cut to the first 2000 chars (seed 001).
+fn preview(stdout: &str, stderr: &str) -> Option<String> {
+    let mut text = stdout.trim().to_owned();
+    if !stderr.trim().is_empty() {
+        text.push_str("\n\nstderr:\n");
+        text.push_str(stderr.trim());
+    }
+    if text.is_empty() {
+        return None;
+    }
+    if text.chars().count() > OUTPUT_PREVIEW_CHARS {
+        let mut cut: String = text.chars().take(OUTPUT_PREVIEW_CHARS).collect();
+        cut.push_str("\n...[truncated]");
+        return Some(cut);
+    }
+    Some(text)
+}
