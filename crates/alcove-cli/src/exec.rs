@@ -28,6 +28,9 @@ pub(crate) struct ExecArgs {
     /// The most model requests the main agent may make (default 100).
     #[arg(long, value_name = "N")]
     max_turns: Option<u32>,
+    /// Continue session ID (its transcript is read back and appended to).
+    #[arg(long, value_name = "ID")]
+    resume: Option<String>,
 }
 
 pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u8> {
@@ -44,6 +47,7 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
         sinks,
         approver: Arc::new(NoApprover),
         max_turns: args.max_turns,
+        resume: args.resume.clone(),
     };
     let session = Session::open(common, front_end).await?;
 
@@ -53,7 +57,7 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
     let outcome = run_agent(
         &session.runtime,
         &run,
-        Vec::new(),
+        session.history.clone(),
         Message::user_text(prompt),
     )
     .await;

@@ -11,9 +11,10 @@ use std::time::Duration;
 
 use alcove_core::{
     AgentLimits, AgentRun, Approver, Definitions, EventSink, FanOut, Limits, ModelFactory, NoHooks,
-    PermissionGate, PermissionMode, ProjectContext, Runtime, Supervisor, Transcript, system_prompt,
+    PermissionGate, PermissionMode, ProjectContext, Runtime, Supervisor, Transcript,
+    read_transcript, system_prompt,
 };
-use alcove_protocol::{AgentPath, EventKind};
+use alcove_protocol::{AgentPath, EventKind, Message};
 use alcove_tools::Workspace;
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
@@ -38,6 +39,9 @@ pub(crate) struct FrontEnd {
     pub(crate) approver: Arc<dyn Approver>,
     /// `--max-turns`, when given.
     pub(crate) max_turns: Option<u32>,
+    /// The id of an earlier session to continue: its transcript is read back
+    /// and appended to.
+    pub(crate) resume: Option<String>,
 }
 
 /// An open session.
@@ -55,6 +59,8 @@ pub(crate) struct Session {
     pub(crate) max_turns: u32,
     pub(crate) config: Config,
     pub(crate) dirs: Dirs,
+    /// The main agent's conversation so far (empty unless resumed).
+    pub(crate) history: Vec<Message>,
 }
 
 impl Session {
@@ -96,7 +102,10 @@ impl Session {
         let model =
             alcove_model::connect(provider_config).map_err(|err| UsageError(err.to_string()))?;
 
-        let id = uuid::Uuid::new_v4().to_string();
+        let (id, history) = match &front_end.resume {
+            Some(id) => (id.clone(), resumed_history(&dirs, id)?),
+            None => (uuid::Uuid::new_v4().to_string(), Vec::new()),
+        };
         let transcript_path: PathBuf = dirs.data.join("sessions").join(format!("{id}.jsonl"));
         let transcript = Arc::new(Transcript::create(&transcript_path).with_context(|| {
             format!("cannot create the transcript {}", transcript_path.display())
@@ -160,6 +169,7 @@ impl Session {
             max_turns,
             config,
             dirs,
+            history,
         })
     }
 
@@ -180,6 +190,31 @@ impl Session {
             token_budget: None,
         }
     }
+}
+
+/// The main agent's messages recorded in session `id`'s transcript.
+fn resumed_history(dirs: &Dirs, id: &str) -> anyhow::Result<Vec<Message>> {
+    if id.is_empty() || id.contains(['/', '\\']) || id.starts_with('.') {
+        return Err(UsageError(format!("`{id}` is not a session id")).into());
+    }
+    let path = dirs.data.join("sessions").join(format!("{id}.jsonl"));
+    if !path.exists() {
+        return Err(UsageError(format!(
+            "no session `{id}`: {} does not exist",
+            path.display()
+        ))
+        .into());
+    }
+    let events =
+        read_transcript(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(events
+        .into_iter()
+        .filter(|event| event.agent == AgentPath::main())
+        .filter_map(|event| match event.kind {
+            EventKind::Message { message } => Some(message),
+            _ => None,
+        })
+        .collect())
 }
 
 fn apply_retry_settings(retry: &mut alcove_model::RetryPolicy, settings: &config::RetryEntry) {

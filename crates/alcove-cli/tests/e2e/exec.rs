@@ -340,3 +340,34 @@ fn bad_flags_and_config_are_usage_errors() {
     assert!(out.stderr.contains("config.toml"), "{}", out.stderr);
     assert!(server.requests().is_empty());
 }
+
+#[test]
+fn resume_continues_a_session_from_its_transcript() {
+    let (env, server) = setup(Script::new().conversation(
+        "first question",
+        vec![Step::text("first answer"), Step::text("second answer")],
+    ));
+    let first = exec(&env, &server, &["--json", "first question"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let session_id = first.events()[0]["session_id"].as_str().unwrap().to_owned();
+    let second = exec(&env, &server, &["--resume", &session_id, "follow-up"]);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert_eq!(second.stdout, "second answer\n");
+    let request = &server.requests()[1];
+    assert_eq!(request.message_count(), 3, "question, answer, follow-up");
+    assert_eq!(request.last_user_text(), "follow-up");
+    let lines = transcript(&env);
+    assert_eq!(
+        of_type(&lines, "session_started").len(),
+        2,
+        "the resumed run appends to the same transcript"
+    );
+
+    let missing = exec(&env, &server, &["--resume", "no-such-session", "x"]);
+    assert_eq!(missing.code, 2);
+    assert!(
+        missing.stderr.contains("no session `no-such-session`"),
+        "{}",
+        missing.stderr
+    );
+}

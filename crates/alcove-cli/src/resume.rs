@@ -1,0 +1,269 @@
+//! Finding earlier sessions and rebuilding their conversations.
+//!
+//! A session's transcript (`<data dir>/sessions/<id>.jsonl`) is the only
+//! record of it, so resuming is replaying: the `message` events of agent
+//! `main`, in order, are the conversation. `alcove resume`, `alcove exec
+//! --resume` and the interactive picker all start here.
+//!
+//! A resumed session keeps its id and appends to the same transcript, which
+//! then holds a second `session_started` line where the continuation began
+//! (see `FrontEnd::continues`).
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use alcove_core::read_transcript;
+use alcove_protocol::{AgentEvent, ContentBlock, EventKind, Message, Role};
+
+use crate::UsageError;
+
+/// The note appended to a conversation whose last turn did not finish, so
+/// the next request alternates roles and has a result for every tool call.
+pub(crate) const INTERRUPTED_NOTE: &str = "[The previous turn was interrupted before it finished.]";
+
+/// One session found on disk.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionInfo {
+    /// The session id (the transcript's file stem).
+    pub(crate) id: String,
+    /// The transcript.
+    pub(crate) path: PathBuf,
+    /// The workspace it ran in.
+    pub(crate) workspace: String,
+    /// When the transcript was last written.
+    pub(crate) modified: SystemTime,
+    /// The first prompt, on one line.
+    pub(crate) title: String,
+}
+
+/// The sessions under `data`, most recent first; only those whose workspace
+/// is `workspace` when it is given.
+pub(crate) fn list_sessions(data: &Path, workspace: Option<&Path>) -> Vec<SessionInfo> {
+    let Ok(entries) = std::fs::read_dir(data.join("sessions")) else {
+        return Vec::new();
+    };
+    let wanted = workspace.map(|path| path.display().to_string());
+    let mut sessions: Vec<SessionInfo> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .filter_map(|path| read_info(&path))
+        .filter(|info| wanted.as_ref().is_none_or(|wanted| *wanted == info.workspace))
+        .collect();
+    sessions.sort_by(|a, b| b.modified.cmp(&a.modified));
+    sessions
+}
+
+/// Finds a session by id, or by a prefix of an id that only one session has.
+pub(crate) fn find_session(data: &Path, id: &str) -> anyhow::Result<SessionInfo> {
+    let exact = data.join("sessions").join(format!("{id}.jsonl"));
+    if let Some(info) = read_info(&exact) {
+        return Ok(info);
+    }
+    let matches: Vec<SessionInfo> = list_sessions(data, None)
+        .into_iter()
+        .filter(|info| info.id.starts_with(id))
+        .collect();
+    match matches.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(UsageError(format!(
+            "no session `{id}` under {}; `alcove resume` lists the sessions of this folder",
+            data.join("sessions").display()
+        ))
+        .into()),
+        _ => Err(UsageError(format!(
+            "`{id}` is the start of {} session ids; give more of it",
+            matches.len()
+        ))
+        .into()),
+    }
+}
+
+/// The conversation of agent `main` in a transcript.
+pub(crate) fn load_history(path: &Path) -> anyhow::Result<Vec<Message>> {
+    let events = read_transcript(path)
+        .map_err(|err| anyhow::anyhow!("cannot read the transcript {}: {err}", path.display()))?;
+    Ok(main_messages(&events))
+}
+
+/// The `message` events of agent `main`, in order.
+pub(crate) fn main_messages(events: &[AgentEvent]) -> Vec<Message> {
+    events
+        .iter()
+        .filter(|event| event.agent.as_str() == "main")
+        .filter_map(|event| match &event.kind {
+            EventKind::Message { message } => Some(message.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Makes a history that ended mid-turn valid to continue: every tool call
+/// gets a result and the last message is the assistant's. Returns the
+/// messages it appended, which the caller records in the transcript.
+pub(crate) fn repair_history(history: &mut Vec<Message>) -> Vec<Message> {
+    let mut appended = Vec::new();
+    if let Some(last) = history.last()
+        && last.role == Role::Assistant
+    {
+        // Results would follow in a user message, so none of these has one.
+        let missing: Vec<ContentBlock> = last
+            .tool_uses()
+            .map(|(id, _, _)| ContentBlock::ToolResult {
+                tool_use_id: id.to_owned(),
+                content: "The session stopped before this call returned a result.".to_owned(),
+                is_error: true,
+            })
+            .collect();
+        if !missing.is_empty() {
+            appended.push(Message {
+                role: Role::User,
+                content: missing,
+            });
+        }
+    }
+    if history
+        .last()
+        .is_some_and(|message| message.role == Role::User)
+        || appended.last().is_some_and(|message| message.role == Role::User)
+    {
+        appended.push(Message::assistant_text(INTERRUPTED_NOTE));
+    }
+    history.extend(appended.iter().cloned());
+    appended
+}
+
+/// How long ago `time` was, briefly: `just now`, `5m ago`, `3h ago`, `2d ago`.
+pub(crate) fn ago(time: SystemTime) -> String {
+    let secs = SystemTime::now()
+        .duration_since(time)
+        .map(|elapsed| elapsed.as_secs())
+        .unwrap_or(0);
+    match secs {
+        0..60 => "just now".to_owned(),
+        60..3600 => format!("{}m ago", secs / 60),
+        3600..86_400 => format!("{}h ago", secs / 3600),
+        _ => format!("{}d ago", secs / 86_400),
+    }
+}
+
+/// Reads a transcript's id, workspace and first prompt without loading it all.
+fn read_info(path: &Path) -> Option<SessionInfo> {
+    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
+    let reader = BufReader::new(File::open(path).ok()?);
+    let mut info: Option<SessionInfo> = None;
+    for line in reader.lines().take(200) {
+        let Ok(line) = line else { break };
+        let Ok(event) = serde_json::from_str::<AgentEvent>(&line) else {
+            continue;
+        };
+        match (&mut info, event.kind) {
+            (
+                None,
+                EventKind::SessionStarted {
+                    session_id,
+                    workspace,
+                    ..
+                },
+            ) => {
+                info = Some(SessionInfo {
+                    id: session_id,
+                    path: path.to_owned(),
+                    workspace,
+                    modified,
+                    title: String::new(),
+                });
+            }
+            (Some(info), EventKind::Message { message })
+                if event.agent.as_str() == "main" && message.role == Role::User =>
+            {
+                let text = message.text();
+                if !text.trim().is_empty() {
+                    info.title = text.split_whitespace().collect::<Vec<_>>().join(" ");
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    info
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alcove_protocol::AgentPath;
+    use serde_json::json;
+
+    #[test]
+    fn a_history_cut_mid_call_gets_results_and_a_closing_note() {
+        let mut history = vec![
+            Message::user_text("hi"),
+            Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::ToolUse {
+                    id: "t1".to_owned(),
+                    name: "Bash".to_owned(),
+                    input: json!({"command": "ls"}),
+                }],
+            },
+        ];
+        let appended = repair_history(&mut history);
+        assert_eq!(appended.len(), 2);
+        assert_eq!(history.len(), 4);
+        assert_eq!(history[3].role, Role::Assistant);
+        assert!(matches!(
+            &history[2].content[0],
+            ContentBlock::ToolResult { tool_use_id, is_error: true, .. } if tool_use_id == "t1"
+        ));
+    }
+
+    #[test]
+    fn a_finished_history_is_left_alone() {
+        let mut history = vec![Message::user_text("hi"), Message::assistant_text("hello")];
+        assert!(repair_history(&mut history).is_empty());
+        let mut dangling = vec![Message::user_text("hi")];
+        assert_eq!(repair_history(&mut dangling).len(), 1);
+        assert_eq!(dangling[1].text(), INTERRUPTED_NOTE);
+    }
+
+    #[test]
+    fn sessions_are_found_by_workspace_and_id_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let sessions = dir.path().join("sessions");
+        std::fs::create_dir_all(&sessions).unwrap();
+        for (id, workspace) in [("aaaa-1", "/w/one"), ("bbbb-2", "/w/two")] {
+            let events = [
+                AgentEvent {
+                    agent: AgentPath::main(),
+                    kind: EventKind::SessionStarted {
+                        session_id: id.to_owned(),
+                        model: "m".to_owned(),
+                        workspace: workspace.to_owned(),
+                        transcript: None,
+                    },
+                },
+                AgentEvent {
+                    agent: AgentPath::main(),
+                    kind: EventKind::Message {
+                        message: Message::user_text(format!("task\nof {id}")),
+                    },
+                },
+            ];
+            let text: String = events
+                .iter()
+                .map(|event| serde_json::to_string(event).unwrap() + "\n")
+                .collect();
+            std::fs::write(sessions.join(format!("{id}.jsonl")), text).unwrap();
+        }
+        let found = list_sessions(dir.path(), Some(Path::new("/w/two")));
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].title, "task of bbbb-2");
+        assert_eq!(find_session(dir.path(), "aaa").unwrap().id, "aaaa-1");
+        assert!(find_session(dir.path(), "zzz").is_err());
+        let history = load_history(&sessions.join("aaaa-1.jsonl")).unwrap();
+        assert_eq!(history, vec![Message::user_text("task\nof aaaa-1")]);
+    }
+}

@@ -1,0 +1,521 @@
+//! The asynchronous face of delegation: spawn_agent / send_input / wait /
+//! close_agent / resume_agent (seed 001, the Memo test list rewritten for
+//! alcove), both runners, hangs and cleanup.
+
+use std::time::Duration;
+
+use alcove_testkit::{FakeServer, Script, Step, TestEnv};
+use serde_json::{Value, json};
+
+use crate::support::{
+    Outcome, assert_nothing_lost, exec_command, finish, of_type, process_alive, setup,
+    wait_for_file,
+};
+
+/// Runs `alcove exec --json` with waits allowed down to 50 ms.
+fn run(env: &TestEnv, server: &FakeServer, extra: &[&str], prompt: &str) -> Outcome {
+    let mut args = vec!["-c", "agents.wait_min_ms=50", "--json"];
+    args.extend_from_slice(extra);
+    args.push(prompt);
+    finish(exec_command(env, server, &args).spawn().unwrap())
+}
+
+/// The JSON results (text, is_error) of the parent's tool calls, in order.
+fn parent_results(server: &FakeServer, parent: &str) -> Vec<(Value, String, bool)> {
+    let requests = server.requests_for(parent);
+    let last = requests.last().unwrap();
+    last.tool_results()
+        .into_iter()
+        .map(|(_, content, is_error)| {
+            (
+                serde_json::from_str(&content).unwrap_or(Value::Null),
+                content,
+                is_error,
+            )
+        })
+        .collect()
+}
+
+fn spawn(message: &str) -> Step {
+    Step::tool_call("spawn_agent", json!({"message": message}))
+}
+
+fn wait_for(ids: &[&str], timeout_ms: i64) -> Step {
+    Step::tool_call("wait", json!({"ids": ids, "timeout_ms": timeout_ms}))
+}
+
+#[test]
+fn spawn_then_wait_reaches_completed_with_the_final_payload() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "parent spawns",
+                vec![
+                    spawn("ECHO child: say hello"),
+                    wait_for(&["agent-1"], 10_000),
+                    Step::text("done"),
+                ],
+            )
+            .conversation("ECHO child", vec![Step::text("hello from the child")]),
+    );
+    let out = run(&env, &server, &[], "parent spawns");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = parent_results(&server, "parent spawns");
+    let (spawned, _, is_error) = &results[0];
+    assert!(!is_error);
+    assert_eq!(spawned["agent_id"], "agent-1");
+    assert_eq!(spawned["status"], "running");
+    assert_eq!(spawned["submission_id"], spawned["last_submission_id"]);
+    let (waited, _, _) = &results[1];
+    assert_eq!(waited["timed_out"], false);
+    assert_eq!(waited["status"]["agent-1"], "completed");
+    assert_eq!(
+        waited["details"]["agent-1"]["last_output"],
+        "hello from the child"
+    );
+    let events = out.events();
+    assert!(
+        events
+            .iter()
+            .any(|event| event["agent"] == "main/agent-1" && event["type"] == "assistant_text")
+    );
+    assert_nothing_lost(&events);
+}
+
+#[test]
+fn send_input_needs_interrupt_while_busy_and_interrupting_starts_anew() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "parent interrupts",
+                vec![
+                    spawn("SLOW child: take your time"),
+                    Step::tool_call("send_input", json!({"id": "agent-1", "message": "hurry"})),
+                    Step::tool_call(
+                        "send_input",
+                        json!({"id": "agent-1", "message": "hurry", "interrupt": true}),
+                    ),
+                    wait_for(&["agent-1"], 10_000),
+                    Step::text("done"),
+                ],
+            )
+            .conversation(
+                "SLOW child",
+                vec![
+                    Step::text("slow answer").delay(5000),
+                    Step::text("fast answer"),
+                ],
+            ),
+    );
+    let out = run(&env, &server, &[], "parent interrupts");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = parent_results(&server, "parent interrupts");
+    assert!(
+        results[1].2 && results[1].1.contains("set interrupt=true"),
+        "{}",
+        results[1].1
+    );
+    assert!(
+        !results[2].2 && results[2].0["status"] == "running",
+        "{}",
+        results[2].1
+    );
+    assert_eq!(
+        results[3].0["details"]["agent-1"]["last_output"],
+        "fast answer"
+    );
+    let ended = of_type(&out.events(), "agent_ended")
+        .into_iter()
+        .cloned()
+        .collect::<Vec<_>>();
+    assert_eq!(
+        ended[0]["status"], "aborted",
+        "the interrupted submission is recorded as such"
+    );
+    // The interrupted conversation is continued, not restarted.
+    let child_requests = server.requests_for("SLOW child");
+    assert_eq!(child_requests[1].last_user_text(), "hurry");
+}
+
+#[test]
+fn close_then_resume_restores_the_state_and_children_remember() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "parent closes",
+                vec![
+                    spawn("MEMORY child: remember 42"),
+                    wait_for(&["agent-1"], 10_000),
+                    Step::tool_call("close_agent", json!({"id": "agent-1"})),
+                    Step::tool_call(
+                        "send_input",
+                        json!({"id": "agent-1", "message": "what was it?"}),
+                    ),
+                    Step::tool_call("resume_agent", json!({"id": "agent-1"})),
+                    Step::tool_call(
+                        "send_input",
+                        json!({"id": "agent-1", "message": "what was it?"}),
+                    ),
+                    wait_for(&["agent-1"], 10_000),
+                    Step::text("done"),
+                ],
+            )
+            .conversation(
+                "MEMORY child",
+                vec![Step::text("remembered"), Step::text("it was 42")],
+            ),
+    );
+    let out = run(&env, &server, &[], "parent closes");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = parent_results(&server, "parent closes");
+    assert_eq!(results[2].0["status"], "closed");
+    assert!(
+        results[3].2 && results[3].1.contains("resume_agent"),
+        "{}",
+        results[3].1
+    );
+    assert_eq!(results[4].0["status"], "completed");
+    assert!(!results[5].2);
+    assert_eq!(
+        results[6].0["details"]["agent-1"]["last_output"],
+        "it was 42"
+    );
+    let second = &server.requests_for("MEMORY child")[1];
+    assert_eq!(
+        second.message_count(),
+        3,
+        "the child's second submission carries its first exchange"
+    );
+}
+
+#[test]
+fn wait_reports_unknown_ids_as_not_found_at_once() {
+    let (env, server) = setup(Script::new().conversation(
+        "parent waits on nothing",
+        vec![wait_for(&["agent-99"], 10_000), Step::text("done")],
+    ));
+    let out = run(&env, &server, &[], "parent waits on nothing");
+    assert_eq!(out.code, 0);
+    let (waited, _, _) = &parent_results(&server, "parent waits on nothing")[0];
+    assert_eq!(waited["status"]["agent-99"], "not_found");
+    assert_eq!(waited["details"]["agent-99"]["last_output"], Value::Null);
+    assert_eq!(waited["timed_out"], false);
+    let finished = of_type(&out.events(), "tool_call_finished")[0].clone();
+    assert!(finished["duration_ms"].as_u64().unwrap() < 1000);
+}
+
+#[test]
+fn spawn_respects_the_concurrency_limit() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "parent over the limit",
+                vec![
+                    spawn("HANG child one"),
+                    spawn("HANG child two"),
+                    Step::text("done"),
+                ],
+            )
+            .conversation("HANG child", vec![Step::hang()]),
+    );
+    let out = finish(
+        exec_command(&env, &server, &["--json", "parent over the limit"])
+            .env("ALCOVE_SUBAGENT_MAX_AGENTS", "1")
+            .spawn()
+            .unwrap(),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = parent_results(&server, "parent over the limit");
+    assert!(
+        results[1].2
+            && results[1]
+                .1
+                .contains("subagent concurrency limit reached (1)"),
+        "{}",
+        results[1].1
+    );
+    let warnings = of_type(&out.events(), "warning")
+        .into_iter()
+        .cloned()
+        .collect::<Vec<_>>();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w["message"].as_str().unwrap().contains("closed: agent-1")),
+        "{warnings:?}"
+    );
+}
+
+#[test]
+fn bad_timeouts_and_missing_agents_are_error_results() {
+    let (env, server) = setup(Script::new().conversation(
+        "parent errs",
+        vec![
+            Step::reply(vec![alcove_testkit::Block::tool_call(
+                "wait",
+                json!({"ids": ["x"], "timeout_ms": 0}),
+            )]),
+            Step::tool_call("send_input", json!({"id": "nope", "message": "hi"})),
+            Step::tool_call("close_agent", json!({"id": "nope"})),
+            Step::tool_call("resume_agent", json!({"id": "nope"})),
+            Step::text("done"),
+        ],
+    ));
+    assert_eq!(run(&env, &server, &[], "parent errs").code, 0);
+    let results = parent_results(&server, "parent errs");
+    assert!(
+        results[0].2
+            && results[0]
+                .1
+                .contains("timeout_ms must be greater than zero"),
+        "{}",
+        results[0].1
+    );
+    for (_, text, is_error) in &results[1..4] {
+        assert!(
+            *is_error && text.contains("agent not found: nope"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn a_failing_child_ends_errored() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "parent of a failure",
+                vec![
+                    spawn("FAILING child"),
+                    wait_for(&["agent-1"], 10_000),
+                    Step::text("done"),
+                ],
+            )
+            .conversation("FAILING child", vec![Step::http_error(401, "bad key")]),
+    );
+    assert_eq!(run(&env, &server, &[], "parent of a failure").code, 0);
+    let (waited, _, _) = &parent_results(&server, "parent of a failure")[1];
+    assert_eq!(waited["status"]["agent-1"], "errored");
+    assert!(
+        waited["details"]["agent-1"]["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("401")
+    );
+}
+
+#[test]
+fn a_hanging_child_never_hangs_wait_or_close() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "parent of a hang",
+                vec![
+                    spawn("STUCK child"),
+                    wait_for(&["agent-1"], 300),
+                    Step::tool_call("close_agent", json!({"id": "agent-1"})),
+                    wait_for(&["agent-1"], 10_000),
+                    Step::text("done"),
+                ],
+            )
+            .conversation("STUCK child", vec![Step::hang()]),
+    );
+    let out = run(&env, &server, &[], "parent of a hang");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = parent_results(&server, "parent of a hang");
+    assert_eq!(results[1].0["timed_out"], true);
+    assert_eq!(results[3].0["status"]["agent-1"], "closed");
+    let durations: Vec<u64> = of_type(&out.events(), "tool_call_finished")
+        .iter()
+        .filter(|event| event["agent"] == "main")
+        .map(|event| event["duration_ms"].as_u64().unwrap())
+        .collect();
+    assert!(
+        durations[1] < 1300,
+        "wait took {} ms for a 300 ms deadline",
+        durations[1]
+    );
+    assert!(durations[2] < 1000, "close took {} ms", durations[2]);
+}
+
+#[test]
+fn a_finished_child_is_announced_in_the_parents_next_request() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "parent keeps working",
+                vec![
+                    spawn("QUICK child"),
+                    Step::tool_call("Glob", json!({"pattern": "*"})).delay(1500),
+                    Step::text("done"),
+                ],
+            )
+            .conversation("QUICK child", vec![Step::text("quick answer\nmore detail")]),
+    );
+    assert_eq!(run(&env, &server, &[], "parent keeps working").code, 0);
+    let requests = server.requests_for("parent keeps working");
+    assert_eq!(
+        requests[2].last_user_text(),
+        "[alcove notification] agent agent-1 completed: quick answer"
+    );
+}
+
+#[test]
+fn collab_tools_can_be_switched_off() {
+    let (env, server) = setup(Script::new().conversation("no collab", vec![Step::text("ok")]));
+    let out = finish(
+        exec_command(&env, &server, &["no collab"])
+            .env("ALCOVE_ENABLE_COLLAB_TOOLS", "0")
+            .spawn()
+            .unwrap(),
+    );
+    assert_eq!(out.code, 0);
+    let tools = server.requests()[0].tool_names();
+    assert!(
+        tools.contains(&"Agent".to_owned()) && !tools.contains(&"spawn_agent".to_owned()),
+        "{tools:?}"
+    );
+}
+
+const FAKE_RUNNER: &str = r#"#!/bin/sh
+# A stand-in for a remote runner, as in seed 001's tests.
+read -r message
+case "$message" in
+  echo:*) echo "${message#echo:}" ;;
+  fail) echo "forced failure" >&2; exit 2 ;;
+  hang) sleep 60 & echo $! > runner-child.pid; wait ;;
+  *) echo "ok:$message" ;;
+esac
+"#;
+
+#[test]
+fn the_process_runner_runs_commands_in_their_own_group_and_cleans_up() {
+    let (env, server) = setup(Script::new().conversation(
+        "parent of processes",
+        vec![
+            Step::reply(vec![
+                alcove_testkit::Block::tool_call(
+                    "spawn_agent",
+                    json!({"message": "echo:hello runner"}),
+                ),
+                alcove_testkit::Block::tool_call("spawn_agent", json!({"message": "fail"})),
+                alcove_testkit::Block::tool_call("spawn_agent", json!({"message": "hang"})),
+            ]),
+            wait_for(&["agent-1"], 10_000),
+            wait_for(&["agent-2"], 10_000),
+            Step::tool_call("close_agent", json!({"id": "agent-3"})),
+            Step::text("done"),
+        ],
+    ));
+    env.write_file("runner.sh", FAKE_RUNNER);
+    let child = exec_command(
+        &env,
+        &server,
+        &[
+            "-c",
+            "agents.wait_min_ms=50",
+            "--json",
+            "parent of processes",
+        ],
+    )
+    .env("ALCOVE_SUBAGENT_COMMAND", "sh runner.sh")
+    .spawn()
+    .unwrap();
+    wait_for_file(&env.path("runner-child.pid"));
+    let out = finish(child);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = parent_results(&server, "parent of processes");
+    assert_eq!(
+        results[3].0["details"]["agent-1"]["last_output"],
+        "hello runner"
+    );
+    assert_eq!(results[4].0["status"]["agent-2"], "errored");
+    let failed = &results[4].0["details"]["agent-2"];
+    assert_eq!(failed["last_error"], "submission failed with exit code 2");
+    assert!(
+        failed["last_output"]
+            .as_str()
+            .unwrap()
+            .contains("stderr:\nforced failure")
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let sleeper: u32 = std::fs::read_to_string(env.path("runner-child.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        !process_alive(sleeper),
+        "closing the agent left its runner's process behind"
+    );
+}
+
+#[test]
+fn an_alcove_child_process_is_a_remote_subagent_with_memory() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "parent goes remote",
+                vec![
+                    spawn("REMOTE child: hello"),
+                    wait_for(&["agent-1"], 20_000),
+                    Step::tool_call(
+                        "send_input",
+                        json!({"id": "agent-1", "message": "and again"}),
+                    ),
+                    wait_for(&["agent-1"], 20_000),
+                    Step::text("done"),
+                ],
+            )
+            .conversation(
+                "REMOTE child",
+                vec![Step::text("remote hello"), Step::text("remote again")],
+            ),
+    );
+    // The "remote": a wrapper script, as `ssh host alcove exec --json -` would be.
+    env.write_file(
+        "remote.sh",
+        &format!(
+            "#!/bin/sh\nexec '{}' exec --json - \"$@\"\n",
+            crate::support::alcove().display()
+        ),
+    );
+    let out = finish(
+        exec_command(
+            &env,
+            &server,
+            &[
+                "-c",
+                "agents.wait_min_ms=50",
+                "--json",
+                "parent goes remote",
+            ],
+        )
+        .env("ALCOVE_SUBAGENT_COMMAND", "sh remote.sh")
+        .spawn()
+        .unwrap(),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = parent_results(&server, "parent goes remote");
+    assert_eq!(
+        results[1].0["details"]["agent-1"]["last_output"],
+        "remote hello"
+    );
+    assert_eq!(
+        results[3].0["details"]["agent-1"]["last_output"],
+        "remote again"
+    );
+    let second = &server.requests_for("REMOTE child")[1];
+    assert_eq!(
+        second.message_count(),
+        3,
+        "the remote child resumed its own conversation"
+    );
+    let events = out.events();
+    assert!(
+        events
+            .iter()
+            .any(|event| event["agent"] == "main/agent-1" && event["type"] == "assistant_text"),
+        "the remote child's events are re-tagged under its path"
+    );
+}
