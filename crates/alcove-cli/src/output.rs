@@ -64,8 +64,11 @@ impl EventSink for Trace {
                 name,
                 is_error,
                 duration_ms,
-                ..
+                content,
             } => {
+                if let Some(collab) = collab_trace(name, content, *is_error) {
+                    eprintln!("[trace] {collab} agent={agent}");
+                }
                 format!(
                     "tool.end name={name} id={id} ok={} duration_ms={duration_ms} agent={agent}",
                     !is_error
@@ -114,6 +117,42 @@ impl EventSink for Trace {
     }
 }
 
+/// `agent.spawn` / `agent.wait` / `agent.close` lines, read from the
+/// results of the collab tools.
+fn collab_trace(tool: &str, content: &str, is_error: bool) -> Option<String> {
+    let stage = match tool {
+        "spawn_agent" => "agent.spawn",
+        "wait" => "agent.wait",
+        "close_agent" => "agent.close",
+        "send_input" => "agent.send",
+        "resume_agent" => "agent.resume",
+        _ => return None,
+    };
+    if is_error {
+        return Some(format!("{stage} ok=false error={}", one_line(content, 120)));
+    }
+    let result: serde_json::Value = serde_json::from_str(content).ok()?;
+    if tool == "wait" {
+        let states: Vec<String> = result["status"]
+            .as_object()
+            .map(|status| {
+                status
+                    .iter()
+                    .map(|(id, state)| format!("{id}:{}", state.as_str().unwrap_or("?")))
+                    .collect()
+            })
+            .unwrap_or_default();
+        return Some(format!(
+            "{stage} states={} timed_out={}",
+            states.join(","),
+            result["timed_out"]
+        ));
+    }
+    let id = result["agent_id"].as_str().unwrap_or("?");
+    let status = result["status"].as_str().unwrap_or("?");
+    Some(format!("{stage} id={id} status={status}"))
+}
+
 /// The default: one short line per tool call, retry and warning on stderr.
 pub(crate) struct Progress;
 
@@ -147,6 +186,30 @@ impl EventSink for Progress {
             }
             EventKind::StreamRestarted { reason } => {
                 eprintln!("{prefix}model stream broke ({reason}); sending the request again");
+            }
+            EventKind::AgentStarted {
+                child,
+                description,
+                agent_type,
+                ..
+            } => {
+                eprintln!(
+                    "{prefix}▸ {child} ({agent_type}) started: {}",
+                    one_line(description, 80)
+                );
+            }
+            EventKind::AgentEnded {
+                child,
+                status,
+                turns,
+                usage,
+                ..
+            } => {
+                eprintln!(
+                    "{prefix}◂ {child} {} after {turns} turns, {} tokens",
+                    status.as_str(),
+                    usage.input_tokens + usage.output_tokens
+                );
             }
             EventKind::Warning { message } => eprintln!("{prefix}warning: {message}"),
             _ => {}

@@ -519,3 +519,42 @@ fn an_alcove_child_process_is_a_remote_subagent_with_memory() {
         "the remote child's events are re-tagged under its path"
     );
 }
+
+#[test]
+fn trace_shows_spawn_wait_and_close_with_ids_and_states() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "traced collab",
+                vec![
+                    spawn("TRACED child"),
+                    wait_for(&["agent-1"], 10_000),
+                    Step::tool_call("close_agent", json!({"id": "agent-1"})),
+                    Step::text("done"),
+                ],
+            )
+            .conversation("TRACED child", vec![Step::text("traced")]),
+    );
+    let out = finish(
+        exec_command(
+            &env,
+            &server,
+            &["-c", "agents.wait_min_ms=50", "traced collab"],
+        )
+        .env("TRACE", "1")
+        .spawn()
+        .unwrap(),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for expected in [
+        "[trace] agent.spawn id=agent-1 status=running agent=main",
+        "[trace] agent.wait states=agent-1:completed timed_out=false agent=main",
+        "[trace] agent.close id=agent-1 status=closed agent=main",
+    ] {
+        assert!(
+            out.stderr.contains(expected),
+            "missing {expected:?} in:\n{}",
+            out.stderr
+        );
+    }
+}
