@@ -276,3 +276,7 @@ fn panicked() -> AgentOutcome {
         error: Some("the child agent panicked".to_owned()),
     }
 }
+
+#[cfg(test)]
+#[path = "agent_tool_tests.rs"]
+mod tests;
