@@ -544,3 +544,25 @@ fn a_child_over_its_wall_clock_budget_is_stopped_and_says_so() {
         "{content}"
     );
 }
+
+#[test]
+fn a_child_over_its_token_budget_is_stopped_and_says_so() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation("token parent", vec![Step::tool_call("Agent", agent("hungry", "HUNGRY child")), Step::text("ok")])
+            .conversation(
+                "HUNGRY child",
+                vec![
+                    Step::reply(vec![Block::text("Partial findings."), Block::tool_call("Glob", json!({"pattern": "*"}))])
+                        .usage(400, 100),
+                    Step::text("never requested"),
+                ],
+            ),
+    );
+    let out = finish(exec_command(&env, &server, &["-c", "agents.max_tokens=300", "token parent"]).spawn().unwrap());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(server.requests_for("HUNGRY child").len(), 1);
+    let (content, _) = agent_result(&server, "token parent");
+    assert!(content.starts_with("[Agent: hungry] (incomplete: tokens over 300)\nPartial findings."), "{content}");
+    assert!(content.contains("status: incomplete: budget (tokens over 300)"), "{content}");
+}
