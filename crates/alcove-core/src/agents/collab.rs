@@ -369,6 +369,9 @@ impl Supervisor {
                 record.status
             };
             record.status = State::Closed;
+            if record.running.is_some() {
+                record.last_error = Some("closed while running".to_owned());
+            }
             record.touch();
             if let Some(submission) = &record.running {
                 submission.cancel.cancel();
