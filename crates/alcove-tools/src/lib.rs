@@ -62,6 +62,18 @@ pub struct Invocation {
     pub command: Option<String>,
 }
 
+impl Invocation {
+    /// A call on one file: the path the model gave, resolved against the workspace.
+    pub fn file(workspace: &Workspace, file_path: &str) -> Invocation {
+        let path = workspace.resolve(file_path);
+        Invocation {
+            summary: workspace.display(&path),
+            paths: vec![path],
+            command: None,
+        }
+    }
+}
+
 /// The result of a call, as the model will read it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {

@@ -68,12 +68,7 @@ impl Tool for Read {
 
     fn inspect(&self, input: &Value, workspace: &Workspace) -> Result<Invocation, String> {
         let input: ReadInput = parse_input(NAME, input)?;
-        let path = workspace.resolve(&input.file_path);
-        Ok(Invocation {
-            summary: workspace.display(&path),
-            paths: vec![path],
-            command: None,
-        })
+        Ok(Invocation::file(workspace, &input.file_path))
     }
 
     async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
