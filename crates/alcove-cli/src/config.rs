@@ -31,6 +31,13 @@ pub(crate) struct Config {
     pub(crate) retry: RetryEntry,
     /// Delegation limits.
     pub(crate) agents: AgentsEntry,
+    /// `[hooks]`: command hooks by event, and their settings.
+    pub(crate) hooks: crate::hook_setup::HooksEntry,
+    /// `[permissions]`: allow / ask / deny rules (they add up across layers:
+    /// see `permission_setup`).
+    pub(crate) permissions: crate::permission_setup::PermissionsEntry,
+    /// `[env]`: which environment variables Bash commands see.
+    pub(crate) env: crate::permission_setup::EnvEntry,
 }
 
 /// `[agents]`: delegation limits.
@@ -139,7 +146,7 @@ pub(crate) fn load(dirs: &Dirs, workspace: &Path, overrides: &[String]) -> anyho
     Ok(config)
 }
 
-fn read_table(path: &Path) -> anyhow::Result<Option<toml::Table>> {
+pub(crate) fn read_table(path: &Path) -> anyhow::Result<Option<toml::Table>> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -153,7 +160,7 @@ fn read_table(path: &Path) -> anyhow::Result<Option<toml::Table>> {
 
 /// `a.b=value`: the value is read as TOML when it parses as such, otherwise
 /// as a plain string.
-fn parse_override(item: &str) -> anyhow::Result<toml::Table> {
+pub(crate) fn parse_override(item: &str) -> anyhow::Result<toml::Table> {
     let Some((key, raw)) = item.split_once('=') else {
         anyhow::bail!("-c expects key=value, got `{item}`");
     };

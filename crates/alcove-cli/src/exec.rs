@@ -50,6 +50,12 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
         resume: args.resume.clone(),
     };
     let session = Session::open(common, front_end).await?;
+    session.runtime.hooks.session_start().await;
+    let prompt = match session.runtime.hooks.user_prompt_submit(&prompt).await {
+        Ok(None) => prompt,
+        Ok(Some(context)) => format!("{prompt}\n\n[hook context]\n{context}"),
+        Err(reason) => return refuse_prompt(&session, &reason).await,
+    };
 
     let cancel = CancellationToken::new();
     let signal = tokio::spawn(watch_signals(cancel.clone()));
@@ -84,6 +90,7 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
             eprintln!("alcove: {message}");
         }
     }
+    session.runtime.hooks.session_end("other").await;
     session.runtime.emit(
         &AgentPath::main(),
         EventKind::SessionEnded {
@@ -129,6 +136,23 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
             Ok(1)
         }
     }
+}
+
+/// A UserPromptSubmit hook refused the prompt: nothing runs; exit 1.
+async fn refuse_prompt(session: &Session, reason: &str) -> anyhow::Result<u8> {
+    let error = format!("the prompt was blocked by a UserPromptSubmit hook: {reason}");
+    session.runtime.hooks.session_end("other").await;
+    session.runtime.emit(
+        &AgentPath::main(),
+        EventKind::SessionEnded {
+            status: RunStatus::Failed,
+            turns: 0,
+            usage: Default::default(),
+            error: Some(error.clone()),
+        },
+    );
+    eprintln!("alcove: {error}");
+    Ok(1)
 }
 
 pub(crate) fn trace_enabled() -> bool {

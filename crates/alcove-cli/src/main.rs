@@ -4,11 +4,17 @@
 //! exits the process. `exec` runs one prompt headless; the interactive UI
 //! comes later on the same event stream.
 
+mod agents_cmd;
 mod config;
+mod config_show;
 mod exec;
+mod hook_setup;
 mod output;
+mod permission_setup;
 mod provider;
+mod resume;
 mod session;
+mod tui;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,6 +27,8 @@ use clap::{Args, Parser, Subcommand};
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
+    /// Start the interactive session with this prompt (no subcommand: interactive UI).
+    prompt: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -40,12 +48,25 @@ struct CommonArgs {
     /// Set a config value, e.g. -c max_turns=20 (repeatable).
     #[arg(short = 'c', long = "config", global = true, value_name = "KEY=VALUE")]
     overrides: Vec<String>,
+    /// Allow calls matching a permission rule, e.g. --allow 'Bash(git diff:*)' (repeatable).
+    #[arg(long, global = true, value_name = "RULE")]
+    allow: Vec<String>,
+    /// Deny calls matching a permission rule, e.g. --deny 'Bash(rm:*)'; a bare tool name
+    /// also hides the tool (repeatable).
+    #[arg(long, global = true, value_name = "RULE")]
+    deny: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run one prompt headless and print the final answer.
     Exec(exec::ExecArgs),
+    /// List the agent definitions with their source files and effective tools.
+    Agents(agents_cmd::AgentsArgs),
+    /// Inspect the configuration (`alcove config show`).
+    Config(config_show::ConfigArgs),
+    /// Continue an earlier session of this folder: pick one, `--last`, or give its id.
+    Resume(tui::ResumeArgs),
 }
 
 /// A problem with how alcove was invoked or configured: exit status 2.
@@ -75,9 +96,10 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Some(Command::Exec(args)) => exec::run(&cli.common, args).await,
-            None => Err(anyhow::Error::new(UsageError(
-                "the interactive UI is not built yet; use `alcove exec \"prompt\"`".to_owned(),
-            ))),
+            Some(Command::Agents(args)) => agents_cmd::run(&cli.common, &args),
+            Some(Command::Config(args)) => config_show::run(&cli.common, &args),
+            Some(Command::Resume(args)) => tui::resume(&cli.common, args).await,
+            None => tui::run(&cli.common, cli.prompt).await,
         }
     });
     // Do not wait for tasks still blocked on stdin or a child process.

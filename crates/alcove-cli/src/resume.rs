@@ -7,17 +7,17 @@
 //!
 //! A resumed session keeps its id and appends to the same transcript, which
 //! then holds a second `session_started` line where the continuation began
-//! (see `FrontEnd::continues`).
+//! (see `FrontEnd::resume`).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::SystemTime;
 
-use alcove_core::read_transcript;
-use alcove_protocol::{AgentEvent, ContentBlock, EventKind, Message, Role};
+use alcove_protocol::{AgentEvent, AgentPath, ContentBlock, EventKind, Message, Role};
 
 use crate::UsageError;
+use crate::session::Session;
 
 /// The note appended to a conversation whose last turn did not finish, so
 /// the next request alternates roles and has a result for every tool call.
@@ -28,8 +28,6 @@ pub(crate) const INTERRUPTED_NOTE: &str = "[The previous turn was interrupted be
 pub(crate) struct SessionInfo {
     /// The session id (the transcript's file stem).
     pub(crate) id: String,
-    /// The transcript.
-    pub(crate) path: PathBuf,
     /// The workspace it ran in.
     pub(crate) workspace: String,
     /// When the transcript was last written.
@@ -81,25 +79,6 @@ pub(crate) fn find_session(data: &Path, id: &str) -> anyhow::Result<SessionInfo>
     }
 }
 
-/// The conversation of agent `main` in a transcript.
-pub(crate) fn load_history(path: &Path) -> anyhow::Result<Vec<Message>> {
-    let events = read_transcript(path)
-        .map_err(|err| anyhow::anyhow!("cannot read the transcript {}: {err}", path.display()))?;
-    Ok(main_messages(&events))
-}
-
-/// The `message` events of agent `main`, in order.
-pub(crate) fn main_messages(events: &[AgentEvent]) -> Vec<Message> {
-    events
-        .iter()
-        .filter(|event| event.agent.as_str() == "main")
-        .filter_map(|event| match &event.kind {
-            EventKind::Message { message } => Some(message.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
 /// Makes a history that ended mid-turn valid to continue: every tool call
 /// gets a result and the last message is the assistant's. Returns the
 /// messages it appended, which the caller records in the transcript.
@@ -133,6 +112,19 @@ pub(crate) fn repair_history(history: &mut Vec<Message>) -> Vec<Message> {
     }
     history.extend(appended.iter().cloned());
     appended
+}
+
+/// The conversation an opened session continues (`Session::history`, read
+/// back from its transcript when it was resumed), made valid to continue;
+/// the repair is recorded in the transcript.
+pub(crate) fn continue_history(session: &Session) -> Vec<Message> {
+    let mut history = session.history.clone();
+    for message in repair_history(&mut history) {
+        session
+            .runtime
+            .emit(&AgentPath::main(), EventKind::Message { message });
+    }
+    history
 }
 
 /// How long ago `time` was, briefly: `just now`, `5m ago`, `3h ago`, `2d ago`.
@@ -170,7 +162,6 @@ fn read_info(path: &Path) -> Option<SessionInfo> {
             ) => {
                 info = Some(SessionInfo {
                     id: session_id,
-                    path: path.to_owned(),
                     workspace,
                     modified,
                     title: String::new(),
@@ -194,7 +185,6 @@ fn read_info(path: &Path) -> Option<SessionInfo> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use alcove_protocol::AgentPath;
     use serde_json::json;
 
     #[test]
@@ -263,7 +253,5 @@ mod tests {
         assert_eq!(found[0].title, "task of bbbb-2");
         assert_eq!(find_session(dir.path(), "aaa").unwrap().id, "aaaa-1");
         assert!(find_session(dir.path(), "zzz").is_err());
-        let history = load_history(&sessions.join("aaaa-1.jsonl")).unwrap();
-        assert_eq!(history, vec![Message::user_text("task\nof aaaa-1")]);
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alcove_core::{
-    AgentLimits, AgentRun, Approver, Definitions, EventSink, FanOut, Limits, ModelFactory, NoHooks,
+    AgentLimits, AgentRun, Approver, EventSink, FanOut, HookSession, Limits, ModelFactory,
     PermissionGate, PermissionMode, ProjectContext, Runtime, Supervisor, Transcript,
     read_transcript, system_prompt,
 };
@@ -20,16 +20,18 @@ use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, Config, Dirs};
-use crate::{CommonArgs, UsageError, provider};
+use crate::{
+    CommonArgs, UsageError, agents_cmd, config_show, hook_setup, permission_setup, provider,
+};
 
 /// Project instructions beyond this many bytes are cut (and the cut is stated).
 const PROJECT_CONTEXT_CAP: usize = 64 * 1024;
 /// Tool results beyond this many bytes keep their head and tail only.
 const RESULT_CAP: usize = 64 * 1024;
-const DEFAULT_MAX_TURNS: u32 = 100;
-const DEFAULT_MAX_TOKENS: u32 = 8192;
+pub(crate) const DEFAULT_MAX_TURNS: u32 = 100;
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 8192;
 /// How many times stop hooks may send one run back to work.
-const STOP_HOOK_LIMIT: u32 = 3;
+pub(crate) const STOP_HOOK_LIMIT: u32 = 3;
 
 /// What a front end adds to a session.
 pub(crate) struct FrontEnd {
@@ -88,6 +90,9 @@ impl Session {
                 ))
             })?,
         };
+        let layers = config_show::layers(&dirs, workspace.root(), &common.overrides)
+            .map_err(|err| UsageError(format!("{err:#}")))?;
+        let gate = Arc::new(permission_setup::gate(mode, &layers, common)?);
         let max_turns = front_end
             .max_turns
             .or(config.max_turns)
@@ -99,34 +104,59 @@ impl Session {
         let mut provider_config = provider::resolve(common.model.as_deref(), &config).await?;
         apply_retry_settings(&mut provider_config.retry, &config.retry);
         let model_name = format!("{}/{}", provider_config.id, provider_config.model);
+        let redactions = permission_setup::redactions(provider_config.api_key.as_deref());
         let model =
             alcove_model::connect(provider_config).map_err(|err| UsageError(err.to_string()))?;
+
+        let (hook_config, mut setup_warnings) = hook_setup::load(&config.hooks, workspace.root())?;
+        let (definitions, definition_warnings) = agents_cmd::load(&dirs, workspace.root());
+        setup_warnings.extend(definition_warnings);
 
         let (id, history) = match &front_end.resume {
             Some(id) => (id.clone(), resumed_history(&dirs, id)?),
             None => (uuid::Uuid::new_v4().to_string(), Vec::new()),
         };
         let transcript_path: PathBuf = dirs.data.join("sessions").join(format!("{id}.jsonl"));
-        let transcript = Arc::new(Transcript::create(&transcript_path).with_context(|| {
-            format!("cannot create the transcript {}", transcript_path.display())
-        })?);
+        let transcript = Arc::new(
+            Transcript::create(&transcript_path)
+                .with_context(|| {
+                    format!("cannot create the transcript {}", transcript_path.display())
+                })?
+                .with_redactions(redactions),
+        );
         let mut sinks = FanOut::default().with(transcript.clone());
         for sink in front_end.sinks {
             sinks = sinks.with(sink);
         }
         let events: Arc<dyn EventSink> = Arc::new(sinks);
+        let hooks = hook_setup::build(
+            hook_config,
+            HookSession {
+                session_id: id.clone(),
+                transcript_path: transcript_path.clone(),
+                cwd: workspace.root().to_owned(),
+                permission_mode: mode.as_str().to_owned(),
+                // The same `[env]` policy as Bash commands.
+                env_remove: permission_setup::env_policy(&config)
+                    .names_to_remove(std::env::vars_os()),
+            },
+            events.clone(),
+        );
 
         let project = ProjectContext::load(workspace.root(), PROJECT_CONTEXT_CAP);
         let runtime = Runtime {
             model,
             approver: front_end.approver,
-            hooks: Arc::new(NoHooks),
+            hooks,
             events,
             workspace: Arc::new(workspace),
             limits: Limits {
                 max_tokens: config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
                 result_cap: RESULT_CAP,
-                stop_hook_limit: STOP_HOOK_LIMIT,
+                stop_hook_limit: config
+                    .hooks
+                    .max_stop_continuations
+                    .unwrap_or(STOP_HOOK_LIMIT),
             },
             inbox: Arc::default(),
         };
@@ -141,7 +171,7 @@ impl Session {
             Supervisor::new(
                 runtime.clone(),
                 agent_limits(&config.agents),
-                Definitions::default(),
+                definitions,
                 Some(dirs.data.join("sessions").join(&id)),
             )
             .with_model_factory(model_factory)
@@ -159,12 +189,15 @@ impl Session {
                 transcript: Some(transcript_path.display().to_string()),
             },
         );
+        for message in setup_warnings {
+            runtime.emit(&AgentPath::main(), EventKind::Warning { message });
+        }
         Ok(Session {
             id,
             system_prompt: system_prompt(runtime.workspace.root(), &project),
             runtime,
             supervisor,
-            gate: Arc::new(PermissionGate::new(mode)),
+            gate,
             transcript,
             max_turns,
             config,
@@ -180,9 +213,21 @@ impl Session {
             depth: 0,
             description: None,
             agent_type: None,
-            tools: self
-                .supervisor
-                .tools_for(0, alcove_tools::builtin_tools(), &self.gate),
+            tools: {
+                // A bare tool name in a deny rule takes the tool away, from children too.
+                let offered =
+                    |tool: &Arc<dyn alcove_tools::Tool>| self.gate.offers(&tool.spec().name);
+                let env = permission_setup::env_policy(&self.config);
+                let pool = alcove_tools::builtin_tools_with_env(env)
+                    .into_iter()
+                    .filter(offered)
+                    .collect();
+                self.supervisor
+                    .tools_for(0, pool, &self.gate)
+                    .into_iter()
+                    .filter(offered)
+                    .collect()
+            },
             gate: self.gate.clone(),
             system_prompt: self.system_prompt.clone(),
             max_turns: self.max_turns,

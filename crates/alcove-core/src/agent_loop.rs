@@ -262,11 +262,11 @@ pub async fn run_agent(
             if stop_continuations < runtime.limits.stop_hook_limit {
                 let last_text = outcome.last_text().unwrap_or_default();
                 let active = stop_continuations > 0;
-                if let Some(reason) = runtime
-                    .hooks
-                    .stop(run.hook_scope(), &last_text, active)
-                    .await
-                {
+                let verdict = tokio::select! {
+                    verdict = runtime.hooks.stop(run.hook_scope(), &last_text, active) => verdict,
+                    () = run.cancel.cancelled() => None,
+                };
+                if let Some(reason) = verdict {
                     stop_continuations += 1;
                     let feedback = Message::user_text(format!("Stop hook feedback:\n{reason}"));
                     append(runtime, run, &mut outcome.messages, feedback);

@@ -154,6 +154,7 @@ async fn gate_and_call(
         name,
         tool.access(),
         &invocation,
+        input,
         &runtime.workspace,
     );
     if let Decision::Deny(reason) = decision {
@@ -161,7 +162,12 @@ async fn gate_and_call(
     }
     let scope = run.hook_scope();
     let call = HookCall { id, name, input };
-    let needs_approval = match (runtime.hooks.pre_tool_use(scope, call).await, decision) {
+    // A hook may run for its whole timeout; a cancelled run does not wait.
+    let verdict = tokio::select! {
+        verdict = runtime.hooks.pre_tool_use(scope, call) => verdict,
+        () = run.cancel.cancelled() => return ToolOutput::error("Cancelled while a PreToolUse hook ran."),
+    };
+    let needs_approval = match (verdict, decision) {
         (PreToolVerdict::Deny(reason), _) => {
             return ToolOutput::error(format!("Blocked by PreToolUse hook: {reason}"));
         }
@@ -215,10 +221,12 @@ async fn gate_and_call(
             }
         }
     };
-    let note = runtime
-        .hooks
-        .post_tool_use(run.hook_scope(), HookCall { id, name, input }, &output)
-        .await;
+    let note = tokio::select! {
+        note = runtime
+            .hooks
+            .post_tool_use(run.hook_scope(), HookCall { id, name, input }, &output) => note,
+        () = run.cancel.cancelled() => crate::PostToolNote::default(),
+    };
     match note.additional_context {
         Some(context) => ToolOutput {
             content: format!("{}\n\n[PostToolUse hook]\n{context}", output.content),

@@ -2,12 +2,41 @@
 //!
 //! Every call at every depth is checked here after its arguments were
 //! validated and before any hook or the tool itself runs. A refusal is a
-//! result the model reads, naming the flag or rule that would allow the call;
-//! it is never a crash. The full rule language (allow/ask/deny, per-agent
-//! rules, an approver for "ask") extends this type without a second path.
+//! result the model reads, naming the rule that refused it or the flag or
+//! rule that would allow it; it is never a crash.
+//!
+//! A gate holds a mode and allow / ask / deny rules (Claude Code syntax, see
+//! `rules`). Rules are evaluated deny → ask → allow, first match wins; when
+//! none matches, the mode decides. A child's gate *narrows* its parent's: it
+//! links to the parent (never copies it), a parent's deny or ask always
+//! holds, a child's allow never widens what the parent allows, and the
+//! child's mode is the stricter of the two. Only config, flags and the user
+//! (through "allow always for this session") change rules; nothing a tool
+//! returns or a model writes can.
+
+mod approval;
+#[cfg(test)]
+mod narrowing_tests;
+mod paths;
+mod rules;
+mod shell;
+#[cfg(test)]
+mod tests;
+mod words;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use alcove_protocol::AgentPath;
 use alcove_tools::{Access, Invocation, Workspace};
+use serde_json::Value;
+
+pub use approval::{Approval, ApprovalRequest, Approver, NoApprover};
+pub use rules::{Rule, RuleError, RuleKind, RuleSet};
+
+use paths::PathContext;
+use rules::{CallFacts, Verdict, suggestions};
+use shell::Shell;
 
 /// How permissive a session is, in Claude Code's terms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,7 +48,7 @@ pub enum PermissionMode {
     AcceptEdits,
     /// Read-only tools only.
     Plan,
-    /// Everything runs.
+    /// Everything runs that no deny or ask rule stops.
     BypassPermissions,
     /// Like `Default`, but whatever would ask is denied outright.
     DontAsk,
@@ -48,6 +77,28 @@ impl PermissionMode {
             PermissionMode::DontAsk => "dontAsk",
         }
     }
+
+    /// How strict the mode is: plan > dontAsk > default > acceptEdits >
+    /// bypassPermissions. `dontAsk` ranks above `default` because it runs
+    /// exactly what `default` runs without asking and denies the rest.
+    fn strictness(self) -> u8 {
+        match self {
+            PermissionMode::Plan => 4,
+            PermissionMode::DontAsk => 3,
+            PermissionMode::Default => 2,
+            PermissionMode::AcceptEdits => 1,
+            PermissionMode::BypassPermissions => 0,
+        }
+    }
+
+    /// The stricter of two modes (a child's effective mode).
+    pub fn stricter(self, other: PermissionMode) -> PermissionMode {
+        if other.strictness() > self.strictness() {
+            other
+        } else {
+            self
+        }
+    }
 }
 
 /// The gate's answer.
@@ -62,128 +113,338 @@ pub enum Decision {
     Deny(String),
 }
 
-/// One approval asked of the user: who asks, and exactly what for.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ApprovalRequest {
-    /// The asking agent's path.
-    pub agent: AgentPath,
-    /// The asking agent's task description, for children.
-    pub agent_description: Option<String>,
-    /// The tool.
-    pub tool: String,
-    /// One line saying what the call does (the command, the file).
-    pub summary: String,
-    /// The call's arguments.
-    pub input: serde_json::Value,
-    /// Why approval is needed and what rule or flag would allow it.
-    pub reason: String,
+/// A decision before the last step, remembering whether a rule allowed the
+/// call (then no stricter mode below can take it back) or only a mode did.
+enum Outcome {
+    Deny(String),
+    Ask(String),
+    Allow { by_rule: bool },
 }
 
-/// The user's answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Approval {
-    /// Run it this once.
-    AllowOnce,
-    /// Run it, and calls like it for the rest of the session.
-    AllowAlways,
-    /// Do not run it; the optional text goes to the model.
-    Deny(Option<String>),
-}
-
-/// Decides the calls the gate says must be asked about.
-#[async_trait::async_trait]
-pub trait Approver: Send + Sync {
-    /// Asks; may wait for the user as long as it takes (cancellation drops the future).
-    async fn approve(&self, request: ApprovalRequest) -> Approval;
-}
-
-/// The approver of a run without a terminal: nobody can answer, so every
-/// request is denied with the request's own reason, which names the rule or
-/// flag that would allow the call.
-pub struct NoApprover;
-
-#[async_trait::async_trait]
-impl Approver for NoApprover {
-    async fn approve(&self, _request: ApprovalRequest) -> Approval {
-        Approval::Deny(None)
-    }
-}
-
-/// Decides, for every tool call of a session, whether it may run.
+/// Decides, for every tool call of an agent, whether it may run.
 #[derive(Debug)]
 pub struct PermissionGate {
+    /// The effective mode: the stricter of this level's and the parent's.
     mode: PermissionMode,
+    /// Whether this level or one above is in `dontAsk` mode.
+    denies_asks: bool,
+    /// This level's own rules (the session's at the root, a definition's below).
+    rules: RuleSet,
+    /// The gate this one narrows, consulted by reference.
+    parent: Option<Arc<PermissionGate>>,
+    /// Rules the user allowed "always" during this session (root only).
+    session: Mutex<Vec<Rule>>,
+    /// The home folder `~/` patterns resolve against (root only).
+    home: Option<PathBuf>,
+}
+
+/// One call being checked.
+struct Check<'a> {
+    agent: &'a AgentPath,
+    access: Access,
+    invocation: &'a Invocation,
+    facts: CallFacts<'a>,
 }
 
 impl PermissionGate {
-    /// A gate for a session in `mode`.
+    /// A root gate in `mode`, without rules.
     pub fn new(mode: PermissionMode) -> PermissionGate {
-        PermissionGate { mode }
+        PermissionGate {
+            mode,
+            denies_asks: mode == PermissionMode::DontAsk,
+            rules: RuleSet::default(),
+            parent: None,
+            session: Mutex::new(Vec::new()),
+            home: None,
+        }
     }
 
-    /// The session's mode.
+    /// The same gate with `rules` (config and flags) as its own.
+    pub fn with_rules(mut self, rules: RuleSet) -> PermissionGate {
+        self.rules = rules;
+        self
+    }
+
+    /// The same gate resolving `~/` in path rules against `home`.
+    pub fn with_home(mut self, home: Option<PathBuf>) -> PermissionGate {
+        self.home = home;
+        self
+    }
+
+    /// A child's gate: this gate's rules and mode still apply (by reference),
+    /// `rules` apply on top and can only narrow, and the mode is the stricter
+    /// of `mode` (when given) and this gate's.
+    pub fn narrowed(
+        self: &Arc<Self>,
+        mode: Option<PermissionMode>,
+        rules: RuleSet,
+    ) -> Arc<PermissionGate> {
+        let own = mode.unwrap_or(self.mode);
+        Arc::new(PermissionGate {
+            mode: self.mode.stricter(own),
+            denies_asks: self.denies_asks || own == PermissionMode::DontAsk,
+            rules,
+            parent: Some(self.clone()),
+            session: Mutex::new(Vec::new()),
+            home: None,
+        })
+    }
+
+    /// The effective mode (for a child, the stricter of its own and its parent's).
     pub fn mode(&self) -> PermissionMode {
         self.mode
     }
 
-    /// Checks one validated call.
+    /// This level's own rules.
+    pub fn rules(&self) -> &RuleSet {
+        &self.rules
+    }
+
+    /// The gate this one narrows, if any.
+    pub fn parent(&self) -> Option<&Arc<PermissionGate>> {
+        self.parent.as_ref()
+    }
+
+    /// Whether `tool` may be offered to the model at all: a bare tool name in
+    /// a deny rule at this level or above takes it away.
+    pub fn offers(&self, tool: &str) -> bool {
+        !self.rules.removes(tool)
+            && self
+                .parent
+                .as_ref()
+                .is_none_or(|parent| parent.offers(tool))
+    }
+
+    /// Allows calls matching `rule` for the rest of the session, at the root
+    /// gate (so in every agent, where no deny or ask rule says otherwise).
+    pub fn allow_for_session(&self, rule: Rule) {
+        self.root().session_rules().push(rule);
+    }
+
+    /// The rules "allow always" would add for a call like this one: the
+    /// command's programs for Bash, the file for file tools, the type for
+    /// `Agent`, the tool otherwise.
+    pub fn suggest_rules(&self, tool: &str, input: &Value, workspace: &Workspace) -> Vec<Rule> {
+        let command = input.get("command").and_then(Value::as_str);
+        let shell = command.map(shell::parse);
+        let paths: Vec<PathBuf> = ["file_path", "path", "notebook_path"]
+            .iter()
+            .filter_map(|key| input.get(key).and_then(Value::as_str))
+            .map(|path| workspace.resolve(path))
+            .collect();
+        let facts = CallFacts {
+            tool,
+            input,
+            paths: &paths,
+            shell: shell.as_ref(),
+            command,
+            paths_context: PathContext {
+                root: workspace.root(),
+                home: self.home(),
+            },
+            workspace,
+        };
+        suggestions(&facts)
+            .iter()
+            .filter_map(|text| Rule::parse(text, "allowed always for this session").ok())
+            .collect()
+    }
+
+    /// Checks one validated call of `tool` with arguments `input`.
     pub fn check(
         &self,
         agent: &AgentPath,
         tool: &str,
         access: Access,
         invocation: &Invocation,
+        input: &Value,
         workspace: &Workspace,
     ) -> Decision {
-        if self.mode == PermissionMode::BypassPermissions {
-            return Decision::Allow;
-        }
-        match access {
-            Access::ReadOnly | Access::Delegate => Decision::Allow,
-            Access::Edit => {
-                if let Some(outside) = invocation
-                    .paths
-                    .iter()
-                    .find(|path| !workspace.contains(path))
-                {
-                    return Decision::Deny(format!(
-                        "Permission denied: {tool} of {} is outside the workspace {}. \
-                         Only --permission-mode bypassPermissions allows writing outside it.",
-                        outside.display(),
-                        workspace.root().display()
-                    ));
-                }
-                match self.mode {
-                    PermissionMode::AcceptEdits => Decision::Allow,
-                    PermissionMode::Plan => Decision::Deny(plan_denial(tool)),
-                    _ => self.ask(format!(
-                        "{tool} ({}) asked by {agent} needs approval. \
-                         --permission-mode acceptEdits (or bypassPermissions) allows file edits.",
-                        invocation.summary
-                    )),
-                }
-            }
-            Access::Execute => match self.mode {
-                PermissionMode::Plan => Decision::Deny(plan_denial(tool)),
-                _ => self.ask(format!(
-                    "{tool} ({}) asked by {agent} needs approval. \
-                     --permission-mode bypassPermissions allows commands.",
-                    invocation.summary
-                )),
+        let shell = invocation.command.as_deref().map(shell::parse);
+        let check = Check {
+            agent,
+            access,
+            invocation,
+            facts: CallFacts {
+                tool,
+                input,
+                paths: &invocation.paths,
+                shell: shell.as_ref(),
+                command: invocation.command.as_deref(),
+                paths_context: PathContext {
+                    root: workspace.root(),
+                    home: self.home(),
+                },
+                workspace,
             },
+        };
+        match self.decide(&check) {
+            Outcome::Deny(reason) => Decision::Deny(reason),
+            Outcome::Ask(reason) => Decision::Ask(reason),
+            Outcome::Allow { by_rule: false }
+                if matches!(shell, Some(Shell::Unparsable(_))) && self.restricts_bash() =>
+            {
+                self.ask_or_deny(format!(
+                    "{tool} ({}) asked by {agent} needs approval: {}, so the Bash deny and ask \
+                     rules in force cannot be checked against it. Rewrite it in plain shell syntax.",
+                    invocation.summary,
+                    unparsable_reason(shell.as_ref()),
+                ))
+                .into_decision()
+            }
+            Outcome::Allow { .. } => Decision::Allow,
+        }
+    }
+}
+
+impl Outcome {
+    fn into_decision(self) -> Decision {
+        match self {
+            Outcome::Deny(reason) => Decision::Deny(reason),
+            Outcome::Ask(reason) => Decision::Ask(reason),
+            Outcome::Allow { .. } => Decision::Allow,
         }
     }
 }
 
 impl PermissionGate {
-    /// `Ask`, or in `dontAsk` mode a denial with the same text.
-    fn ask(&self, reason: String) -> Decision {
-        match self.mode {
-            PermissionMode::DontAsk => {
-                Decision::Deny(format!("Permission denied (dontAsk mode): {reason}"))
-            }
-            _ => Decision::Ask(reason),
+    fn root(&self) -> &PermissionGate {
+        match &self.parent {
+            Some(parent) => parent.root(),
+            None => self,
         }
+    }
+
+    fn home(&self) -> Option<&Path> {
+        match &self.parent {
+            Some(parent) => parent.home(),
+            None => self.home.as_deref(),
+        }
+    }
+
+    fn session_rules(&self) -> MutexGuard<'_, Vec<Rule>> {
+        self.session
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn restricts_bash(&self) -> bool {
+        self.rules.has_bash_restrictions()
+            || self
+                .parent
+                .as_ref()
+                .is_some_and(|parent| parent.restricts_bash())
+    }
+
+    /// This level's decision, its parent's included.
+    fn decide(&self, check: &Check<'_>) -> Outcome {
+        let own = {
+            let session = self.session_rules();
+            self.rules.verdict(&check.facts, &session)
+        };
+        let outcome = match (self.parent.as_ref().map(|parent| parent.decide(check)), own) {
+            (Some(Outcome::Deny(reason)), _) => Outcome::Deny(reason),
+            (_, Verdict::Deny(rule, source)) => Outcome::Deny(format!(
+                "Permission denied: {} ({}) denied by rule {rule} from {source}.",
+                check.facts.tool, check.invocation.summary
+            )),
+            (Some(Outcome::Ask(reason)), _) => Outcome::Ask(reason),
+            (_, Verdict::Ask(rule, source)) => Outcome::Ask(format!(
+                "{} ({}) asked by {} needs approval: ask rule {rule} from {source}.",
+                check.facts.tool, check.invocation.summary, check.agent
+            )),
+            (None | Some(Outcome::Allow { by_rule: false }), Verdict::Allow)
+            | (Some(Outcome::Allow { by_rule: true }), _) => Outcome::Allow { by_rule: true },
+            (None | Some(Outcome::Allow { by_rule: false }), Verdict::NoMatch) => {
+                self.by_mode(check)
+            }
+        };
+        match outcome {
+            Outcome::Ask(reason) => self.ask_or_deny(reason),
+            outcome => outcome,
+        }
+    }
+
+    /// `Ask`, or in `dontAsk` mode (here or above) a denial with the same text.
+    fn ask_or_deny(&self, reason: String) -> Outcome {
+        if self.denies_asks {
+            Outcome::Deny(format!("Permission denied (dontAsk mode): {reason}"))
+        } else {
+            Outcome::Ask(reason)
+        }
+    }
+
+    /// What the effective mode says about a call no rule matched.
+    fn by_mode(&self, check: &Check<'_>) -> Outcome {
+        let tool = check.facts.tool;
+        let summary = &check.invocation.summary;
+        let agent = check.agent;
+        if self.mode == PermissionMode::BypassPermissions {
+            return Outcome::Allow { by_rule: false };
+        }
+        let hint = allow_hint(&check.facts);
+        match check.access {
+            Access::ReadOnly | Access::Delegate => Outcome::Allow { by_rule: false },
+            Access::Edit => {
+                if let Some(outside) = check
+                    .invocation
+                    .paths
+                    .iter()
+                    .find(|path| !check.facts.workspace.contains(path))
+                {
+                    return Outcome::Deny(format!(
+                        "Permission denied: {tool} of {} is outside the workspace {}. \
+                         Only an allow rule ({hint}) or --permission-mode bypassPermissions \
+                         allows writing outside it.",
+                        outside.display(),
+                        check.facts.workspace.root().display()
+                    ));
+                }
+                match self.mode {
+                    PermissionMode::AcceptEdits => Outcome::Allow { by_rule: false },
+                    PermissionMode::Plan => Outcome::Deny(plan_denial(tool)),
+                    _ => Outcome::Ask(format!(
+                        "{tool} ({summary}) asked by {agent} needs approval. {hint} allows it; \
+                         --permission-mode acceptEdits (or bypassPermissions) allows file edits."
+                    )),
+                }
+            }
+            Access::Execute => match self.mode {
+                PermissionMode::Plan => Outcome::Deny(plan_denial(tool)),
+                _ => match check.facts.shell {
+                    Some(shell @ Shell::Unparsable(_)) => Outcome::Ask(format!(
+                        "{tool} ({summary}) asked by {agent} needs approval: {}, so no Bash rule \
+                         can allow it. Rewrite it in plain shell syntax; \
+                         --permission-mode bypassPermissions allows commands.",
+                        unparsable_reason(Some(shell))
+                    )),
+                    _ => Outcome::Ask(format!(
+                        "{tool} ({summary}) asked by {agent} needs approval. {hint} allows it; \
+                         --permission-mode bypassPermissions allows commands."
+                    )),
+                },
+            },
+        }
+    }
+}
+
+/// `--allow 'Bash(rm:*)'` (and more when several rules are needed).
+fn allow_hint(facts: &CallFacts<'_>) -> String {
+    let rules = suggestions(facts);
+    if rules.is_empty() {
+        return format!("--allow {}", facts.tool);
+    }
+    rules
+        .iter()
+        .map(|rule| format!("--allow '{rule}'"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn unparsable_reason(shell: Option<&Shell>) -> String {
+    match shell {
+        Some(Shell::Unparsable(why)) => format!("the command cannot be parsed ({why})"),
+        _ => "the command cannot be parsed".to_owned(),
     }
 }
 
@@ -192,82 +453,4 @@ fn plan_denial(tool: &str) -> String {
         "Permission denied: {tool} is not available in plan mode, which allows read-only tools only. \
          Present the plan instead."
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn check(mode: PermissionMode, access: Access, path: &str) -> Decision {
-        let dir = tempfile::tempdir().unwrap();
-        let workspace = Workspace::new(dir.path()).unwrap();
-        let invocation = Invocation {
-            summary: path.to_owned(),
-            paths: vec![workspace.resolve(path)],
-            command: None,
-        };
-        PermissionGate::new(mode).check(&AgentPath::main(), "Tool", access, &invocation, &workspace)
-    }
-
-    #[test]
-    fn default_mode_allows_reads_and_refuses_the_rest_naming_the_flag() {
-        assert_eq!(
-            check(PermissionMode::Default, Access::ReadOnly, "a.txt"),
-            Decision::Allow
-        );
-        let Decision::Ask(edit) = check(PermissionMode::Default, Access::Edit, "a.txt") else {
-            panic!("edit allowed in default mode");
-        };
-        assert!(edit.contains("--permission-mode acceptEdits"), "{edit}");
-        let Decision::Ask(bash) = check(PermissionMode::Default, Access::Execute, "a.txt") else {
-            panic!("execute allowed in default mode");
-        };
-        assert!(bash.contains("bypassPermissions"), "{bash}");
-    }
-
-    #[test]
-    fn accept_edits_allows_edits_inside_the_workspace_only() {
-        assert_eq!(
-            check(PermissionMode::AcceptEdits, Access::Edit, "src/a.rs"),
-            Decision::Allow
-        );
-        assert!(
-            matches!(check(PermissionMode::AcceptEdits, Access::Edit, "../escape.txt"), Decision::Deny(reason) if reason.contains("outside the workspace"))
-        );
-        assert!(matches!(
-            check(PermissionMode::AcceptEdits, Access::Execute, "x"),
-            Decision::Ask(_)
-        ));
-        assert!(matches!(
-            check(PermissionMode::DontAsk, Access::Execute, "x"),
-            Decision::Deny(reason) if reason.contains("dontAsk")
-        ));
-    }
-
-    #[test]
-    fn plan_mode_allows_read_only_tools_only() {
-        assert_eq!(
-            check(PermissionMode::Plan, Access::ReadOnly, "a"),
-            Decision::Allow
-        );
-        assert!(
-            matches!(check(PermissionMode::Plan, Access::Edit, "a"), Decision::Deny(reason) if reason.contains("plan mode"))
-        );
-        assert!(matches!(
-            check(PermissionMode::Plan, Access::Execute, "a"),
-            Decision::Deny(_)
-        ));
-    }
-
-    #[test]
-    fn bypass_allows_everything_even_outside_the_workspace() {
-        assert_eq!(
-            check(PermissionMode::BypassPermissions, Access::Edit, "../x"),
-            Decision::Allow
-        );
-        assert_eq!(
-            check(PermissionMode::BypassPermissions, Access::Execute, "x"),
-            Decision::Allow
-        );
-    }
 }

@@ -37,5 +37,10 @@ pub use events::{EventSink, FanOut};
 pub use gate::{
     Approval, ApprovalRequest, Approver, Decision, NoApprover, PermissionGate, PermissionMode,
 };
+pub use gate::{Rule, RuleError, RuleKind, RuleSet};
+pub use hooks::{
+    CommandHooks, DEFAULT_HOOK_TIMEOUT, HookCommand, HookConfig, HookEntry, HookEvent, HookHandler,
+    HookSession,
+};
 pub use hooks::{HookCall, HookScope, Hooks, NoHooks, PostToolNote, PreToolVerdict};
 pub use transcript::{Transcript, read_transcript};

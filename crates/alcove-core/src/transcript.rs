@@ -3,7 +3,8 @@
 //! Each event is one line, written and flushed as it happens, so a process
 //! killed at any moment leaves a file whose complete lines all parse. Lines
 //! carry a `ts` (Unix milliseconds) beside the event's own fields. Replaying
-//! the `message` events of an agent rebuilds its conversation.
+//! the `message` events of an agent rebuilds its conversation. Secret values
+//! given with [`Transcript::with_redactions`] are written as `[REDACTED]`.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -20,6 +21,8 @@ pub struct Transcript {
     path: PathBuf,
     file: Mutex<File>,
     failure: Mutex<Option<String>>,
+    /// Secret values never written, longest first, as they appear in JSON.
+    redactions: Vec<String>,
 }
 
 impl Transcript {
@@ -33,7 +36,29 @@ impl Transcript {
             path: path.to_owned(),
             file: Mutex::new(file),
             failure: Mutex::new(None),
+            redactions: Vec::new(),
         })
+    }
+
+    /// The same transcript writing `[REDACTED]` wherever one of `secrets`
+    /// would appear (values shorter than 8 characters are ignored: too
+    /// likely to occur by chance).
+    pub fn with_redactions(mut self, secrets: Vec<String>) -> Transcript {
+        let mut redactions: Vec<String> = secrets
+            .iter()
+            .filter(|secret| secret.chars().count() >= 8)
+            .filter_map(|secret| serde_json::to_string(secret).ok())
+            .map(|quoted| quoted[1..quoted.len() - 1].to_owned())
+            .collect();
+        redactions.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
+        redactions.dedup();
+        self.redactions = redactions;
+        self
+    }
+
+    /// The secret values this transcript redacts (as JSON-escaped text).
+    pub fn redactions(&self) -> &[String] {
+        &self.redactions
     }
 
     /// Where it is written.
@@ -58,13 +83,18 @@ impl Transcript {
                 serde_json::Value::from(u64::try_from(ts).unwrap_or(u64::MAX)),
             );
         }
-        let mut line = serde_json::to_vec(&value)?;
-        line.push(b'\n');
+        let mut line = serde_json::to_string(&value)?;
+        for secret in &self.redactions {
+            if line.contains(secret.as_str()) {
+                line = line.replace(secret.as_str(), "[REDACTED]");
+            }
+        }
+        line.push('\n');
         let mut file = self
             .file
             .lock()
             .map_err(|_| std::io::Error::other("transcript lock poisoned"))?;
-        file.write_all(&line)?;
+        file.write_all(line.as_bytes())?;
         file.flush()
     }
 }
@@ -128,5 +158,32 @@ mod tests {
         assert!(transcript.failure().is_none());
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.lines().next().unwrap().contains("\"ts\":"));
+    }
+
+    #[test]
+    fn secret_values_are_redacted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let transcript = Transcript::create(&path).unwrap().with_redactions(vec![
+            "supersecretvalue".to_owned(),
+            "short".to_owned(),
+            "q\"uoted\\secret".to_owned(),
+        ]);
+        transcript.emit(&AgentEvent {
+            agent: AgentPath::main(),
+            kind: EventKind::Message {
+                message: Message::user_text(
+                    "token=supersecretvalue and q\"uoted\\secret, short stays",
+                ),
+            },
+        });
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !text.contains("supersecretvalue") && !text.contains("uoted"),
+            "{text}"
+        );
+        assert_eq!(text.matches("[REDACTED]").count(), 2, "{text}");
+        assert!(text.contains("short stays"));
+        assert_eq!(read_transcript(&path).unwrap().len(), 1);
     }
 }

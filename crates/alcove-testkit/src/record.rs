@@ -2,6 +2,8 @@
 //! assert on what the real client sent (prompt, tools, tool results, headers)
 //! in either wire protocol.
 
+use std::time::Instant;
+
 use serde_json::Value;
 
 /// Which wire protocol a request spoke, decided by its path.
@@ -24,6 +26,11 @@ pub struct RecordedRequest {
     pub headers: Vec<(String, String)>,
     /// The body parsed as JSON (`Null` when empty or not JSON).
     pub body: Value,
+    /// The size of the body as received, in bytes.
+    pub body_len: usize,
+    /// When the server had read the request head (for latency measurements,
+    /// e.g. process start to first request in the benchmarks).
+    pub received_at: Instant,
 }
 
 impl RecordedRequest {
@@ -218,6 +225,8 @@ mod tests {
             path: path.into(),
             headers: vec![("x-api-key".into(), "k".into())],
             body,
+            body_len: 0,
+            received_at: Instant::now(),
         }
     }
 

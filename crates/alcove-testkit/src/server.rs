@@ -7,7 +7,7 @@ use std::convert::Infallible;
 use std::net::{SocketAddr, TcpListener as StdListener};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use futures::stream::{self, StreamExt};
@@ -74,9 +74,17 @@ impl FakeServer {
     ///
     /// Panics if no local port can be bound or the thread cannot start.
     pub fn start(script: Script) -> FakeServer {
-        let listener = match StdListener::bind("127.0.0.1:0") {
+        FakeServer::start_on(0, script)
+    }
+
+    /// Like [`FakeServer::start`], on a chosen port of 127.0.0.1 (0 picks a
+    /// free one): e.g. to bring a server up where a client was just refused.
+    ///
+    /// Panics if the port cannot be bound or the thread cannot start.
+    pub fn start_on(port: u16, script: Script) -> FakeServer {
+        let listener = match StdListener::bind(("127.0.0.1", port)) {
             Ok(l) => l,
-            Err(e) => panic!("alcove-testkit: cannot bind 127.0.0.1:0: {e}"),
+            Err(e) => panic!("alcove-testkit: cannot bind 127.0.0.1:{port}: {e}"),
         };
         let addr = match listener.local_addr() {
             Ok(a) => a,
@@ -131,6 +139,12 @@ impl FakeServer {
     /// Every request received so far, in arrival order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.lock().requests.clone()
+    }
+
+    /// How many requests were received so far (cheap: nothing is cloned, so
+    /// it suits polling loops).
+    pub fn request_count(&self) -> usize {
+        self.shared.lock().requests.len()
     }
 
     /// The requests whose first user message text contains `first_user_contains`
@@ -231,6 +245,7 @@ enum Plan {
 }
 
 async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<Body>, Infallible> {
+    let received_at = Instant::now();
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let headers = req
@@ -241,18 +256,21 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
             (n.as_str().to_string(), value)
         })
         .collect();
-    let (body, body_error) = match req.into_body().collect().await {
+    let (body, body_len, body_error) = match req.into_body().collect().await {
         Ok(collected) => {
             let bytes = collected.to_bytes();
-            (serde_json::from_slice(&bytes).unwrap_or(Value::Null), None)
+            let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            (body, bytes.len(), None)
         }
-        Err(e) => (Value::Null, Some(e.to_string())),
+        Err(e) => (Value::Null, 0, Some(e.to_string())),
     };
     let record = RecordedRequest {
         method: method.to_string(),
         path,
         headers,
         body,
+        body_len,
+        received_at,
     };
     let protocol = record.protocol();
     let plan = {

@@ -5,7 +5,9 @@
 //! on timeout or cancel, and is killed when the command ends: no process
 //! outlives the call. Output is captured with bounded memory (head and tail
 //! are kept, the middle is counted), because a runaway command must not be
-//! able to flood the model's context or the agent's memory.
+//! able to flood the model's context or the agent's memory. Secrets in the
+//! agent's environment (API keys, `*_TOKEN`, …) are removed from the
+//! command's environment as its [`EnvPolicy`] says.
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -23,7 +25,9 @@ use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for};
+use crate::{
+    Access, EnvPolicy, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for,
+};
 
 const NAME: &str = "Bash";
 const DESCRIPTION: &str = "Executes a bash command in the workspace root and returns its \
@@ -64,12 +68,22 @@ struct BashInput {
 /// The `Bash` tool.
 pub struct Bash {
     spec: ToolSpec,
+    env: EnvPolicy,
 }
 
 impl Default for Bash {
+    /// Removes every sensitive variable from the command's environment.
     fn default() -> Self {
+        Bash::with_env_policy(EnvPolicy::default())
+    }
+}
+
+impl Bash {
+    /// A `Bash` tool whose commands' environment follows `env`.
+    pub fn with_env_policy(env: EnvPolicy) -> Bash {
         Bash {
             spec: spec_for::<BashInput>(NAME, DESCRIPTION),
+            env,
         }
     }
 }
@@ -112,9 +126,11 @@ impl Tool for Bash {
             None | Some(0) => DEFAULT_TIMEOUT_MS,
             Some(ms) => ms.min(MAX_TIMEOUT_MS),
         };
+        let remove = self.env.names_to_remove(std::env::vars_os());
         run(
             &input.command,
             context.workspace.root(),
+            &remove,
             timeout_ms,
             &context.cancel,
         )
@@ -168,8 +184,12 @@ impl Drop for GroupGuard {
     }
 }
 
-fn spawn(shell: &str, command: &str, cwd: &Path) -> std::io::Result<Child> {
-    Command::new(shell)
+fn spawn(shell: &str, command: &str, cwd: &Path, remove: &[String]) -> std::io::Result<Child> {
+    let mut process = Command::new(shell);
+    for name in remove {
+        process.env_remove(name);
+    }
+    process
         .arg("-c")
         .arg(command)
         .current_dir(cwd)
@@ -201,10 +221,16 @@ fn forward(
     })
 }
 
-async fn run(command: &str, cwd: &Path, timeout_ms: u64, cancel: &CancellationToken) -> ToolOutput {
-    let mut child = match spawn("bash", command, cwd) {
+async fn run(
+    command: &str,
+    cwd: &Path,
+    remove: &[String],
+    timeout_ms: u64,
+    cancel: &CancellationToken,
+) -> ToolOutput {
+    let mut child = match spawn("bash", command, cwd, remove) {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound && cwd.is_dir() => {
-            match spawn("sh", command, cwd) {
+            match spawn("sh", command, cwd, remove) {
                 Ok(child) => child,
                 Err(err) => {
                     return ToolOutput::error(format!("Cannot start a shell (bash or sh): {err}"));
@@ -421,6 +447,31 @@ mod tests {
         assert!(out.starts_with(&"é".repeat(KEEP_CHARS)));
         assert!(out.ends_with(&"é".repeat(KEEP_CHARS)));
         assert!(!out.contains('\u{FFFD}'));
+    }
+
+    #[tokio::test]
+    async fn removed_variables_are_absent_from_the_command_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let cancel = CancellationToken::new();
+        let removed = ["HOME".to_owned()];
+        let out = run(
+            "echo \"home=${HOME:-unset}\"",
+            dir.path(),
+            &removed,
+            10_000,
+            &cancel,
+        )
+        .await;
+        assert!(out.content.contains("home=unset"), "{}", out.content);
+        let kept = run(
+            "echo \"home=${HOME:-unset}\"",
+            dir.path(),
+            &[],
+            10_000,
+            &cancel,
+        )
+        .await;
+        assert!(!kept.content.contains("home=unset"), "{}", kept.content);
     }
 
     #[test]

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 mod bash;
 mod edit;
+mod env_policy;
 mod glob;
 mod grep;
 mod read;
@@ -31,6 +32,7 @@ mod write;
 
 pub use bash::Bash;
 pub use edit::Edit;
+pub use env_policy::{EnvPolicy, is_sensitive_env_name, secret_values};
 pub use glob::Glob;
 pub use grep::Grep;
 pub use read::Read;
@@ -177,12 +179,17 @@ pub fn spec_for<T: schemars::JsonSchema>(name: &str, description: &str) -> ToolS
 
 /// The built-in tools, in the order they are offered to the model.
 pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
+    builtin_tools_with_env(EnvPolicy::default())
+}
+
+/// [`builtin_tools`] whose `Bash` follows `env` for its commands' environment.
+pub fn builtin_tools_with_env(env: EnvPolicy) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(Read::default()),
         Arc::new(Glob::default()),
         Arc::new(Grep::default()),
         Arc::new(Write::default()),
         Arc::new(Edit::default()),
-        Arc::new(Bash::default()),
+        Arc::new(Bash::with_env_policy(env)),
     ]
 }

@@ -5,11 +5,16 @@
 //! - `tools`: each built-in tool through the whole loop, and the permission gate.
 //! - `faults`: bad model output, HTTP errors, broken streams, cancellation.
 //! - `agents`: the `Agent` tool (seeds 000 and 004, and beyond).
+//! - `reliability`: faults, load, crashes and signals with nothing lost (issue 7).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agents;
 mod collab;
 mod exec;
 mod faults;
+mod hooks;
+mod permissions;
+mod reliability;
 mod support;
 mod tools;
+mod tui;

@@ -192,7 +192,11 @@ impl AgentTool {
             Ok(child) => child,
             Err(reason) => return ToolOutput::error(format!("Agent failed: {reason}")),
         };
-        let (outcome, budget_note) = self.drive(&child.runtime, &child.run, input.prompt).await;
+        // A definition's own wall-clock budget overrides `agents.timeout_secs`.
+        let timeout = definition.timeout.or(supervisor.limits.timeout);
+        let (outcome, budget_note) = self
+            .drive(&child.runtime, &child.run, input.prompt, timeout)
+            .await;
         let output = report(
             &ReportInput {
                 description: &input.description,
@@ -226,6 +230,7 @@ impl AgentTool {
         runtime: &crate::Runtime,
         run: &AgentRun,
         prompt: String,
+        timeout: Option<std::time::Duration>,
     ) -> (AgentOutcome, Option<String>) {
         let child = AssertUnwindSafe(run_agent(
             runtime,
@@ -235,7 +240,7 @@ impl AgentTool {
         ))
         .catch_unwind();
         tokio::pin!(child);
-        let finished = match self.supervisor.limits.timeout {
+        let finished = match timeout {
             Some(limit) => tokio::select! {
                 finished = &mut child => finished,
                 () = tokio::time::sleep(limit) => {

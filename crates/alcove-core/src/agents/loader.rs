@@ -150,11 +150,19 @@ pub fn parse_definition(
     let front: FrontMatter = if yaml.trim().is_empty() {
         FrontMatter::default()
     } else {
-        yaml_serde::from_str(&yaml).map_err(|err| DefinitionError {
-            // YAML lines count from the line after the opening `---`.
-            line: err.location().map_or(1, |location| location.line() + 1),
-            message: strip_location(&err.to_string()),
-        })?
+        let strict = yaml_serde::from_str(&yaml);
+        // Claude Code accepts `description: Use when: …` unquoted; strict
+        // YAML does not. Retry with such values quoted before giving up.
+        let repaired =
+            || quote_colon_values(&yaml).and_then(|fixed| yaml_serde::from_str(&fixed).ok());
+        match strict {
+            Ok(front) => front,
+            Err(err) => repaired().ok_or_else(|| DefinitionError {
+                // YAML lines count from the line after the opening `---`.
+                line: err.location().map_or(1, |location| location.line() + 1),
+                message: strip_location(&err.to_string()),
+            })?,
+        }
     };
     let at = |key: &str| DefinitionErrorAt {
         line: key_line(&yaml, key).map_or(closing_line, |line| line + 1),
@@ -260,6 +268,33 @@ fn key_line(yaml: &str, key: &str) -> Option<usize> {
                 .is_some_and(|rest| rest.trim_start().starts_with(':'))
         })
         .map(|idx| idx + 1)
+}
+
+/// The front matter with every top-level plain value that contains `: `
+/// single-quoted, or `None` when there is none to quote.
+fn quote_colon_values(yaml: &str) -> Option<String> {
+    let mut changed = false;
+    let lines: Vec<String> = yaml
+        .lines()
+        .map(|line| {
+            let Some((key, value)) = line.split_once(": ") else {
+                return line.to_owned();
+            };
+            let value = value.trim();
+            let plain_key = !key.is_empty()
+                && key
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            let quoted = value.starts_with(['\'', '"', '[', '{', '|', '>', '&', '*', '!']);
+            if plain_key && !quoted && value.contains(": ") {
+                changed = true;
+                format!("{key}: '{}'", value.replace('\'', "''"))
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect();
+    changed.then(|| lines.join("\n"))
 }
 
 /// YAML errors end with " at line L column C" counted inside the front

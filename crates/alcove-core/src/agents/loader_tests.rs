@@ -97,6 +97,19 @@ fn errors_name_the_line_of_the_file() {
 }
 
 #[test]
+fn unquoted_colons_in_values_are_read_as_claude_code_reads_them() {
+    let (definition, _) = parse(
+        "---\nname: helper\ndescription: Use this agent when: the user asks. It's fine.\n---\nbody",
+    )
+    .unwrap();
+    assert_eq!(
+        definition.description,
+        "Use this agent when: the user asks. It's fine."
+    );
+    assert_eq!(quote_colon_values("a: b\nc: [d]"), None);
+}
+
+#[test]
 fn durations_take_units() {
     assert_eq!(parse_duration("90s"), Some(Duration::from_secs(90)));
     assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
@@ -137,7 +150,7 @@ fn later_folders_win_broken_files_are_skipped_and_builtins_can_be_replaced() {
     std::fs::write(own.join("notes.txt"), "not a definition").unwrap();
 
     let (definitions, warnings) =
-        load_definitions(&[compat.clone(), own.clone(), root.path().join("missing")]);
+        load_definitions(&[compat, own.clone(), root.path().join("missing")]);
     let shared = definitions.get("shared").unwrap();
     assert_eq!(shared.description, "from alcove");
     assert_eq!(shared.source.as_deref(), Some(own.join("b.md").as_path()));

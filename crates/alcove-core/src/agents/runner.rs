@@ -27,6 +27,9 @@ use crate::EventSink;
 const OUTPUT_PREVIEW_CHARS: usize = 2000;
 /// How long a terminated group gets before SIGKILL.
 const TERMINATE_GRACE: Duration = Duration::from_millis(1500);
+/// How long stdout is still read after the command exited (a process that
+/// escaped its group could hold the pipe open forever).
+const DRAIN_GRACE: Duration = Duration::from_millis(500);
 
 /// How a process submission ended.
 pub(crate) struct ProcessOutcome {
@@ -99,6 +102,15 @@ pub(crate) async fn run_process(
     let mut final_text = None;
     let mut ended: Option<(RunStatus, Option<String>)> = None;
     let mut cancelled = false;
+    // The command's exit, when it came before the end of its stdout: a
+    // process it left behind (or that escaped its group) can hold the pipe
+    // open forever, so the leader's exit ends the reading instead (issue 7:
+    // a runner killed with SIGKILL left its `sleep` holding stdout, and the
+    // submission stayed `running` until the sleep ended).
+    let mut exited: Option<std::io::Result<std::process::ExitStatus>> = None;
+    // Never fires until reset at the command's exit.
+    let drain_until = tokio::time::sleep(Duration::MAX);
+    tokio::pin!(drain_until);
     if let Some(stdout) = process.stdout.take() {
         let mut lines = BufReader::new(stdout).lines();
         loop {
@@ -108,6 +120,19 @@ pub(crate) async fn run_process(
                     cancelled = true;
                     break;
                 }
+                status = process.wait(), if exited.is_none() => {
+                    exited = Some(status);
+                    // Its group goes now (as it would after the loop); what it
+                    // wrote stays readable, and DRAIN_GRACE bounds the rest.
+                    if let Some(group) = group {
+                        let _ = killpg(group, Signal::SIGKILL);
+                    }
+                    drain_until
+                        .as_mut()
+                        .reset(tokio::time::Instant::now() + DRAIN_GRACE);
+                    continue;
+                }
+                () = &mut drain_until => break,
             };
             let Ok(Some(line)) = line else { break };
             match serde_json::from_str::<AgentEvent>(&line) {
@@ -150,7 +175,12 @@ pub(crate) async fn run_process(
     if cancelled {
         terminate(group, &mut process).await;
     }
-    let exit = process.wait().await.ok().and_then(|status| status.code());
+    let exit = match exited {
+        Some(status) => status,
+        None => process.wait().await,
+    }
+    .ok()
+    .and_then(|status| status.code());
     // Whatever the command left running in its group goes too.
     if let Some(group) = group {
         let _ = killpg(group, Signal::SIGKILL);

@@ -6,6 +6,23 @@
 //! tells `Stop`, depth 0, from `SubagentStop`, deeper, by the scope). The
 //! loop knows only this trait; the Claude Code command-hook protocol is one
 //! implementation of it. Every method has a no-op default.
+//!
+//! - `settings`: the configuration, from TOML or a settings.json.
+//! - `matcher`: which tool (agent type, source, reason) an entry is for.
+//! - `runner`: one command in its own process group, with a timeout.
+//! - `outcome`: what a command's exit status and output mean.
+//! - `command`: [`CommandHooks`], the protocol as a [`Hooks`].
+
+mod command;
+mod matcher;
+mod outcome;
+mod runner;
+mod settings;
+
+pub use command::{CommandHooks, HookSession};
+pub use settings::{
+    DEFAULT_HOOK_TIMEOUT, HookCommand, HookConfig, HookEntry, HookEvent, HookHandler,
+};
 
 use alcove_protocol::AgentPath;
 use alcove_tools::ToolOutput;

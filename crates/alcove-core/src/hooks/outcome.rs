@@ -43,7 +43,12 @@ pub(crate) struct HookOutcome {
 }
 
 /// Interprets a finished command run for `event`.
-pub(crate) fn interpret(event: HookEvent, command: &str, timeout_secs: f64, ran: &Ran) -> HookOutcome {
+pub(crate) fn interpret(
+    event: HookEvent,
+    command: &str,
+    timeout_secs: f64,
+    ran: &Ran,
+) -> HookOutcome {
     let name = event.as_str();
     let mut outcome = HookOutcome::default();
     match &ran.exit {
@@ -102,10 +107,7 @@ fn read_stdout(event: HookEvent, command: &str, stdout: &str, outcome: &mut Hook
             }
         }
     }
-    let plain_is_context = matches!(
-        event,
-        HookEvent::SessionStart | HookEvent::UserPromptSubmit
-    );
+    let plain_is_context = matches!(event, HookEvent::SessionStart | HookEvent::UserPromptSubmit);
     if plain_is_context && !text.is_empty() {
         outcome.context = Some(text.to_owned());
     }
@@ -128,9 +130,10 @@ fn read_json(event: HookEvent, json: &Value, outcome: &mut HookOutcome) {
     let specific = json.get("hookSpecificOutput").cloned().unwrap_or_default();
     match json.get("decision").and_then(Value::as_str) {
         Some("block") => {
-            outcome.block = Some(reason.clone().unwrap_or_else(|| {
-                format!("{} hook blocked without a reason", event.as_str())
-            }));
+            outcome.block =
+                Some(reason.clone().unwrap_or_else(|| {
+                    format!("{} hook blocked without a reason", event.as_str())
+                }));
         }
         Some("approve") if event == HookEvent::PreToolUse => {
             outcome.permission = Some(Permission::Allow);
@@ -150,7 +153,8 @@ fn read_json(event: HookEvent, json: &Value, outcome: &mut HookOutcome) {
             _ => {}
         }
     }
-    outcome.context = text(&specific, "additionalContext").or_else(|| text(json, "additionalContext"));
+    outcome.context =
+        text(&specific, "additionalContext").or_else(|| text(json, "additionalContext"));
 }
 
 fn with_stderr(message: String, stderr: &str) -> String {
@@ -186,7 +190,12 @@ mod tests {
     }
 
     fn pre(code: i32, stdout: &str, stderr: &str) -> HookOutcome {
-        interpret(HookEvent::PreToolUse, "check.sh", 60.0, &ran(code, stdout, stderr))
+        interpret(
+            HookEvent::PreToolUse,
+            "check.sh",
+            60.0,
+            &ran(code, stdout, stderr),
+        )
     }
 
     #[test]
@@ -194,7 +203,12 @@ mod tests {
         let outcome = pre(2, "ignored", "  no rm please \n");
         assert_eq!(outcome.block.as_deref(), Some("no rm please"));
         assert_eq!(outcome.permission, None);
-        assert!(pre(2, "", "").block.unwrap().contains("exited with status 2"));
+        assert!(
+            pre(2, "", "")
+                .block
+                .unwrap()
+                .contains("exited with status 2")
+        );
     }
 
     #[test]
@@ -202,7 +216,10 @@ mod tests {
         let outcome = pre(1, "", "boom");
         assert_eq!(outcome.block, None);
         let warning = outcome.warning.unwrap();
-        assert!(warning.contains("status 1") && warning.contains("boom"), "{warning}");
+        assert!(
+            warning.contains("status 1") && warning.contains("boom"),
+            "{warning}"
+        );
         let timed_out = interpret(
             HookEvent::Stop,
             "sleep 9",
@@ -223,10 +240,21 @@ mod tests {
             r#"{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "not on main"}}"#,
             "",
         );
-        assert_eq!(deny.permission, Some(Permission::Deny("not on main".to_owned())));
-        let ask = pre(0, r#"{"hookSpecificOutput": {"permissionDecision": "ask"}}"#, "");
+        assert_eq!(
+            deny.permission,
+            Some(Permission::Deny("not on main".to_owned()))
+        );
+        let ask = pre(
+            0,
+            r#"{"hookSpecificOutput": {"permissionDecision": "ask"}}"#,
+            "",
+        );
         assert!(matches!(ask.permission, Some(Permission::Ask(_))));
-        let allow = pre(0, r#"{"hookSpecificOutput": {"permissionDecision": "allow"}}"#, "");
+        let allow = pre(
+            0,
+            r#"{"hookSpecificOutput": {"permissionDecision": "allow"}}"#,
+            "",
+        );
         assert_eq!(allow.permission, Some(Permission::Allow));
         let legacy = pre(0, r#"{"decision": "approve"}"#, "");
         assert_eq!(legacy.permission, Some(Permission::Allow));
@@ -261,7 +289,12 @@ mod tests {
 
     #[test]
     fn plain_stdout_is_context_only_where_claude_code_reads_it() {
-        let prompt = interpret(HookEvent::UserPromptSubmit, "x", 60.0, &ran(0, "today is Monday\n", ""));
+        let prompt = interpret(
+            HookEvent::UserPromptSubmit,
+            "x",
+            60.0,
+            &ran(0, "today is Monday\n", ""),
+        );
         assert_eq!(prompt.context.as_deref(), Some("today is Monday"));
         assert_eq!(pre(0, "just chatter", ""), HookOutcome::default());
         let broken = pre(0, "{not json", "");

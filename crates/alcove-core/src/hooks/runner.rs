@@ -4,7 +4,8 @@
 //!
 //! A hook is user code that runs on every tool call of every agent; it must
 //! neither hang a session (the timeout kills everything it started) nor see
-//! the session's API keys (they are removed before it starts).
+//! the session's API keys (the caller names the variables to remove, by the
+//! same policy as Bash commands: `alcove_tools::EnvPolicy`).
 
 use std::path::Path;
 use std::process::Stdio;
@@ -22,20 +23,6 @@ const OUTPUT_CAP: usize = 256 * 1024;
 /// How long to keep reading after the shell exited (a background process
 /// that inherited the pipes could hold them open forever).
 const DRAIN_GRACE: Duration = Duration::from_millis(500);
-
-/// Whether a variable of this name holds a secret that hook (and Bash)
-/// commands must not see: API keys and anything named like `*_KEY`,
-/// `*_TOKEN`, `*_SECRET` or `*_PASSWORD` (any case).
-pub fn is_sensitive_env_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    ["_KEY", "_TOKEN", "_SECRET", "_PASSWORD"]
-        .iter()
-        .any(|suffix| upper.ends_with(suffix))
-        || matches!(
-            upper.as_str(),
-            "ANTHROPIC_API_KEY" | "OPENAI_API_KEY" | "API_KEY" | "TOKEN" | "SECRET" | "PASSWORD"
-        )
-}
 
 /// How a command ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,10 +83,12 @@ pub(crate) async fn run(invocation: Invocation<'_>) -> Ran {
             };
         }
     };
-    let group = child
-        .id()
-        .and_then(|id| i32::try_from(id).ok())
-        .map(Pid::from_raw);
+    let mut group = GroupGuard(
+        child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .map(Pid::from_raw),
+    );
     if let Some(mut stdin) = child.stdin.take() {
         let payload = invocation.stdin;
         // A hook that never reads its stdin must not block us: write aside.
@@ -112,15 +101,17 @@ pub(crate) async fn run(invocation: Invocation<'_>) -> Ran {
 
     let waited = tokio::time::timeout(invocation.timeout, child.wait()).await;
     let exit = match waited {
-        Ok(Ok(status)) => match status.code() {
-            Some(code) => Exit::Code(code),
-            None => Exit::Signal,
-        },
+        Ok(Ok(status)) => {
+            // Finished by itself: what it left in the background is its own.
+            group.0 = None;
+            match status.code() {
+                Some(code) => Exit::Code(code),
+                None => Exit::Signal,
+            }
+        }
         Ok(Err(err)) => Exit::NotStarted(err.to_string()),
         Err(_) => {
-            if let Some(group) = group {
-                let _ = killpg(group, Signal::SIGKILL);
-            }
+            group.kill();
             let _ = child.kill().await;
             Exit::TimedOut
         }
@@ -134,6 +125,24 @@ pub(crate) async fn run(invocation: Invocation<'_>) -> Ran {
         exit,
         stdout: take(&stdout),
         stderr: take(&stderr),
+    }
+}
+
+/// Kills the command's process group when the run is abandoned (timed out,
+/// or its future dropped because the agent was cancelled).
+struct GroupGuard(Option<Pid>);
+
+impl GroupGuard {
+    fn kill(&mut self) {
+        if let Some(group) = self.0.take() {
+            let _ = killpg(group, Signal::SIGKILL);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 
@@ -186,23 +195,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn sensitive_names() {
-        for name in [
-            "ANTHROPIC_API_KEY",
-            "OPENAI_API_KEY",
-            "GITHUB_TOKEN",
-            "aws_secret",
-            "DB_PASSWORD",
-            "MY_KEY",
-        ] {
-            assert!(is_sensitive_env_name(name), "{name}");
-        }
-        for name in ["PATH", "HOME", "KEYBOARD", "TOKENIZER_PATH", "ANTHROPIC_BASE_URL"] {
-            assert!(!is_sensitive_env_name(name), "{name}");
-        }
-    }
-
     #[tokio::test]
     async fn stdin_stdout_stderr_and_status() {
         let dir = tempfile::tempdir().unwrap();
@@ -216,7 +208,11 @@ mod tests {
         assert_eq!(ran.stdout, "{\"hello\": 1}");
         assert!(ran.stderr.starts_with("oops\n"));
         let cwd = std::fs::canonicalize(dir.path()).unwrap();
-        assert!(ran.stderr.contains(&cwd.display().to_string()), "{}", ran.stderr);
+        assert!(
+            ran.stderr.contains(&cwd.display().to_string()),
+            "{}",
+            ran.stderr
+        );
     }
 
     #[tokio::test]
@@ -241,6 +237,35 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_abandoned_run_kills_its_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = run(invocation(
+            "sleep 30 & echo $! > bg.pid; wait",
+            dir.path(),
+            60_000,
+        ));
+        let pid_file = dir.path().join("bg.pid");
+        let waiting = async {
+            while std::fs::read_to_string(&pid_file).map_or(true, |text| !text.ends_with('\n')) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        tokio::select! {
+            _ = run => panic!("the hook finished"),
+            () = waiting => {}
+        }
+        let pid: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+        assert!(stat.is_empty() || state.starts_with('Z'), "{stat}");
+    }
+
+    #[tokio::test]
     async fn removed_variables_are_absent_and_added_ones_present() {
         let dir = tempfile::tempdir().unwrap();
         let remove = ["HOME".to_owned()];
@@ -248,7 +273,11 @@ mod tests {
         let ran = run(Invocation {
             env_remove: &remove,
             env_add: &add,
-            ..invocation("echo \"home=${HOME:-unset} var=$HOOK_TEST_VAR\"", dir.path(), 10_000)
+            ..invocation(
+                "echo \"home=${HOME:-unset} var=$HOOK_TEST_VAR\"",
+                dir.path(),
+                10_000,
+            )
         })
         .await;
         assert_eq!(ran.exit, Exit::Code(0));

@@ -1,0 +1,325 @@
+//! `alcove config show`: the merged configuration, each value with where it
+//! came from — a built-in default, the user file, the project file, an
+//! `ALCOVE_*` environment variable or a flag.
+//!
+//! Also home of [`Layer`]: the config files and `-c` flags as separate
+//! tables, for the settings that add up across layers instead of replacing
+//! each other (permission rules).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use alcove_core::AgentLimits;
+use alcove_tools::Workspace;
+use clap::{Args, Subcommand};
+
+use crate::config::{self, Dirs};
+use crate::{CommonArgs, UsageError, permission_setup, session};
+
+/// `alcove config` arguments.
+#[derive(Debug, Args)]
+pub(crate) struct ConfigArgs {
+    #[command(subcommand)]
+    command: ConfigCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// Print the merged configuration and where each value came from.
+    Show,
+}
+
+/// One config file, or one `-c` flag, as a table.
+#[derive(Debug, Clone)]
+pub(crate) struct Layer {
+    /// `user /path/config.toml`, `project /ws/.alcove/config.toml`, `-c key=value`.
+    pub(crate) source: String,
+    pub(crate) table: toml::Table,
+}
+
+/// The file and `-c` layers, lowest first (files that do not exist are skipped).
+pub(crate) fn layers(
+    dirs: &Dirs,
+    workspace: &Path,
+    overrides: &[String],
+) -> anyhow::Result<Vec<Layer>> {
+    let mut layers = Vec::new();
+    for (kind, path) in [
+        ("user", dirs.config.join("config.toml")),
+        ("project", workspace.join(".alcove/config.toml")),
+    ] {
+        if let Some(table) = config::read_table(&path)? {
+            layers.push(Layer {
+                source: format!("{kind} {}", path.display()),
+                table,
+            });
+        }
+    }
+    for item in overrides {
+        layers.push(Layer {
+            source: format!("-c {item}"),
+            table: config::parse_override(item)?,
+        });
+    }
+    Ok(layers)
+}
+
+/// Environment variables that set a config key, and the key.
+const ENV_KEYS: [(&str, &str); 4] = [
+    ("ALCOVE_MODEL", "model"),
+    ("ALCOVE_SUBAGENT_MAX_AGENTS", "agents.max_concurrent"),
+    ("ALCOVE_SUBAGENT_COMMAND", "agents.command"),
+    ("ALCOVE_ENABLE_COLLAB_TOOLS", "agents.collab"),
+];
+
+pub(crate) fn run(common: &CommonArgs, args: &ConfigArgs) -> anyhow::Result<u8> {
+    let ConfigCommand::Show = args.command;
+    let workspace_dir = match &common.cd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()?,
+    };
+    let workspace = Workspace::new(&workspace_dir)
+        .map_err(|err| UsageError(format!("--cd {}: {err}", workspace_dir.display())))?;
+    let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
+    let usage = |err: anyhow::Error| UsageError(format!("{err:#}"));
+    // The same checks a session makes: a broken file or rule is exit 2 here too.
+    let merged = config::load(&dirs, workspace.root(), &common.overrides).map_err(usage)?;
+    permission_setup::mode(common, &merged)?;
+    let layers = layers(&dirs, workspace.root(), &common.overrides).map_err(usage)?;
+    let rules = permission_setup::rules(&layers, common)?;
+    let env: Vec<(String, String)> = ENV_KEYS
+        .iter()
+        .filter_map(|(var, key)| {
+            let value = std::env::var(var)
+                .ok()
+                .filter(|value| !value.trim().is_empty())?;
+            Some((format!("env {var}"), format!("{key}={value}")))
+        })
+        .collect();
+    print!(
+        "{}",
+        render(workspace.root(), &layers, &env, common, &rules)
+    );
+    Ok(0)
+}
+
+/// The built-in defaults, from the constants the session uses.
+fn defaults() -> toml::Table {
+    let agents = AgentLimits::default();
+    let retry = alcove_model::RetryPolicy::default();
+    let millis = |duration: std::time::Duration| {
+        toml::Value::Integer(i64::try_from(duration.as_millis()).unwrap_or(i64::MAX))
+    };
+    let mut table = toml::Table::new();
+    let mut put = |key: &str, value: toml::Value| {
+        insert_dotted(&mut table, key, value);
+    };
+    put("permission_mode", "default".into());
+    put("max_turns", i64::from(session::DEFAULT_MAX_TURNS).into());
+    put("max_tokens", i64::from(session::DEFAULT_MAX_TOKENS).into());
+    put("agents.max_depth", i64::from(agents.max_depth).into());
+    put("agents.max_turns", i64::from(agents.max_turns).into());
+    put(
+        "agents.max_concurrent",
+        i64::try_from(agents.max_concurrent)
+            .unwrap_or(i64::MAX)
+            .into(),
+    );
+    put("agents.collab", agents.collab.into());
+    put("retry.max_retries", i64::from(retry.max_retries).into());
+    put("retry.base_delay_ms", millis(retry.base_delay));
+    put("retry.max_delay_ms", millis(retry.max_delay));
+    put("retry.idle_timeout_ms", millis(retry.idle_timeout));
+    put(
+        "hooks.max_stop_continuations",
+        i64::from(session::STOP_HOOK_LIMIT).into(),
+    );
+    put("env.scrub", true.into());
+    put("env.keep", toml::Value::Array(Vec::new()));
+    table
+}
+
+fn insert_dotted(table: &mut toml::Table, key: &str, value: toml::Value) {
+    let mut parts: Vec<&str> = key.split('.').collect();
+    let Some(last) = parts.pop() else { return };
+    let mut cursor = table;
+    for part in parts {
+        let entry = cursor
+            .entry(part.to_owned())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if !entry.is_table() {
+            *entry = toml::Value::Table(toml::Table::new());
+        }
+        let toml::Value::Table(inner) = entry else {
+            return;
+        };
+        cursor = inner;
+    }
+    cursor.insert(last.to_owned(), value);
+}
+
+/// Every leaf of `table` under `prefix`, as dotted keys; the rule lists are left out.
+fn flatten(
+    prefix: &str,
+    table: &toml::Table,
+    source: &str,
+    out: &mut BTreeMap<String, (toml::Value, String)>,
+) {
+    for (key, value) in table {
+        let dotted = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        match value {
+            toml::Value::Table(inner) if !inner.is_empty() => flatten(&dotted, inner, source, out),
+            _ if matches!(
+                dotted.as_str(),
+                "permissions.allow" | "permissions.ask" | "permissions.deny"
+            ) => {}
+            value => {
+                out.insert(dotted, (value.clone(), source.to_owned()));
+            }
+        }
+    }
+}
+
+fn render(
+    workspace: &Path,
+    layers: &[Layer],
+    env: &[(String, String)],
+    common: &CommonArgs,
+    rules: &alcove_core::RuleSet,
+) -> String {
+    let mut values = BTreeMap::new();
+    flatten("", &defaults(), "default", &mut values);
+    for layer in layers
+        .iter()
+        .filter(|layer| !layer.source.starts_with("-c "))
+    {
+        flatten("", &layer.table, &layer.source, &mut values);
+    }
+    for (source, assignment) in env {
+        if let Some((key, value)) = assignment.split_once('=') {
+            let value = format!("v = {value}")
+                .parse::<toml::Table>()
+                .ok()
+                .and_then(|mut table| table.remove("v"))
+                .unwrap_or_else(|| toml::Value::String(value.to_owned()));
+            values.insert(key.to_owned(), (value, source.clone()));
+        }
+    }
+    for layer in layers
+        .iter()
+        .filter(|layer| layer.source.starts_with("-c "))
+    {
+        flatten("", &layer.table, &layer.source, &mut values);
+    }
+    if let Some(model) = &common.model {
+        values.insert(
+            "model".to_owned(),
+            (model.clone().into(), "flag --model".to_owned()),
+        );
+    }
+    if let Some(mode) = &common.permission_mode {
+        values.insert(
+            "permission_mode".to_owned(),
+            (mode.clone().into(), "flag --permission-mode".to_owned()),
+        );
+    }
+
+    let mut out = format!(
+        "# alcove configuration for {}\n# layers, later wins: default < user file < project file < env < flags\n",
+        workspace.display()
+    );
+    let width = values
+        .iter()
+        .map(|(key, (value, _))| key.len() + value.to_string().len() + 3)
+        .max()
+        .unwrap_or(0)
+        .min(72);
+    for (key, (value, source)) in &values {
+        let line = format!("{key} = {value}");
+        out.push_str(&format!("{line:<width$}  # {source}\n"));
+    }
+    for kind in [
+        alcove_core::RuleKind::Allow,
+        alcove_core::RuleKind::Ask,
+        alcove_core::RuleKind::Deny,
+    ] {
+        let list = rules.rules(kind);
+        out.push_str(&format!("permissions.{} = [", kind.as_str()));
+        if list.is_empty() {
+            out.push_str("]\n");
+            continue;
+        }
+        out.push('\n');
+        for rule in list {
+            let item = format!("    {},", toml::Value::String(rule.text().to_owned()));
+            out.push_str(&format!("{item:<width$}  # {}\n", rule.source()));
+        }
+        out.push_str("]\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_value_says_where_it_came_from() {
+        let layers = vec![
+            Layer {
+                source: "user /u/config.toml".to_owned(),
+                table: "model = \"anthropic/a\"\nmax_turns = 7\n[permissions]\ndeny = [\"Bash(rm:*)\"]\n"
+                    .parse()
+                    .unwrap(),
+            },
+            Layer {
+                source: "project /w/.alcove/config.toml".to_owned(),
+                table: "[agents]\nmax_depth = 2\n".parse().unwrap(),
+            },
+            Layer {
+                source: "-c max_turns=9".to_owned(),
+                table: "max_turns = 9\n".parse().unwrap(),
+            },
+        ];
+        use clap::Parser;
+        let common = crate::Cli::try_parse_from([
+            "alcove",
+            "--permission-mode",
+            "plan",
+            "--allow",
+            "Bash(echo:*)",
+        ])
+        .unwrap()
+        .common;
+        let env = vec![("env ALCOVE_MODEL".to_owned(), "model=openai/b".to_owned())];
+        let rules = permission_setup::rules(&layers, &common).unwrap();
+        let text = render(Path::new("/w"), &layers, &env, &common, &rules);
+        let line = |key: &str| {
+            text.lines()
+                .find(|line| line.starts_with(&format!("{key} = ")))
+                .unwrap_or_else(|| panic!("no {key} in\n{text}"))
+                .to_owned()
+        };
+        assert!(
+            line("model").contains("\"openai/b\"") && line("model").ends_with("# env ALCOVE_MODEL")
+        );
+        assert!(line("max_turns").ends_with("# -c max_turns=9"), "{text}");
+        assert!(line("max_tokens").ends_with("# default"), "{text}");
+        assert!(
+            line("agents.max_depth").contains("= 2")
+                && line("agents.max_depth").ends_with("/w/.alcove/config.toml")
+        );
+        assert!(line("permission_mode").ends_with("# flag --permission-mode"));
+        assert!(
+            text.contains("\"Bash(echo:*)\",") && text.contains("# --allow"),
+            "{text}"
+        );
+        assert!(text.contains("# user /u/config.toml"), "{text}");
+        let parsed: Result<toml::Table, _> = text.parse();
+        assert!(parsed.is_ok(), "the output is TOML: {parsed:?}\n{text}");
+    }
+}

@@ -1,0 +1,143 @@
+//! A session's hooks: `[hooks]` in alcove's TOML config, plus the `hooks`
+//! key of the workspace's `.claude/settings.json` (read-only compatibility)
+//! and `.alcove/settings.json`, all in the Claude Code command-hook format,
+//! so hook scripts written for Claude Code work unchanged.
+//!
+//! ```toml
+//! [hooks]
+//! max_stop_continuations = 3      # how often Stop/SubagentStop may send an agent back
+//!
+//! [[hooks.PreToolUse]]
+//! matcher = "Bash"
+//! command = "./scripts/check-command.sh"
+//! timeout = 60
+//! ```
+//!
+//! Entries from every source add up. A broken `.alcove/settings.json` is a
+//! configuration error; a broken `.claude/settings.json` (someone else's
+//! file) is a warning and is skipped.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use alcove_core::{CommandHooks, EventSink, HookConfig, HookEntry, HookSession, Hooks, NoHooks};
+use serde::Deserialize;
+
+use crate::UsageError;
+
+/// `[hooks]`: settings, and one array of entries per event.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct HooksEntry {
+    /// How many times Stop / SubagentStop hooks may send one run back to
+    /// work (default 3).
+    pub(crate) max_stop_continuations: Option<u32>,
+    /// `[[hooks.<Event>]]` entries, by event name.
+    #[serde(flatten)]
+    pub(crate) events: BTreeMap<String, Vec<HookEntry>>,
+}
+
+/// Every hook configured for a session in `workspace`, and warnings about
+/// entries that were dropped.
+pub(crate) fn load(
+    entry: &HooksEntry,
+    workspace: &Path,
+) -> Result<(HookConfig, Vec<String>), UsageError> {
+    let mut config = HookConfig::default();
+    let mut warnings = Vec::new();
+    for (event, entries) in &entry.events {
+        warnings.extend(config.add(event, entries, "config [hooks]"));
+    }
+    for (relative, required) in [
+        (".claude/settings.json", false),
+        (".alcove/settings.json", true),
+    ] {
+        let path = workspace.join(relative);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(err) => {
+                let message = format!("cannot read {}: {err}", path.display());
+                if required {
+                    return Err(UsageError(message));
+                }
+                warnings.push(message);
+                continue;
+            }
+        };
+        match config.add_settings_json(&text, &path.display().to_string()) {
+            Ok(more) => warnings.extend(more),
+            Err(message) if required => return Err(UsageError(message)),
+            Err(message) => warnings.push(format!("{message}; its hooks were skipped")),
+        }
+    }
+    Ok((config, warnings))
+}
+
+/// The hooks a session runs with: [`NoHooks`] when none are configured.
+pub(crate) fn build(
+    config: HookConfig,
+    session: HookSession,
+    events: Arc<dyn EventSink>,
+) -> Arc<dyn Hooks> {
+    if config.is_empty() {
+        Arc::new(NoHooks)
+    } else {
+        Arc::new(CommandHooks::new(config, session, events))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alcove_core::HookEvent;
+
+    use super::*;
+
+    #[test]
+    fn toml_entries_and_settings_files_add_up() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".claude")).unwrap();
+        std::fs::create_dir_all(dir.path().join(".alcove")).unwrap();
+        std::fs::write(
+            dir.path().join(".claude/settings.json"),
+            r#"{"hooks": {"PreToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "claude.sh"}]}]}}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join(".alcove/settings.json"),
+            r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "stop.sh"}]}]}}"#,
+        )
+        .unwrap();
+        let toml: toml::Table = toml::from_str(
+            "max_stop_continuations = 5\n[[PreToolUse]]\nmatcher = \"Bash\"\ncommand = \"a.sh\"\ntimeout = 60\n",
+        )
+        .unwrap();
+        let entry = HooksEntry::deserialize(toml::Value::Table(toml)).unwrap();
+        assert_eq!(entry.max_stop_continuations, Some(5));
+        let (config, warnings) = load(&entry, dir.path()).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(config.count(HookEvent::PreToolUse), 2);
+        assert_eq!(config.count(HookEvent::Stop), 1);
+    }
+
+    #[test]
+    fn a_broken_claude_file_warns_and_a_broken_alcove_file_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".claude")).unwrap();
+        std::fs::write(dir.path().join(".claude/settings.json"), "{\n oops").unwrap();
+        let (_, warnings) = load(&HooksEntry::default(), dir.path()).unwrap();
+        assert!(
+            warnings[0].contains(".claude/settings.json"),
+            "{warnings:?}"
+        );
+        std::fs::create_dir_all(dir.path().join(".alcove")).unwrap();
+        std::fs::write(dir.path().join(".alcove/settings.json"), "{\n oops").unwrap();
+        let err = load(&HooksEntry::default(), dir.path()).unwrap_err();
+        assert!(
+            err.0.contains(".alcove/settings.json") && err.0.contains("line 2"),
+            "{}",
+            err.0
+        );
+    }
+}

@@ -1,0 +1,232 @@
+//! A session's permission rules and environment policy, from config and flags.
+//!
+//! ```toml
+//! permission_mode = "default"
+//!
+//! [permissions]
+//! allow = ["Bash(git diff:*)", "Bash(cargo test:*)", "Edit(src/**)"]
+//! ask   = ["Bash(git push:*)"]
+//! deny  = ["Read(./secrets/**)", "Bash(rm:*)", "WebFetch"]
+//!
+//! [env]
+//! keep  = ["GITHUB_TOKEN"]   # passed to Bash even though it looks secret
+//! scrub = true               # false passes every variable through
+//! ```
+//!
+//! Rule lists *add up* across the user file, the project file and `-c`
+//! flags (a project file cannot drop the user's deny rules by writing an
+//! empty list), and `--allow` / `--deny` add to them. Every rule remembers
+//! where it came from, and a decision names it. An invalid rule is a usage
+//! error naming the rule and its source.
+
+use std::path::PathBuf;
+
+use alcove_core::{PermissionGate, PermissionMode, Rule, RuleKind, RuleSet};
+use alcove_tools::EnvPolicy;
+use serde::Deserialize;
+
+use crate::config::Config;
+use crate::config_show::Layer;
+use crate::{CommonArgs, UsageError};
+
+/// `[permissions]`: allow / ask / deny rules in Claude Code syntax.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct PermissionsEntry {
+    /// Rules for calls that run without asking.
+    pub(crate) allow: Vec<String>,
+    /// Rules for calls that need approval.
+    pub(crate) ask: Vec<String>,
+    /// Rules for calls that never run; a bare tool name also hides the tool.
+    pub(crate) deny: Vec<String>,
+}
+
+/// `[env]`: which environment variables commands see.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct EnvEntry {
+    /// Names passed through even though they look like secrets.
+    pub(crate) keep: Vec<String>,
+    /// Whether secret-looking variables are removed at all (default true).
+    pub(crate) scrub: Option<bool>,
+}
+
+/// The permission mode: `--permission-mode`, else config, else `default`.
+pub(crate) fn mode(common: &CommonArgs, config: &Config) -> Result<PermissionMode, UsageError> {
+    let text = common
+        .permission_mode
+        .clone()
+        .or_else(|| config.permission_mode.clone());
+    match text.as_deref() {
+        None => Ok(PermissionMode::Default),
+        Some(text) => PermissionMode::parse(text).ok_or_else(|| {
+            UsageError(format!(
+                "unknown permission mode `{text}`; use default, acceptEdits, plan, bypassPermissions or dontAsk"
+            ))
+        }),
+    }
+}
+
+/// The session's root gate: `mode`, the rules of every layer and flag, and
+/// the home folder `~/` patterns resolve against.
+pub(crate) fn gate(
+    mode: PermissionMode,
+    layers: &[Layer],
+    common: &CommonArgs,
+) -> Result<PermissionGate, UsageError> {
+    Ok(PermissionGate::new(mode)
+        .with_rules(rules(layers, common)?)
+        .with_home(std::env::var_os("HOME").map(PathBuf::from)))
+}
+
+/// Flags first, then the layers from the most specific (`-c`, project) to
+/// the user file, so a decision names the most specific matching rule.
+pub(crate) fn rules(layers: &[Layer], common: &CommonArgs) -> Result<RuleSet, UsageError> {
+    let mut set = RuleSet::default();
+    let usage = |err: alcove_core::RuleError| UsageError(err.to_string());
+    for text in &common.deny {
+        set.add(RuleKind::Deny, Rule::parse(text, "--deny").map_err(usage)?);
+    }
+    for text in &common.allow {
+        set.add(
+            RuleKind::Allow,
+            Rule::parse(text, "--allow").map_err(usage)?,
+        );
+    }
+    for layer in layers.iter().rev() {
+        for (kind, texts) in layer_rules(layer)? {
+            for text in texts {
+                set.add(kind, Rule::parse(&text, &layer.source).map_err(usage)?);
+            }
+        }
+    }
+    Ok(set)
+}
+
+/// The `[permissions]` lists of one layer.
+pub(crate) fn layer_rules(layer: &Layer) -> Result<Vec<(RuleKind, Vec<String>)>, UsageError> {
+    let Some(permissions) = layer.table.get("permissions") else {
+        return Ok(Vec::new());
+    };
+    let Some(table) = permissions.as_table() else {
+        return Err(UsageError(format!(
+            "{}: `permissions` must be a table",
+            layer.source
+        )));
+    };
+    let mut lists = Vec::new();
+    for kind in [RuleKind::Deny, RuleKind::Ask, RuleKind::Allow] {
+        let Some(value) = table.get(kind.as_str()) else {
+            continue;
+        };
+        let texts = value
+            .as_array()
+            .and_then(|items| {
+                items
+                    .iter()
+                    .map(|item| item.as_str().map(str::to_owned))
+                    .collect::<Option<Vec<_>>>()
+            })
+            .ok_or_else(|| {
+                UsageError(format!(
+                    "{}: `permissions.{}` must be an array of rule strings",
+                    layer.source,
+                    kind.as_str()
+                ))
+            })?;
+        lists.push((kind, texts));
+    }
+    Ok(lists)
+}
+
+/// What Bash commands' environment keeps, from `[env]`.
+pub(crate) fn env_policy(config: &Config) -> EnvPolicy {
+    EnvPolicy {
+        scrub: config.env.scrub.unwrap_or(true),
+        keep: config.env.keep.clone(),
+    }
+}
+
+/// Values never written to transcripts: those of secret-looking variables
+/// (8 characters or more) and the model's API key, collected once.
+pub(crate) fn redactions(api_key: Option<&str>) -> Vec<String> {
+    let mut values = alcove_tools::secret_values(std::env::vars_os());
+    if let Some(key) = api_key.filter(|key| key.chars().count() >= 8) {
+        values.push(key.to_owned());
+    }
+    values
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layer(source: &str, text: &str) -> Layer {
+        Layer {
+            source: source.to_owned(),
+            table: text.parse().unwrap(),
+        }
+    }
+
+    fn common(allow: &[&str], deny: &[&str]) -> CommonArgs {
+        use clap::Parser;
+        let mut argv = vec!["alcove".to_owned()];
+        for rule in allow {
+            argv.extend(["--allow".to_owned(), rule.to_string()]);
+        }
+        for rule in deny {
+            argv.extend(["--deny".to_owned(), rule.to_string()]);
+        }
+        crate::Cli::try_parse_from(argv).unwrap().common
+    }
+
+    #[test]
+    fn rule_lists_add_up_across_layers_and_flags_with_their_sources() {
+        let layers = [
+            layer(
+                "user /u/config.toml",
+                "[permissions]\ndeny = [\"Bash(rm:*)\"]\n",
+            ),
+            layer(
+                "project /p/.alcove/config.toml",
+                "[permissions]\ndeny = []\nallow = [\"Edit(src/**)\"]\n",
+            ),
+        ];
+        let set = rules(&layers, &common(&["Bash(echo:*)"], &["WebFetch"])).unwrap();
+        let deny: Vec<(&str, &str)> = set
+            .rules(RuleKind::Deny)
+            .iter()
+            .map(|rule| (rule.text(), rule.source()))
+            .collect();
+        assert_eq!(
+            deny,
+            [
+                ("WebFetch", "--deny"),
+                ("Bash(rm:*)", "user /u/config.toml")
+            ]
+        );
+        let allow: Vec<&str> = set
+            .rules(RuleKind::Allow)
+            .iter()
+            .map(|rule| rule.source())
+            .collect();
+        assert_eq!(allow, ["--allow", "project /p/.alcove/config.toml"]);
+    }
+
+    #[test]
+    fn invalid_rules_and_lists_are_usage_errors_naming_them() {
+        let err = rules(&[], &common(&["Bash(oops"], &[])).unwrap_err();
+        assert!(
+            err.0.contains("`Bash(oops`") && err.0.contains("--allow"),
+            "{}",
+            err.0
+        );
+        let bad = [layer("project p.toml", "[permissions]\nallow = \"Bash\"\n")];
+        let err = rules(&bad, &common(&[], &[])).unwrap_err();
+        assert!(
+            err.0.contains("p.toml") && err.0.contains("permissions.allow"),
+            "{}",
+            err.0
+        );
+    }
+}

@@ -1,0 +1,447 @@
+//! The UI's state and everything that changes it: agent events, keys,
+//! slash commands, turn starts and ends.
+//!
+//! It does no I/O. The loop in `driver` feeds it and carries out the
+//! [`Action`]s it returns; `view` draws it. Finished conversation lines
+//! collect in an outbox that the loop writes to the terminal's scrollback.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use alcove_core::{AgentOutcome, PermissionGate};
+use alcove_protocol::{AgentEvent, EventKind, RunStatus, Usage};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::text::{Line, Span};
+
+use super::approval::{ApprovalQueue, SessionRules};
+use super::cells::{Cell, NoticeKind, ToolStatus, format_tokens};
+use super::commands::{self, Command};
+use super::conversation::Conversation;
+use super::editor::{Editor, EditorAction};
+use super::panel::Panel;
+use super::theme::Theme;
+
+/// What the session is, as the UI shows it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Facts {
+    pub(crate) id: String,
+    pub(crate) model: String,
+    pub(crate) mode: String,
+    pub(crate) workspace: PathBuf,
+    pub(crate) transcript: Option<String>,
+    /// Agent types: name and description.
+    pub(crate) definitions: Vec<(String, String)>,
+}
+
+/// What the loop must do after a key.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// Start a turn with this prompt.
+    Submit(String),
+    /// Cancel the running turn.
+    Interrupt,
+    Exit,
+    /// Start a new conversation.
+    Clear,
+    /// Continue with another model.
+    SwitchModel(String),
+}
+
+/// What the viewport shows besides the conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Overlay {
+    None,
+    /// A child's live transcript: its index in the panel, and how many
+    /// lines it is scrolled up from the bottom.
+    Child { index: usize, scroll: usize },
+}
+
+/// The UI's state.
+pub(crate) struct App {
+    pub(crate) theme: Theme,
+    pub(crate) width: u16,
+    pub(crate) facts: Facts,
+    pub(crate) main: Conversation,
+    pub(crate) panel: Panel,
+    pub(crate) approvals: ApprovalQueue,
+    pub(crate) editor: Editor,
+    pub(crate) rules: Arc<SessionRules>,
+    /// The main agent's gate, for "allow always" rules once it takes them.
+    pub(crate) gate: Option<Arc<PermissionGate>>,
+    pub(crate) overlay: Overlay,
+    /// Prompts sent while a turn ran, in order.
+    pub(crate) queued: VecDeque<String>,
+    /// When the running turn started.
+    pub(crate) turn_started: Option<Instant>,
+    pub(crate) interrupting: bool,
+    /// Tokens of every agent.
+    pub(crate) usage: Usage,
+    pub(crate) main_turns: u32,
+    /// A short message for the footer, until the next key.
+    pub(crate) hint: Option<String>,
+    ctrl_c_armed: bool,
+    outbox: Vec<Line<'static>>,
+    last_committed: Option<Cell>,
+}
+
+impl App {
+    /// A fresh UI `width` columns wide.
+    pub(crate) fn new(theme: Theme, width: u16, facts: Facts, rules: Arc<SessionRules>) -> App {
+        App {
+            theme,
+            width,
+            facts,
+            main: Conversation::default(),
+            panel: Panel::default(),
+            approvals: ApprovalQueue::default(),
+            editor: Editor::default(),
+            rules,
+            gate: None,
+            overlay: Overlay::None,
+            queued: VecDeque::new(),
+            turn_started: None,
+            interrupting: false,
+            usage: Usage::default(),
+            main_turns: 0,
+            hint: None,
+            ctrl_c_armed: false,
+            outbox: Vec::new(),
+            last_committed: None,
+        }
+    }
+
+    /// Whether a turn runs.
+    pub(crate) fn running(&self) -> bool {
+        self.turn_started.is_some()
+    }
+
+    /// Whether anything on screen moves by itself (spinners, clocks).
+    pub(crate) fn animating(&self) -> bool {
+        self.running() || self.panel.running() > 0
+    }
+
+    /// Lines finished since the last call, for the scrollback.
+    pub(crate) fn take_outbox(&mut self) -> Vec<Line<'static>> {
+        std::mem::take(&mut self.outbox)
+    }
+
+    /// Adds a finished cell to the conversation.
+    pub(crate) fn commit(&mut self, cell: Cell, now: Instant) {
+        if cell.wants_gap(self.last_committed.as_ref()) {
+            self.outbox.push(Line::default());
+        }
+        self.outbox
+            .extend(cell.lines(usize::from(self.width), self.theme, now));
+        self.last_committed = Some(cell);
+    }
+
+    /// A notice in the conversation.
+    pub(crate) fn notice(&mut self, kind: NoticeKind, text: impl Into<String>, now: Instant) {
+        self.commit(Cell::Notice(kind, text.into()), now);
+    }
+
+    /// Applies one event of any agent.
+    pub(crate) fn apply_event(&mut self, event: &AgentEvent, now: Instant) {
+        match &event.kind {
+            EventKind::SessionStarted {
+                session_id,
+                model,
+                transcript,
+                ..
+            } => {
+                self.facts.id = session_id.clone();
+                self.facts.model = model.clone();
+                self.facts.transcript = transcript.clone();
+            }
+            EventKind::Usage { usage } => self.usage.add(*usage),
+            EventKind::TurnStarted { .. } if event.agent.as_str() == "main" => self.main_turns += 1,
+            _ => {}
+        }
+        self.panel.apply(event, &self.facts.workspace, now);
+        if event.agent.as_str() == "main" {
+            let cells = self
+                .main
+                .apply(&event.kind, &self.facts.workspace, false, now);
+            for cell in cells {
+                self.commit(cell, now);
+            }
+        }
+    }
+
+    /// A turn starts with `prompt`.
+    pub(crate) fn begin_turn(&mut self, prompt: &str, now: Instant) {
+        self.commit(Cell::User(prompt.to_owned()), now);
+        self.turn_started = Some(now);
+        self.interrupting = false;
+        self.panel.epoch += 1;
+    }
+
+    /// The running turn ended.
+    pub(crate) fn end_turn(&mut self, outcome: &AgentOutcome, now: Instant) {
+        for cell in self.main.cut_short() {
+            self.commit(cell, now);
+        }
+        for mut tool in std::mem::take(&mut self.main.running) {
+            tool.status = ToolStatus::Failed;
+            self.commit(Cell::Tool(tool), now);
+        }
+        if self.panel.tree_order(true).iter().any(|idx| self.panel.children[*idx].epoch == self.panel.epoch) {
+            let lines = self.panel.lines(usize::from(self.width), self.theme, now);
+            self.commit(Cell::Lines(lines), now);
+        }
+        let (kind, text) = match outcome.status {
+            RunStatus::Completed => (None, String::new()),
+            RunStatus::Aborted => (
+                Some(NoticeKind::Warning),
+                "Interrupted. The conversation is kept; say how to go on.".to_owned(),
+            ),
+            RunStatus::MaxTurns => (
+                Some(NoticeKind::Warning),
+                format!("Stopped after {} model turns (the turn cap) before the task was finished.", outcome.turns),
+            ),
+            RunStatus::Budget => (Some(NoticeKind::Warning), "Stopped: a budget ran out.".to_owned()),
+            RunStatus::Failed => (
+                Some(NoticeKind::Error),
+                format!("The turn failed: {}", outcome.error.as_deref().unwrap_or("unknown error")),
+            ),
+        };
+        if let Some(kind) = kind {
+            self.notice(kind, text, now);
+        }
+        self.turn_started = None;
+        self.interrupting = false;
+    }
+
+    /// Forgets the conversation on screen (a new one starts).
+    pub(crate) fn reset_conversation(&mut self) {
+        self.main = Conversation::default();
+        self.panel = Panel::default();
+        self.last_committed = None;
+        self.main_turns = 0;
+        self.usage = Usage::default();
+        self.overlay = Overlay::None;
+    }
+
+    /// Handles a key.
+    pub(crate) fn on_key(&mut self, key: KeyEvent, now: Instant) -> Option<Action> {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let is_ctrl_c = ctrl && key.code == KeyCode::Char('c');
+        let armed = std::mem::take(&mut self.ctrl_c_armed);
+        if !is_ctrl_c {
+            self.hint = None;
+        }
+        if let Overlay::Child { .. } = self.overlay {
+            return self.on_child_view_key(key, is_ctrl_c);
+        }
+        if is_ctrl_c {
+            if self.running() {
+                self.ctrl_c_armed = true;
+                return self.interrupt();
+            }
+            if !self.editor.is_empty() {
+                self.editor.clear();
+                return None;
+            }
+            if armed {
+                return Some(Action::Exit);
+            }
+            self.ctrl_c_armed = true;
+            self.hint = Some("Press Ctrl+C again to exit".to_owned());
+            return None;
+        }
+        if key.code == KeyCode::Esc && !self.approvals.typing_reason() {
+            return if self.running() { self.interrupt() } else { None };
+        }
+        if !self.approvals.is_empty() {
+            if let Some(approval) = self.approvals.on_key(key) {
+                self.approvals
+                    .answer(approval, &self.rules, self.gate.as_deref());
+            }
+            return None;
+        }
+        match key.code {
+            KeyCode::Char('t') if ctrl => {
+                self.open_child_view();
+                return None;
+            }
+            KeyCode::Char('d') if ctrl && self.editor.is_empty() => return Some(Action::Exit),
+            KeyCode::Tab => {
+                if let Some(command) = commands::complete(&self.editor.text()) {
+                    self.editor.set_text(&format!("{command} "));
+                }
+                return None;
+            }
+            _ => {}
+        }
+        let EditorAction::Submit(text) = self.editor.on_key(key) else {
+            return None;
+        };
+        if let Some(command) = commands::parse(&text) {
+            return self.run_command(command, now);
+        }
+        if self.running() {
+            self.queued.push_back(text);
+            self.hint = Some("Queued; it is sent when this turn ends".to_owned());
+            return None;
+        }
+        Some(Action::Submit(text))
+    }
+
+    /// Pasted text goes to the deny reason being typed, or the editor.
+    pub(crate) fn on_paste(&mut self, text: &str) {
+        if self.approvals.typing_reason() {
+            self.approvals.paste(text);
+        } else if self.overlay == Overlay::None {
+            self.editor.insert(text);
+        }
+    }
+
+    fn interrupt(&mut self) -> Option<Action> {
+        if self.interrupting {
+            return None;
+        }
+        self.interrupting = true;
+        self.queued.clear();
+        Some(Action::Interrupt)
+    }
+
+    fn open_child_view(&mut self) {
+        let order = self.panel.tree_order(false);
+        let running = order
+            .iter()
+            .rev()
+            .find(|idx| self.panel.children[**idx].state == super::panel::ChildState::Running);
+        match running.or(order.last()) {
+            Some(index) => self.overlay = Overlay::Child { index: *index, scroll: 0 },
+            None => self.hint = Some("No child agents in this session yet".to_owned()),
+        }
+    }
+
+    fn on_child_view_key(&mut self, key: KeyEvent, is_ctrl_c: bool) -> Option<Action> {
+        let Overlay::Child { index, scroll } = self.overlay else {
+            return None;
+        };
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            _ if is_ctrl_c => {
+                self.overlay = Overlay::None;
+                if self.running() {
+                    return self.interrupt();
+                }
+            }
+            KeyCode::Esc | KeyCode::Char('q') | KeyCode::Left => self.overlay = Overlay::None,
+            KeyCode::Char('t') if ctrl => self.overlay = Overlay::None,
+            KeyCode::Tab | KeyCode::BackTab | KeyCode::Right => {
+                let order = self.panel.tree_order(false);
+                let at = order.iter().position(|idx| *idx == index).unwrap_or(0);
+                let next = if key.code == KeyCode::BackTab {
+                    (at + order.len() - 1) % order.len().max(1)
+                } else {
+                    (at + 1) % order.len().max(1)
+                };
+                if let Some(next) = order.get(next) {
+                    self.overlay = Overlay::Child { index: *next, scroll: 0 };
+                }
+            }
+            KeyCode::Up => self.overlay = Overlay::Child { index, scroll: scroll + 1 },
+            KeyCode::Down => self.overlay = Overlay::Child { index, scroll: scroll.saturating_sub(1) },
+            KeyCode::PageUp => self.overlay = Overlay::Child { index, scroll: scroll + 10 },
+            KeyCode::PageDown => self.overlay = Overlay::Child { index, scroll: scroll.saturating_sub(10) },
+            KeyCode::End => self.overlay = Overlay::Child { index, scroll: 0 },
+            _ => {}
+        }
+        None
+    }
+
+    fn run_command(&mut self, command: Command, now: Instant) -> Option<Action> {
+        let theme = self.theme;
+        match command {
+            Command::Help => self.commit(Cell::Lines(commands::help_lines(theme)), now),
+            Command::Agents => {
+                let lines = self.agents_lines(now);
+                self.commit(Cell::Lines(lines), now);
+            }
+            Command::Status => {
+                let lines = self.status_lines();
+                self.commit(Cell::Lines(lines), now);
+            }
+            Command::Model(None) => {
+                let text = format!(
+                    "Model: {}. `/model provider/name` switches for the next turns (same conversation).",
+                    self.facts.model
+                );
+                self.notice(NoticeKind::Info, text, now);
+            }
+            Command::Clear | Command::Model(Some(_)) if self.running() => {
+                self.notice(NoticeKind::Warning, "A turn is running: wait for it or press Esc first.", now);
+            }
+            Command::Model(Some(spec)) => return Some(Action::SwitchModel(spec)),
+            Command::Clear => return Some(Action::Clear),
+            Command::Exit => return Some(Action::Exit),
+            Command::Unknown(name) => {
+                self.notice(NoticeKind::Error, format!("Unknown command {name}. Type /help for the list."), now);
+            }
+        }
+        None
+    }
+
+    fn agents_lines(&self, now: Instant) -> Vec<Line<'static>> {
+        let theme = self.theme;
+        let width = usize::from(self.width);
+        let mut out = vec![Line::styled("Child agents of this session", theme.strong())];
+        let order = self.panel.tree_order(false);
+        if order.is_empty() {
+            out.push(Line::styled("  none yet", theme.dim()));
+        }
+        for idx in order {
+            out.push(self.panel.children[idx].row(width, theme, now));
+        }
+        out.push(Line::styled("Agent types (the Agent tool's subagent_type)", theme.strong()));
+        for (name, description) in &self.facts.definitions {
+            let line = Line::from(vec![
+                Span::styled(format!("  {name:<16} "), theme.accent()),
+                Span::styled(description.clone(), theme.dim()),
+            ]);
+            out.extend(super::wrap::wrap_line(&line, width, &" ".repeat(19)));
+        }
+        let rules = self.rules.list();
+        if !rules.is_empty() {
+            out.push(Line::from(vec![
+                Span::styled("Allowed for this session: ", theme.strong()),
+                Span::styled(rules.join(", "), theme.text()),
+            ]));
+        }
+        out
+    }
+
+    fn status_lines(&self) -> Vec<Line<'static>> {
+        let theme = self.theme;
+        let row = |label: &str, value: String| {
+            Line::from(vec![
+                Span::styled(format!("  {label:<11}"), theme.dim()),
+                Span::styled(value, theme.text()),
+            ])
+        };
+        let children = self.panel.children.len();
+        vec![
+            Line::styled("Status", theme.strong()),
+            row("model", self.facts.model.clone()),
+            row("mode", self.facts.mode.clone()),
+            row("session", self.facts.id.clone()),
+            row("workspace", self.facts.workspace.display().to_string()),
+            row(
+                "tokens",
+                format!(
+                    "{} in · {} out (all agents; {children} children)",
+                    format_tokens(self.usage.input_tokens),
+                    format_tokens(self.usage.output_tokens)
+                ),
+            ),
+            row("cost", "unknown (no price table for this model)".to_owned()),
+            row("turns", self.main_turns.to_string()),
+            row("transcript", self.facts.transcript.clone().unwrap_or_default()),
+        ]
+    }
+}

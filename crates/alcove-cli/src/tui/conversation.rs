@@ -1,0 +1,209 @@
+//! One agent's conversation as it streams: finished cells, the text still
+//! arriving, and the tool calls still running.
+//!
+//! The main agent and every child are followed with this same type, built
+//! from the same events, so a child's live transcript view shows exactly
+//! what the main conversation would.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use alcove_protocol::{ContentBlock, EventKind, Message, Role};
+use ratatui::text::Line;
+
+use super::cells::{Cell, NoticeKind, ToolCell, ToolStatus, assistant_lines};
+use super::theme::Theme;
+use crate::resume::INTERRUPTED_NOTE;
+
+/// One agent's conversation.
+#[derive(Debug, Default)]
+pub(crate) struct Conversation {
+    /// Finished cells (kept for children; the main agent's go to the scrollback).
+    pub(crate) cells: Vec<Cell>,
+    /// Assistant text of the current model turn, still streaming.
+    pub(crate) streaming: String,
+    /// Calls started and not finished, in start order.
+    pub(crate) running: Vec<ToolCell>,
+}
+
+impl Conversation {
+    /// Applies one event of this agent and returns the cells it finished.
+    /// `echo_user` shows the agent's own user messages (a child's task);
+    /// the main agent's prompts are shown when they are typed instead.
+    pub(crate) fn apply(
+        &mut self,
+        kind: &EventKind,
+        workspace: &Path,
+        echo_user: bool,
+        now: Instant,
+    ) -> Vec<Cell> {
+        match kind {
+            EventKind::TextDelta { text } => {
+                self.streaming.push_str(text);
+                Vec::new()
+            }
+            EventKind::StreamRestarted { reason } => {
+                self.streaming.clear();
+                vec![Cell::Notice(
+                    NoticeKind::Warning,
+                    format!("The model stream broke ({reason}); asking again."),
+                )]
+            }
+            EventKind::AssistantText { text } => {
+                self.streaming.clear();
+                if text.trim().is_empty() {
+                    Vec::new()
+                } else {
+                    vec![Cell::Assistant(text.clone())]
+                }
+            }
+            EventKind::ToolCallStarted { id, name, input } => {
+                self.running
+                    .push(ToolCell::started(id, name, input, workspace, now));
+                Vec::new()
+            }
+            EventKind::ToolCallFinished {
+                id,
+                content,
+                is_error,
+                duration_ms,
+                ..
+            } => {
+                let Some(idx) = self.running.iter().position(|tool| tool.id == *id) else {
+                    return Vec::new();
+                };
+                let mut tool = self.running.remove(idx);
+                tool.status = if *is_error {
+                    ToolStatus::Failed
+                } else {
+                    ToolStatus::Ok
+                };
+                tool.duration_ms = Some(*duration_ms);
+                tool.result = Some(content.clone());
+                vec![Cell::Tool(tool)]
+            }
+            EventKind::ModelRetry {
+                attempt,
+                delay_ms,
+                reason,
+            } => vec![Cell::Notice(
+                NoticeKind::Warning,
+                format!(
+                    "Model request failed (attempt {attempt}): {reason}; retrying in {:.1}s",
+                    Duration::from_millis(*delay_ms).as_secs_f64()
+                ),
+            )],
+            EventKind::Warning { message } => {
+                vec![Cell::Notice(NoticeKind::Warning, message.clone())]
+            }
+            EventKind::Message { message } if echo_user && message.role == Role::User => {
+                let text = message.text();
+                if text.trim().is_empty() {
+                    Vec::new()
+                } else {
+                    vec![Cell::User(text)]
+                }
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Ends whatever is still streaming (an interrupted turn), returning
+    /// the partial answer as a cell.
+    pub(crate) fn cut_short(&mut self) -> Vec<Cell> {
+        let text = std::mem::take(&mut self.streaming);
+        if text.trim().is_empty() {
+            Vec::new()
+        } else {
+            vec![Cell::Assistant(text)]
+        }
+    }
+
+    /// What is still in progress, as lines (without running `Agent` calls
+    /// when `hide_agent_calls`).
+    pub(crate) fn live_lines(
+        &self,
+        width: usize,
+        theme: Theme,
+        now: Instant,
+        hide_agent_calls: bool,
+    ) -> Vec<Line<'static>> {
+        let mut out = Vec::new();
+        if !self.streaming.trim().is_empty() {
+            out.extend(assistant_lines(&self.streaming, width, theme));
+        }
+        for tool in &self.running {
+            if hide_agent_calls && tool.name == "Agent" {
+                continue;
+            }
+            out.extend(Cell::Tool(tool.clone()).lines(width, theme, now));
+        }
+        out
+    }
+
+    /// Finished cells and what is in progress, as lines.
+    pub(crate) fn all_lines(&self, width: usize, theme: Theme, now: Instant) -> Vec<Line<'static>> {
+        let mut out = Vec::new();
+        let mut previous: Option<&Cell> = None;
+        for cell in &self.cells {
+            if cell.wants_gap(previous) {
+                out.push(Line::default());
+            }
+            out.extend(cell.lines(width, theme, now));
+            previous = Some(cell);
+        }
+        let live = self.live_lines(width, theme, now, false);
+        if !live.is_empty() && previous.is_some() {
+            out.push(Line::default());
+        }
+        out.extend(live);
+        out
+    }
+}
+
+/// The cells of a conversation rebuilt from its messages (a resumed
+/// session): prompts, answers, and each tool call with its result.
+pub(crate) fn cells_from_history(messages: &[Message], workspace: &Path, now: Instant) -> Vec<Cell> {
+    let results: std::collections::HashMap<&str, (&str, bool)> = messages
+        .iter()
+        .flat_map(|message| message.content.iter())
+        .filter_map(|block| match block {
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => Some((tool_use_id.as_str(), (content.as_str(), *is_error))),
+            _ => None,
+        })
+        .collect();
+    let mut cells = Vec::new();
+    for message in messages {
+        for block in &message.content {
+            match (message.role, block) {
+                (Role::User, ContentBlock::Text { text }) if !text.trim().is_empty() => {
+                    cells.push(Cell::User(text.clone()));
+                }
+                (Role::Assistant, ContentBlock::Text { text }) if text == INTERRUPTED_NOTE => {
+                    cells.push(Cell::Notice(NoticeKind::Warning, "Interrupted.".to_owned()));
+                }
+                (Role::Assistant, ContentBlock::Text { text }) if !text.trim().is_empty() => {
+                    cells.push(Cell::Assistant(text.clone()));
+                }
+                (Role::Assistant, ContentBlock::ToolUse { id, name, input }) => {
+                    let mut tool = ToolCell::started(id, name, input, workspace, now);
+                    tool.diff = None;
+                    let (content, is_error) = results.get(id.as_str()).copied().unwrap_or(("", true));
+                    tool.status = if is_error {
+                        ToolStatus::Failed
+                    } else {
+                        ToolStatus::Ok
+                    };
+                    tool.result = Some(content.to_owned());
+                    cells.push(Cell::Tool(tool));
+                }
+                _ => {}
+            }
+        }
+    }
+    cells
+}

@@ -1,0 +1,182 @@
+//! Session and turn plumbing shared by the inline UI and the plain front end:
+//! opening a session wired to the UI's channels, running one turn of the
+//! main agent with the conversation so far, and closing the session.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use alcove_core::{AgentOutcome, Approver, EventSink, run_agent};
+use alcove_protocol::{AgentEvent, AgentPath, EventKind, Message, RunStatus, Usage};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::ChannelSink;
+use super::approval::{Ask, ChannelApprover, SessionRules};
+use crate::CommonArgs;
+use crate::resume::repair_history;
+use crate::session::{FrontEnd, Session};
+
+/// How long an interrupted turn may take to wind down when the UI exits.
+const EXIT_GRACE: Duration = Duration::from_secs(10);
+
+/// The UI's ends of the event and approval channels.
+pub(crate) struct Channels {
+    pub(crate) events: mpsc::UnboundedReceiver<AgentEvent>,
+    pub(crate) asks: mpsc::UnboundedReceiver<Ask>,
+    pub(crate) rules: Arc<SessionRules>,
+    sink: Arc<dyn EventSink>,
+    approver: Arc<dyn Approver>,
+}
+
+impl Channels {
+    pub(crate) fn new() -> Channels {
+        let (event_tx, events) = mpsc::unbounded_channel();
+        let (ask_tx, asks) = mpsc::unbounded_channel();
+        Channels {
+            events,
+            asks,
+            sink: Arc::new(ChannelSink(event_tx)),
+            approver: Arc::new(ChannelApprover::new(ask_tx)),
+            rules: Arc::new(SessionRules::default()),
+        }
+    }
+
+    /// Opens a session whose events and approvals come to these channels;
+    /// `resume` continues an earlier session (same id and transcript).
+    pub(crate) async fn open(
+        &self,
+        common: &CommonArgs,
+        extra: Vec<Arc<dyn EventSink>>,
+        resume: Option<String>,
+    ) -> anyhow::Result<Session> {
+        let mut sinks = vec![self.sink.clone()];
+        sinks.extend(extra);
+        Session::open(
+            common,
+            FrontEnd {
+                sinks,
+                approver: self.approver.clone(),
+                max_turns: None,
+                resume,
+            },
+        )
+        .await
+    }
+}
+
+/// A running turn of the main agent.
+pub(crate) struct Turn {
+    pub(crate) cancel: CancellationToken,
+    handle: JoinHandle<AgentOutcome>,
+}
+
+/// Starts a turn: `prompt` after `history`, once the UserPromptSubmit
+/// hooks let it through (a refusal ends the turn as failed, with the
+/// history unchanged).
+pub(crate) fn start_turn(session: &Session, history: Vec<Message>, prompt: String) -> Turn {
+    let cancel = CancellationToken::new();
+    let run = session.main_run(cancel.clone());
+    let runtime = session.runtime.clone();
+    let handle = tokio::spawn(async move {
+        let prompt = match runtime.hooks.user_prompt_submit(&prompt).await {
+            Ok(None) => prompt,
+            Ok(Some(context)) => format!("{prompt}\n\n[hook context]\n{context}"),
+            Err(reason) => {
+                return AgentOutcome {
+                    status: RunStatus::Failed,
+                    messages: history,
+                    turns: 0,
+                    usage: Usage::default(),
+                    error: Some(format!("the prompt was blocked by a UserPromptSubmit hook: {reason}")),
+                };
+            }
+        };
+        run_agent(&runtime, &run, history, Message::user_text(prompt)).await
+    });
+    Turn { cancel, handle }
+}
+
+/// Waits for the running turn, or forever when there is none.
+pub(crate) async fn wait(turn: &mut Option<Turn>) -> AgentOutcome {
+    match turn {
+        Some(turn) => outcome_of((&mut turn.handle).await),
+        None => std::future::pending().await,
+    }
+}
+
+/// Cancels a turn and waits (a bounded time) for it to wind down, so every
+/// call gets its result and children's processes are killed.
+pub(crate) async fn cancel_and_wait(turn: Turn) -> Option<AgentOutcome> {
+    turn.cancel.cancel();
+    tokio::time::timeout(EXIT_GRACE, turn.handle)
+        .await
+        .ok()
+        .map(outcome_of)
+}
+
+fn outcome_of(joined: Result<AgentOutcome, tokio::task::JoinError>) -> AgentOutcome {
+    joined.unwrap_or_else(|err| AgentOutcome {
+        status: RunStatus::Failed,
+        messages: Vec::new(),
+        turns: 0,
+        usage: Usage::default(),
+        error: Some(format!("the turn stopped unexpectedly: {err}")),
+    })
+}
+
+/// What the session's turns added up to.
+#[derive(Debug, Default)]
+pub(crate) struct Totals {
+    pub(crate) turns: u32,
+    pub(crate) usage: Usage,
+    pub(crate) last: Option<RunStatus>,
+}
+
+impl Totals {
+    /// Takes in a finished turn: the conversation becomes its history, made
+    /// valid to continue (the repair is recorded in the transcript).
+    pub(crate) fn settle(&mut self, session: &Session, history: &mut Vec<Message>, outcome: AgentOutcome) {
+        self.turns += outcome.turns;
+        self.usage.add(outcome.usage);
+        self.last = Some(outcome.status);
+        if outcome.messages.is_empty() && outcome.status == RunStatus::Failed {
+            // The task itself died; keep the conversation as it was.
+            return;
+        }
+        *history = outcome.messages;
+        for message in repair_history(history) {
+            session
+                .runtime
+                .emit(&AgentPath::main(), EventKind::Message { message });
+        }
+    }
+
+    /// Records the end of the session (or of one segment of it): closes
+    /// background agents still running, runs the SessionEnd hooks with
+    /// `reason`, and emits `session_ended`.
+    pub(crate) async fn end(&self, session: &Session, status: Option<RunStatus>, reason: &str) {
+        let still_running = session.supervisor.close_all().await;
+        if !still_running.is_empty() {
+            session.runtime.emit(
+                &AgentPath::main(),
+                EventKind::Warning {
+                    message: format!(
+                        "the session ended while spawned agents were still running; closed: {}",
+                        still_running.join(", ")
+                    ),
+                },
+            );
+        }
+        session.runtime.hooks.session_end(reason).await;
+        session.runtime.emit(
+            &AgentPath::main(),
+            EventKind::SessionEnded {
+                status: status.or(self.last).unwrap_or(RunStatus::Completed),
+                turns: self.turns,
+                usage: self.usage,
+                error: None,
+            },
+        );
+    }
+}

@@ -1,0 +1,278 @@
+//! The interactive UI through the real binary in a real pseudo-terminal:
+//! tmux runs `alcove` in an 80×24 pane, the test types into it with
+//! `send-keys` and reads the screen with `capture-pane`, polling with a
+//! deadline for what it expects to see.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use alcove_testkit::{FakeServer, Script, Step, TestEnv};
+use serde_json::json;
+
+use crate::support::{alcove, assert_nothing_lost, of_type, read_jsonl, setup, transcripts};
+
+/// How long any one thing may take to appear.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// One tmux server (on its own socket) with one 80×24 pane running alcove.
+struct Pane {
+    _dir: tempfile::TempDir,
+    socket: PathBuf,
+}
+
+impl Pane {
+    fn start(env: &TestEnv, server: &FakeServer, args: &[&str]) -> Pane {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("tmux.sock");
+        let conf = dir.path().join("tmux.conf");
+        std::fs::write(
+            &conf,
+            "set -g remain-on-exit on\nset -g history-limit 5000\nset -g status off\n",
+        )
+        .unwrap();
+        let base = env.command(alcove(), server);
+        let mut tmux = Command::new("tmux");
+        for (key, value) in base.get_envs() {
+            match value {
+                Some(value) => tmux.env(key, value),
+                None => tmux.env_remove(key),
+            };
+        }
+        tmux.env("TERM", "xterm-256color").env_remove("NO_COLOR");
+        let mut line = quote(alcove());
+        for arg in args {
+            line.push(' ');
+            line.push_str(&quote(Path::new(arg)));
+        }
+        let status = tmux
+            .arg("-S")
+            .arg(&socket)
+            .arg("-f")
+            .arg(&conf)
+            .args(["new-session", "-d", "-s", "t", "-x", "80", "-y", "24", "-c"])
+            .arg(env.workspace())
+            .arg(line)
+            .status()
+            .expect("tmux must be installed for the UI tests (.ci/run installs it)");
+        assert!(status.success(), "tmux new-session failed");
+        Pane { _dir: dir, socket }
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let output = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// The screen and its scrollback.
+    fn capture(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-J", "-t", "t", "-S", "-"])
+    }
+
+    /// The visible screen only.
+    fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-t", "t"])
+    }
+
+    fn wait_for(&self, needle: &str) -> String {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let text = self.capture();
+            if text.contains(needle) {
+                return text;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{needle:?} never appeared; the pane shows:\n{text}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn wait_for_screen(&self, needle: &str) -> String {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let text = self.screen();
+            if text.contains(needle) {
+                return text;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{needle:?} never appeared on screen; it shows:\n{text}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn type_text(&self, text: &str) {
+        self.tmux(&["send-keys", "-t", "t", "-l", text]);
+    }
+
+    fn key(&self, key: &str) {
+        self.tmux(&["send-keys", "-t", "t", key]);
+    }
+
+    /// Types a prompt and sends it.
+    fn prompt(&self, text: &str) {
+        self.type_text(text);
+        self.wait_for_screen(text);
+        self.key("Enter");
+    }
+
+    /// Waits for alcove to exit; returns its exit status.
+    fn wait_exit(&self) -> i32 {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let state = self.tmux(&["display-message", "-p", "-t", "t", "#{pane_dead} #{pane_dead_status}"]);
+            if let Some(code) = state.trim().strip_prefix("1 ") {
+                return code.parse().unwrap();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "alcove did not exit; the pane shows:\n{}",
+                self.capture()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Pane {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .status();
+    }
+}
+
+fn quote(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
+
+/// A config whose stalls are not retried while the test looks at them.
+fn patient(env: &TestEnv) {
+    std::fs::write(
+        env.home().join("config.toml"),
+        "[retry]\nbase_delay_ms = 10\nmax_delay_ms = 3000\nidle_timeout_ms = 120000\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_session_answers_approves_a_child_is_interrupted_exits_and_resumes() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "CHILD: run the greeting command",
+                vec![
+                    Step::tool_call("Bash", json!({"command": "echo child-was-here"})),
+                    Step::text("CHILD-REPORT: the command printed child-was-here."),
+                ],
+            )
+            .conversation(
+                "hello there",
+                vec![
+                    Step::text("ANSWER-ONE with a list:\n\n- first\n- second"),
+                    Step::tool_call(
+                        "Agent",
+                        json!({"description": "greet", "prompt": "CHILD: run the greeting command"}),
+                    ),
+                    Step::text("PARENT-DONE after delegation"),
+                    Step::stall_after("STILL-THINKING about it"),
+                    Step::text("RESUMED-ANSWER"),
+                ],
+            ),
+    );
+    patient(&env);
+
+    let pane = Pane::start(&env, &server, &[]);
+    pane.wait_for_screen("Ask anything");
+    pane.prompt("hello there");
+    pane.wait_for("ANSWER-ONE");
+    pane.wait_for("• second");
+
+    pane.prompt("please delegate");
+    let asked = pane.wait_for_screen("wants to run a command");
+    assert!(asked.contains("main/agent-1 (greet)"), "{asked}");
+    assert!(asked.contains("$ echo child-was-here"), "{asked}");
+    assert!(asked.contains("agent-1"), "the delegation panel shows the child: {asked}");
+    pane.key("y");
+    pane.wait_for("PARENT-DONE");
+
+    pane.prompt("think long");
+    pane.wait_for_screen("STILL-THINKING");
+    pane.key("Escape");
+    pane.wait_for("Interrupted");
+
+    pane.key("C-c");
+    pane.wait_for_screen("Press Ctrl+C again");
+    pane.key("C-c");
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.capture());
+    assert!(pane.capture().contains("alcove resume"));
+
+    let files = transcripts(&env);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let events = read_jsonl(&files[0]);
+    assert_nothing_lost(&events);
+    let bash = of_type(&events, "tool_call_finished")
+        .into_iter()
+        .find(|event| event["name"] == "Bash")
+        .cloned()
+        .unwrap();
+    assert_eq!(bash["agent"], "main/agent-1");
+    assert_eq!(bash["is_error"], false, "{bash}");
+    assert!(bash["content"].as_str().unwrap().contains("child-was-here"));
+    assert_eq!(of_type(&events, "session_ended").len(), 1);
+
+    let resumed = Pane::start(&env, &server, &["resume", "--last"]);
+    let shown = resumed.wait_for("Resumed session");
+    assert!(shown.contains("ANSWER-ONE"), "{shown}");
+    assert!(shown.contains("PARENT-DONE"), "{shown}");
+    resumed.prompt("continue please");
+    resumed.wait_for("RESUMED-ANSWER");
+    let last = server.requests_for("hello there").pop().unwrap();
+    assert!(last.message_count() > 6, "the whole conversation was sent again");
+    assert_eq!(last.last_user_text(), "continue please");
+    resumed.prompt("/exit");
+    assert_eq!(resumed.wait_exit(), 0);
+    assert_eq!(transcripts(&env).len(), 1, "a resumed session appends to its transcript");
+    assert_nothing_lost(&read_jsonl(&transcripts(&env)[0]));
+}
+
+#[test]
+fn unknown_commands_say_so_and_status_shows_the_session() {
+    let (env, server) = setup(Script::new());
+    let pane = Pane::start(&env, &server, &[]);
+    pane.wait_for_screen("Ask anything");
+    pane.prompt("/frobnicate");
+    pane.wait_for("Unknown command /frobnicate");
+    pane.prompt("/status");
+    let status = pane.wait_for("transcript");
+    assert!(status.contains("anthropic/fake-model"), "{status}");
+    pane.prompt("/agents");
+    pane.wait_for("general-purpose");
+    pane.key("C-d");
+    assert_eq!(pane.wait_exit(), 0);
+}
+
+#[test]
+fn without_a_terminal_it_answers_in_plain_lines() {
+    let (env, server) = setup(Script::new().conversation("plain hello", vec![Step::text("PLAIN-ANSWER")]));
+    let output = env
+        .command(alcove(), &server)
+        .arg("plain hello")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(stdout.trim(), "PLAIN-ANSWER");
+    assert!(!stdout.contains('\u{1b}'), "no escape codes: {stdout:?}");
+}
