@@ -63,7 +63,9 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
     let outcome = run_agent(
         &session.runtime,
         &run,
-        session.history.clone(),
+        // A resumed session killed mid-turn ends with tool calls that have no
+        // results; they get error results so the conversation stays valid.
+        crate::resume::continue_history(&session),
         Message::user_text(prompt),
     )
     .await;

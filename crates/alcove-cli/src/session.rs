@@ -122,7 +122,7 @@ impl Session {
                 .with_context(|| {
                     format!("cannot create the transcript {}", transcript_path.display())
                 })?
-                .with_redactions(redactions),
+                .with_redactions(redactions.clone()),
         );
         let mut sinks = FanOut::default().with(transcript.clone());
         for sink in front_end.sinks {
@@ -176,6 +176,7 @@ impl Session {
             )
             .with_model_factory(model_factory)
             .with_project_instructions(project.text.clone())
+            .with_redactions(redactions)
             .with_command(
                 env_var("ALCOVE_SUBAGENT_COMMAND").or_else(|| config.agents.command.clone()),
             ),

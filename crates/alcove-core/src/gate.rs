@@ -281,7 +281,8 @@ impl PermissionGate {
         match self.decide(&check) {
             Outcome::Deny(reason) => Decision::Deny(reason),
             Outcome::Ask(reason) => Decision::Ask(reason),
-            Outcome::Allow { by_rule: false }
+            // Even a bare `Bash` allow: the deny and ask rules beside it could not be checked.
+            Outcome::Allow { .. }
                 if matches!(shell, Some(Shell::Unparsable(_))) && self.restricts_bash() =>
             {
                 self.ask_or_deny(format!(

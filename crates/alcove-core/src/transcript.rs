@@ -19,7 +19,8 @@ use crate::EventSink;
 /// An open transcript file.
 pub struct Transcript {
     path: PathBuf,
-    file: Mutex<File>,
+    /// `None` after [`Transcript::release`] until the next event reopens it.
+    file: Mutex<Option<File>>,
     failure: Mutex<Option<String>>,
     /// Secret values never written, longest first, as they appear in JSON.
     redactions: Vec<String>,
@@ -34,7 +35,7 @@ impl Transcript {
         let file = OpenOptions::new().create(true).append(true).open(path)?;
         Ok(Transcript {
             path: path.to_owned(),
-            file: Mutex::new(file),
+            file: Mutex::new(Some(file)),
             failure: Mutex::new(None),
             redactions: Vec::new(),
         })
@@ -66,6 +67,16 @@ impl Transcript {
         &self.path
     }
 
+    /// Closes the file until the next event, which reopens it for appending.
+    /// An agent between submissions needs no descriptor: without this, a
+    /// session that spawns hundreds of agents keeps one open per agent
+    /// (issue 7's 200-children test counts them).
+    pub fn release(&self) {
+        if let Ok(mut file) = self.file.lock() {
+            *file = None;
+        }
+    }
+
     /// The first write error, if writing ever failed.
     pub fn failure(&self) -> Option<String> {
         self.failure.lock().ok().and_then(|failure| failure.clone())
@@ -90,10 +101,16 @@ impl Transcript {
             }
         }
         line.push('\n');
-        let mut file = self
+        let mut slot = self
             .file
             .lock()
             .map_err(|_| std::io::Error::other("transcript lock poisoned"))?;
+        let file = match &mut *slot {
+            Some(file) => file,
+            released @ None => {
+                released.insert(OpenOptions::new().create(true).append(true).open(&self.path)?)
+            }
+        };
         file.write_all(line.as_bytes())?;
         file.flush()
     }
@@ -158,6 +175,25 @@ mod tests {
         assert!(transcript.failure().is_none());
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.lines().next().unwrap().contains("\"ts\":"));
+    }
+
+    #[test]
+    fn a_released_transcript_reopens_and_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let transcript = Transcript::create(&path).unwrap();
+        let event = AgentEvent {
+            agent: AgentPath::main(),
+            kind: EventKind::Message {
+                message: Message::user_text("hi"),
+            },
+        };
+        transcript.emit(&event);
+        transcript.release();
+        assert!(transcript.file.lock().unwrap().is_none());
+        transcript.emit(&event);
+        assert_eq!(read_transcript(&path).unwrap(), vec![event.clone(), event]);
+        assert!(transcript.failure().is_none());
     }
 
     #[test]

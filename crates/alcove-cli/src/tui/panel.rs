@@ -241,11 +241,7 @@ impl Child {
             format_tokens(self.tokens),
             format_duration(self.elapsed(now))
         );
-        let activity = match (&self.state, &self.current_tool) {
-            (ChildState::Running, Some(tool)) => tool.clone(),
-            (ChildState::Running, None) => "thinking".to_owned(),
-            _ => self.state_word().to_owned(),
-        };
+        let activity = self.activity();
         let activity_style = match self.state {
             ChildState::Running => theme.text(),
             ChildState::Ended { status: RunStatus::Completed, ok: true } => theme.ok(),
@@ -266,6 +262,15 @@ impl Child {
             Span::raw(" "),
             Span::styled(stats, theme.dim()),
         ])
+    }
+
+    /// What it does now: its current tool, `thinking`, or how it ended.
+    fn activity(&self) -> String {
+        match (&self.state, &self.current_tool) {
+            (ChildState::Running, Some(tool)) => tool.clone(),
+            (ChildState::Running, None) => "thinking".to_owned(),
+            _ => self.state_word().to_owned(),
+        }
     }
 
     /// Its name, indented under its parent.
@@ -291,15 +296,17 @@ const STATS_WIDTH: usize = 9 + 1 + 6 + 4 + 1 + 7;
 
 impl Columns {
     fn fit<'a>(children: impl Iterator<Item = &'a Child>, width: usize) -> Columns {
-        let (mut name, mut description) = (0, 0);
+        let (mut name, mut description, mut activity) = (0, 0, 0);
         for child in children {
             name = name.max(text_width(&child.name()));
             description = description.max(text_width(&child.description));
+            activity = activity.max(text_width(&child.activity()));
         }
         let name = name.min(16);
         // icon, spaces between columns, stats
         let room = width.saturating_sub(3 + name + 1 + 2 + 1 + STATS_WIDTH);
-        let description = description.min(room * 11 / 20);
+        // The description gets what the activity leaves, but at least half.
+        let description = description.min(room.saturating_sub(activity.min(room * 9 / 20)));
         Columns {
             name,
             description,

@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 use alcove_core::{ApprovalRequest, PermissionGate, PermissionMode};
 use alcove_tools::Workspace;
 use alcove_protocol::{AgentEvent, AgentPath, EventKind, RunStatus, Usage};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::style::Color;
 use serde_json::json;
 use tokio::sync::oneshot;
 
-use super::app::{App, Facts};
+use super::app::{App, Facts, Overlay};
 use super::approval::{Ask, SessionRules};
 use super::term::Inline;
 use super::theme::Theme;
@@ -229,6 +230,30 @@ fn an_approval_prompt_from_a_child() {
     render(&mut inline, &mut app, t0 + Duration::from_secs(4));
     insta::assert_snapshot!(inline.backend());
     assert_eq!(waiting.len(), 2);
+}
+
+#[test]
+fn ctrl_t_opens_a_childs_live_transcript_and_esc_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = app(dir.path(), true);
+    let mut inline = screen();
+    let t0 = Instant::now();
+    app.begin_turn("find the config parser", t0);
+    app.apply_event(&started("main", "main/agent-1", "find the config parser"), t0);
+    let task = alcove_protocol::Message::user_text("Find where the config file is parsed.");
+    app.apply_event(&event("main/agent-1", EventKind::Message { message: task }), t0);
+    app.apply_event(&event("main/agent-1", EventKind::TurnStarted { turn: 1 }), t0);
+    app.apply_event(&tool_started("main/agent-1", "g1", "Grep", json!({"pattern": "fn parse_config"})), t0);
+    app.apply_event(&tool_finished("main/agent-1", "g1", "Grep", "src/config.rs:12:fn parse_config", 31), t0);
+    app.apply_event(&event("main/agent-1", EventKind::TurnStarted { turn: 2 }), t0);
+    app.apply_event(&event("main/agent-1", EventKind::TextDelta { text: "It is parsed in `src/config.rs`".to_owned() }), t0);
+    let ctrl = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL);
+    assert_eq!(app.on_key(ctrl('t'), t0), None);
+    assert!(matches!(app.overlay, Overlay::Child { .. }));
+    render(&mut inline, &mut app, t0 + Duration::from_secs(5));
+    insta::assert_snapshot!(inline.backend());
+    app.on_key(KeyEvent::from(KeyCode::Esc), t0);
+    assert_eq!(app.overlay, Overlay::None);
 }
 
 #[test]

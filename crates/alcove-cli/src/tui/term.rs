@@ -132,8 +132,15 @@ impl<B: Backend> Inline<B> {
     /// Clears the viewport and leaves the cursor where it began, so the
     /// shell prompt comes right after the conversation.
     pub(crate) fn finish(&mut self) -> Result<(), B::Error> {
-        let top = self.top.min(self.screen.height.saturating_sub(1));
+        let rows = self.screen.height.max(1);
         let backend = self.terminal.backend_mut();
+        if self.top >= rows {
+            // History reached the last row: make one free row below it.
+            backend.set_cursor_position(Position::new(0, rows - 1))?;
+            backend.append_lines(1)?;
+            self.top = rows - 1;
+        }
+        let top = self.top;
         backend.set_cursor_position(Position::new(0, top))?;
         backend.clear_region(ClearType::AfterCursor)?;
         backend.show_cursor()?;

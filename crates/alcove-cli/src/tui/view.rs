@@ -137,6 +137,8 @@ fn footer(app: &App, width: usize, now: Instant) -> Line<'static> {
         (hint.clone(), theme.warn())
     } else if !app.approvals.is_empty() {
         (format!("{} waiting for approval", app.approvals.len()), theme.warn())
+    } else if let Overlay::Child { .. } = app.overlay {
+        ("Esc back · Ctrl+C interrupts".to_owned(), theme.dim())
     } else if app.interrupting {
         ("interrupting…".to_owned(), theme.warn())
     } else if let Some(started) = app.turn_started {

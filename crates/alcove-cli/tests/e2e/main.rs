@@ -14,6 +14,7 @@ mod exec;
 mod faults;
 mod hooks;
 mod permissions;
+mod roles;
 mod reliability;
 mod support;
 mod tools;

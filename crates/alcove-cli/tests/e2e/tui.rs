@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 use alcove_testkit::{FakeServer, Script, Step, TestEnv};
 use serde_json::json;
 
-use crate::support::{alcove, assert_nothing_lost, of_type, read_jsonl, setup, transcripts};
+use crate::support::{
+    alcove, assert_nothing_lost, of_type, process_alive, read_jsonl, setup, transcripts,
+    wait_for_file,
+};
 
 /// How long any one thing may take to appear.
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -148,7 +151,7 @@ impl Drop for Pane {
             .arg("-S")
             .arg(&self.socket)
             .arg("kill-server")
-            .status();
+            .output();
     }
 }
 
@@ -205,6 +208,13 @@ fn a_session_answers_approves_a_child_is_interrupted_exits_and_resumes() {
     assert!(asked.contains("agent-1"), "the delegation panel shows the child: {asked}");
     pane.key("y");
     pane.wait_for("PARENT-DONE");
+
+    pane.key("C-t");
+    let child_view = pane.wait_for_screen("Esc back");
+    assert!(child_view.contains("CHILD: run the greeting command"), "{child_view}");
+    assert!(child_view.contains("CHILD-REPORT"), "{child_view}");
+    pane.key("Escape");
+    pane.wait_for_screen("Ask anything");
 
     pane.prompt("think long");
     pane.wait_for_screen("STILL-THINKING");
@@ -275,4 +285,47 @@ fn without_a_terminal_it_answers_in_plain_lines() {
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(stdout.trim(), "PLAIN-ANSWER");
     assert!(!stdout.contains('\u{1b}'), "no escape codes: {stdout:?}");
+}
+
+#[test]
+fn closing_the_terminal_ends_the_turn_kills_its_commands_and_records_the_end() {
+    let (env, server) = setup(Script::new().conversation(
+        "start the long job",
+        vec![Step::tool_call(
+            "Bash",
+            json!({"command": "echo $$ > job.pid; sleep 300"}),
+        )],
+    ));
+    patient(&env);
+    let pane = Pane::start(&env, &server, &["--permission-mode", "bypassPermissions"]);
+    pane.wait_for_screen("Ask anything");
+    pane.prompt("start the long job");
+    let pid_file = env.path("job.pid");
+    wait_for_file(&pid_file);
+    let pid: u32 = loop {
+        if let Ok(pid) = std::fs::read_to_string(&pid_file).unwrap().trim().parse() {
+            break pid;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(process_alive(pid));
+    pane.tmux(&["kill-session", "-t", "t"]);
+
+    let deadline = Instant::now() + DEADLINE;
+    let events = loop {
+        let files = transcripts(&env);
+        let events = files.first().map(|file| read_jsonl(file)).unwrap_or_default();
+        if !of_type(&events, "session_ended").is_empty() {
+            break events;
+        }
+        assert!(Instant::now() < deadline, "no session_ended after SIGHUP: {events:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_nothing_lost(&events);
+    assert_eq!(of_type(&events, "session_ended")[0]["status"], "aborted");
+    let deadline = Instant::now() + DEADLINE;
+    while process_alive(pid) {
+        assert!(Instant::now() < deadline, "the command's process {pid} survived");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::definitions::{AgentDefinition, DELEGATION_CONTRACT};
 use super::report::Evidence;
 use super::supervisor::Supervisor;
-use crate::{AgentRun, EventSink, FanOut, HookScope, PermissionGate, Runtime, Transcript};
+use crate::{AgentRun, EventSink, FanOut, HookScope, PermissionGate, PermissionMode, RuleSet, Runtime, Transcript};
 
 /// Tools a child never inherits: delegation is offered again only through
 /// fresh tools bound to the child's own depth.
@@ -74,7 +74,18 @@ impl Supervisor {
     ) -> Result<Child, String> {
         let depth = parent.depth + 1;
         let path = parent.path.child(name);
-        let (pool, ignored_tools) = child_pool(parent.pool, definition, tool_names);
+        // The definition's own rules and mode narrow the parent's gate, never widen it.
+        let rules = RuleSet::from_lists(
+            &definition.permissions.allow,
+            &definition.permissions.ask,
+            &definition.permissions.deny,
+            &format!("agent definition `{}`", definition.name),
+        )
+        .map_err(|err| err.to_string())?;
+        let mode = definition.permission_mode.as_deref().and_then(PermissionMode::parse);
+        let gate = parent.gate.narrowed(mode, rules);
+        let (mut pool, ignored_tools) = child_pool(parent.pool, definition, tool_names);
+        pool.retain(|tool| gate.offers(&tool.spec().name));
 
         let model_spec = model.or(definition.model.as_deref());
         let model = match (model_spec, &self.model_factory) {
@@ -92,6 +103,7 @@ impl Supervisor {
             .as_ref()
             .map(|dir| dir.join(format!("{}.jsonl", path.as_str().replace('/', "--"))))
             .and_then(|file| Transcript::create(&file).ok())
+            .map(|transcript| transcript.with_redactions(self.redactions.clone()))
             .map(Arc::new);
         let evidence = Arc::new(Evidence::new(path.clone(), self.runtime.workspace.root()));
         let mut sinks = FanOut::default()
@@ -135,7 +147,6 @@ impl Supervisor {
             })
             .await;
 
-        let gate = parent.gate.clone();
         let run = AgentRun {
             path: path.clone(),
             depth,

@@ -562,7 +562,12 @@ impl Supervisor {
             .take(200)
             .collect::<String>();
         let notify = state != State::Closed;
+        let transcript = record.child.transcript.clone();
         drop(records);
+        // Between submissions the child's transcript needs no open file.
+        if let Some(transcript) = transcript {
+            transcript.release();
+        }
         self.runtime.emit(
             &parent,
             EventKind::AgentEnded {

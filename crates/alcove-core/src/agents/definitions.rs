@@ -182,3 +182,39 @@ End with a concise report:
 - Checks you ran and their results.
 - Open questions or anything you could not finish.
 Do not claim what you did not verify.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_case_and_separator_insensitively_and_replace_in_place() {
+        let mut definitions = Definitions::default();
+        assert!(definitions.get("General_Purpose").is_some());
+        assert!(definitions.get("Explore").is_some());
+        definitions.insert(AgentDefinition {
+            name: "Explore".to_owned(),
+            description: "mine".to_owned(),
+            ..AgentDefinition::default()
+        });
+        assert_eq!(definitions.all().len(), 2);
+        assert_eq!(definitions.all()[1].description, "mine");
+        assert_eq!(definitions.names(), "general-purpose, Explore");
+    }
+
+    #[test]
+    fn effective_tools_apply_both_lists_in_pool_order() {
+        let definition = AgentDefinition {
+            tools: Some(vec!["Bash".to_owned(), "Read".to_owned(), "Grep".to_owned()]),
+            disallowed_tools: vec!["Bash".to_owned()],
+            ..AgentDefinition::default()
+        };
+        let pool = ["Read", "Glob", "Grep", "Bash"];
+        assert_eq!(definition.effective_tools(pool), ["Read", "Grep"]);
+        let open = AgentDefinition {
+            disallowed_tools: vec!["Glob".to_owned()],
+            ..AgentDefinition::default()
+        };
+        assert_eq!(open.effective_tools(pool), ["Read", "Grep", "Bash"]);
+    }
+}

@@ -77,6 +77,8 @@ pub struct Supervisor {
     /// When set, spawned agents' submissions run this shell command (the
     /// process runner) instead of an in-process task.
     pub(crate) command: Option<String>,
+    /// Secret values child transcripts must not contain.
+    pub(crate) redactions: Vec<String>,
 }
 
 impl Supervisor {
@@ -99,12 +101,19 @@ impl Supervisor {
             project_instructions: String::new(),
             registry: Registry::default(),
             command: None,
+            redactions: Vec::new(),
         }
     }
 
     /// Lets children ask for another model by `provider/name`.
     pub fn with_model_factory(mut self, factory: Arc<ModelFactory>) -> Supervisor {
         self.model_factory = Some(factory);
+        self
+    }
+
+    /// Secret values to redact from child transcripts, as in the session's.
+    pub fn with_redactions(mut self, redactions: Vec<String>) -> Supervisor {
+        self.redactions = redactions;
         self
     }
 
@@ -140,13 +149,13 @@ impl Supervisor {
         gate: &Arc<PermissionGate>,
     ) -> Vec<Arc<dyn Tool>> {
         let mut tools = pool.clone();
-        if depth < self.limits.max_depth {
+        if depth < self.limits.max_depth && gate.offers("Agent") {
             tools.push(Arc::new(AgentTool::new(
                 self.clone(),
                 pool.clone(),
                 gate.clone(),
             )));
-            if self.limits.collab {
+            if self.limits.collab && gate.offers("spawn_agent") {
                 tools.extend(collab_tools(Collab {
                     supervisor: self.clone(),
                     pool,

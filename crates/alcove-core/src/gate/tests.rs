@@ -127,6 +127,15 @@ fn accept_edits_plan_and_bypass_modes() {
     assert_eq!(f.file(&plan, "Read", "a"), Decision::Allow);
     assert!(denied(&f.file(&plan, "Edit", "a"), "plan mode"));
     assert!(denied(&f.bash(&plan, "ls"), "plan mode"));
+    let bare_with_deny = gate(
+        PermissionMode::Default,
+        rules(&["Bash"], &[], &["Bash(rm:*)"], "config"),
+    );
+    assert!(asked(
+        &f.bash(&bare_with_deny, "echo 'a"),
+        "cannot be checked"
+    ));
+    assert_eq!(f.bash(&bare_with_deny, "echo a"), Decision::Allow);
     let bypass = gate(PermissionMode::BypassPermissions, RuleSet::default());
     assert_eq!(f.file(&bypass, "Edit", "../x"), Decision::Allow);
     assert_eq!(f.bash(&bypass, "rm -rf x"), Decision::Allow);
@@ -288,6 +297,15 @@ fn unparsable_commands_ask() {
         ),
         "deny rules still catch rough words"
     );
+    let bare_with_deny = gate(
+        PermissionMode::Default,
+        rules(&["Bash"], &[], &["Bash(rm:*)"], "config"),
+    );
+    assert!(asked(
+        &f.bash(&bare_with_deny, "echo 'a"),
+        "cannot be checked"
+    ));
+    assert_eq!(f.bash(&bare_with_deny, "echo a"), Decision::Allow);
     let bypass = gate(PermissionMode::BypassPermissions, RuleSet::default());
     assert_eq!(f.bash(&bypass, "echo 'unterminated"), Decision::Allow);
 }
