@@ -24,6 +24,42 @@ pub(crate) struct FanOut {
     pub(crate) ms: f64,
     /// `CHILD_TURNS × LATENCY_MS`.
     pub(crate) ideal_ms: f64,
+    /// Where the time beyond the ideal went (medians over the runs), in ms:
+    /// parent's request → first child request; the mean gap between a
+    /// child's consecutive requests beyond the scripted latency; the last
+    /// child's last request, plus its latency → the parent's next request.
+    pub(crate) start_ms: f64,
+    pub(crate) gap_ms: f64,
+    pub(crate) end_ms: f64,
+}
+
+/// (start, mean gap, end) of one fan-out run, in ms (see [`FanOut`]).
+fn breakdown(
+    server: &FakeServer,
+    parent: (std::time::Instant, std::time::Instant),
+    children: &[String],
+) -> (f64, f64, f64) {
+    let latency = LATENCY_MS as f64;
+    let (mut first, mut last) = (parent.1, parent.0);
+    let mut gaps = Vec::new();
+    for child in children {
+        let times: Vec<_> = server
+            .requests_for(child)
+            .iter()
+            .map(|request| request.received_at)
+            .collect();
+        if let (Some(a), Some(b)) = (times.first(), times.last()) {
+            first = first.min(*a);
+            last = last.max(*b);
+        }
+        gaps.extend(times.windows(2).map(|w| ms(w[1].duration_since(w[0])) - latency));
+    }
+    let mean = gaps.iter().sum::<f64>() / gaps.len().max(1) as f64;
+    (
+        ms(first.saturating_duration_since(parent.0)),
+        mean,
+        ms(parent.1.saturating_duration_since(last)) - latency,
+    )
 }
 
 pub(crate) fn fan_out(bench: &Bench, widths: &[usize]) -> anyhow::Result<Vec<FanOut>> {
@@ -58,7 +94,7 @@ pub(crate) fn fan_out(bench: &Bench, widths: &[usize]) -> anyhow::Result<Vec<Fan
     let limit = format!("agents.max_concurrent={max}");
     let mut out = Vec::new();
     for &n in widths {
-        let mut samples = Vec::new();
+        let (mut samples, mut parts) = (Vec::new(), Vec::new());
         for run in 0..=bench.runs {
             let env = TestEnv::new();
             env.write_file("small.txt", "a small file\n");
@@ -80,12 +116,18 @@ pub(crate) fn fan_out(bench: &Bench, widths: &[usize]) -> anyhow::Result<Vec<Fan
             }
             if run > 0 {
                 samples.push(ms(second.received_at.duration_since(first.received_at)));
+                let children: Vec<String> = (0..n).map(|i| format!("FAN {n} r{run} c{i}.")).collect();
+                parts.push(breakdown(&server, (first.received_at, second.received_at), &children));
             }
         }
+        let part = |pick: fn(&(f64, f64, f64)) -> f64| median(&parts.iter().map(pick).collect::<Vec<_>>());
         out.push(FanOut {
             children: n,
             ms: median(&samples),
             ideal_ms: (CHILD_TURNS as f64) * LATENCY_MS as f64,
+            start_ms: part(|p| p.0),
+            gap_ms: part(|p| p.1),
+            end_ms: part(|p| p.2),
         });
     }
     Ok(out)

@@ -10,7 +10,7 @@
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use nix::sys::resource::{UsageWho, getrusage};
@@ -23,8 +23,6 @@ pub(crate) struct Usage {
     pub(crate) cpu: Duration,
     /// Peak resident set size of the largest process, in KiB.
     pub(crate) max_rss_kib: u64,
-    /// Wall time from spawning the wrapper to its exit.
-    pub(crate) wall: Duration,
 }
 
 /// The wrapper mode: runs `args[2..]` (after `OUT --`), then writes the
@@ -73,12 +71,10 @@ pub(crate) fn run_measured(inner: &Command, scratch: &Path) -> anyhow::Result<Us
     if let Some(dir) = inner.get_current_dir() {
         command.current_dir(dir);
     }
-    let started = Instant::now();
     let output = command
         .stdin(Stdio::null())
         .output()
         .context("cannot run the wrapper")?;
-    let wall = started.elapsed();
     if !output.status.success() {
         bail!(
             "{:?} exited with {}: {}",
@@ -93,7 +89,6 @@ pub(crate) fn run_measured(inner: &Command, scratch: &Path) -> anyhow::Result<Us
     Ok(Usage {
         cpu: Duration::from_micros(field("user_us") + field("sys_us")),
         max_rss_kib: field("max_rss_kib"),
-        wall,
     })
 }
 

@@ -57,7 +57,8 @@ pub(crate) fn render(results: &Results, context: &Context) -> String {
     if let Some(s) = &results.startup {
         let _ = writeln!(
             md,
-            "| startup | process start → first model request | {:.1} ms | {:.1} ms: a process that only execs, connects and sends one request | {:.2}× | ≤ 20 ms | {} |",
+            "| startup | process start → first model request ({} runs) | {:.1} ms | {:.1} ms: a process that only execs, connects and sends one request | {:.2}× | ≤ 20 ms | {} |",
+            s.samples,
             s.alcove_ms,
             s.baseline_ms,
             s.alcove_ms / s.baseline_ms,
@@ -204,6 +205,27 @@ fn details(md: &mut String, results: &Results) {
              within {:.0} ms of each other (worst run), less than the {} ms delay, so all were alive at once.",
             c.children, c.children, c.delay_ms, c.spread_ms, c.delay_ms
         );
+    }
+    if let Some(fan) = &results.fan_out {
+        let _ = writeln!(
+            md,
+            "\n## Where fan-out time goes\n\nFrom the fake server's arrival times (medians): the parent's \
+             delegating request → the first child's first request; the mean gap between a child's \
+             consecutive requests beyond the scripted 200 ms; the last child's last answer → the \
+             parent's next request.\n\n| N | total | over ideal | start | per child turn | end |\n|---|---|---|---|---|---|"
+        );
+        for f in fan {
+            let _ = writeln!(
+                md,
+                "| {} | {:.0} ms | +{:.0} ms | {:.1} ms | +{:.1} ms | {:.1} ms |",
+                f.children,
+                f.ms,
+                f.ms - f.ideal_ms,
+                f.start_ms,
+                f.gap_ms,
+                f.end_ms
+            );
+        }
     }
     if let Some(e) = &results.economy {
         let _ = writeln!(

@@ -13,9 +13,10 @@
 //! timeout = 60
 //! ```
 //!
-//! Entries from every source add up. A broken `.alcove/settings.json` is a
-//! configuration error; a broken `.claude/settings.json` (someone else's
-//! file) is a warning and is skipped.
+//! Entries from every source add up: unlike other config lists, a
+//! project's `[[hooks.X]]` do not replace the user's. A broken
+//! `.alcove/settings.json` is a configuration error; a broken
+//! `.claude/settings.json` (someone else's file) is a warning and is skipped.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -25,6 +26,7 @@ use alcove_core::{CommandHooks, EventSink, HookConfig, HookEntry, HookSession, H
 use serde::Deserialize;
 
 use crate::UsageError;
+use crate::config_show::Layer;
 
 /// `[hooks]`: settings, and one array of entries per event.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -38,16 +40,24 @@ pub(crate) struct HooksEntry {
     pub(crate) events: BTreeMap<String, Vec<HookEntry>>,
 }
 
-/// Every hook configured for a session in `workspace`, and warnings about
-/// entries that were dropped.
+/// Every hook configured for a session in `workspace` by the config
+/// `layers` and the settings files, and warnings about entries that were
+/// dropped.
 pub(crate) fn load(
-    entry: &HooksEntry,
+    layers: &[Layer],
     workspace: &Path,
 ) -> Result<(HookConfig, Vec<String>), UsageError> {
     let mut config = HookConfig::default();
     let mut warnings = Vec::new();
-    for (event, entries) in &entry.events {
-        warnings.extend(config.add(event, entries, "config [hooks]"));
+    for layer in layers {
+        let Some(table) = layer.table.get("hooks") else {
+            continue;
+        };
+        let entry = HooksEntry::deserialize(table.clone())
+            .map_err(|err| UsageError(format!("{}: [hooks]: {err}", layer.source)))?;
+        for (event, entries) in &entry.events {
+            warnings.extend(config.add(event, entries, &layer.source));
+        }
     }
     for (relative, required) in [
         (".claude/settings.json", false),
@@ -109,15 +119,21 @@ mod tests {
             r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "stop.sh"}]}]}}"#,
         )
         .unwrap();
-        let toml: toml::Table = toml::from_str(
-            "max_stop_continuations = 5\n[[PreToolUse]]\nmatcher = \"Bash\"\ncommand = \"a.sh\"\ntimeout = 60\n",
-        )
-        .unwrap();
-        let entry = HooksEntry::deserialize(toml::Value::Table(toml)).unwrap();
-        assert_eq!(entry.max_stop_continuations, Some(5));
-        let (config, warnings) = load(&entry, dir.path()).unwrap();
+        let layer = |source: &str, text: &str| Layer {
+            source: source.to_owned(),
+            table: toml::from_str(text).unwrap(),
+        };
+        let layers = [
+            layer(
+                "user",
+                "[hooks]\nmax_stop_continuations = 5\n[[hooks.PreToolUse]]\nmatcher = \"Bash\"\ncommand = \"a.sh\"\ntimeout = 60\n",
+            ),
+            layer("project", "[[hooks.PreToolUse]]\ncommand = \"b.sh\"\n"),
+            layer("-c max_turns=3", "max_turns = 3\n"),
+        ];
+        let (config, warnings) = load(&layers, dir.path()).unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
-        assert_eq!(config.count(HookEvent::PreToolUse), 2);
+        assert_eq!(config.count(HookEvent::PreToolUse), 3);
         assert_eq!(config.count(HookEvent::Stop), 1);
     }
 
@@ -126,14 +142,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join(".claude")).unwrap();
         std::fs::write(dir.path().join(".claude/settings.json"), "{\n oops").unwrap();
-        let (_, warnings) = load(&HooksEntry::default(), dir.path()).unwrap();
+        let (_, warnings) = load(&[], dir.path()).unwrap();
         assert!(
             warnings[0].contains(".claude/settings.json"),
             "{warnings:?}"
         );
         std::fs::create_dir_all(dir.path().join(".alcove")).unwrap();
         std::fs::write(dir.path().join(".alcove/settings.json"), "{\n oops").unwrap();
-        let err = load(&HooksEntry::default(), dir.path()).unwrap_err();
+        let err = load(&[], dir.path()).unwrap_err();
         assert!(
             err.0.contains(".alcove/settings.json") && err.0.contains("line 2"),
             "{}",

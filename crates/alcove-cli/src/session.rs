@@ -108,7 +108,7 @@ impl Session {
         let model =
             alcove_model::connect(provider_config).map_err(|err| UsageError(err.to_string()))?;
 
-        let (hook_config, mut setup_warnings) = hook_setup::load(&config.hooks, workspace.root())?;
+        let (hook_config, mut setup_warnings) = hook_setup::load(&layers, workspace.root())?;
         let (definitions, definition_warnings) = agents_cmd::load(&dirs, workspace.root());
         setup_warnings.extend(definition_warnings);
 

@@ -62,9 +62,9 @@ fn block_stop(index: usize) -> String {
 }
 
 /// `content_block_start` and the text deltas of a text block (no stop).
-fn open_text(out: &mut Vec<String>, index: usize, text: &str) {
+fn open_text(out: &mut Vec<String>, index: usize, text: &str, max: usize) {
     out.push(block_start(index, json!({"type": "text", "text": ""})));
-    for piece in split_pieces(text) {
+    for piece in split_pieces(text, max) {
         out.push(delta(index, json!({"type": "text_delta", "text": piece})));
     }
 }
@@ -80,7 +80,7 @@ fn tool_use(out: &mut Vec<String>, index: usize, name: &str, arguments: &str, ct
         index,
         json!({"type": "input_json_delta", "partial_json": ""}),
     ));
-    for piece in split_pieces(arguments) {
+    for piece in split_pieces(arguments, ctx.piece_chars) {
         out.push(delta(
             index,
             json!({"type": "input_json_delta", "partial_json": piece}),
@@ -108,7 +108,7 @@ pub(crate) fn stream(kind: &StepKind, ctx: &Ctx<'_>) -> Sse {
             for (index, block) in blocks.iter().enumerate() {
                 match block {
                     Block::Text(text) => {
-                        open_text(&mut out, index, text);
+                        open_text(&mut out, index, text, ctx.piece_chars);
                         out.push(block_stop(index));
                     }
                     Block::ToolCall { name, input } => {
@@ -133,7 +133,7 @@ pub(crate) fn stream(kind: &StepKind, ctx: &Ctx<'_>) -> Sse {
         StepKind::DropMidStream(text) | StepKind::StallAfter(text) => {
             out.extend(message_start(ctx));
             if !text.is_empty() {
-                open_text(&mut out, 0, text);
+                open_text(&mut out, 0, text, ctx.piece_chars);
             }
             if matches!(kind, StepKind::DropMidStream(_)) {
                 Ending::Abort

@@ -46,5 +46,7 @@ mod wire;
 
 pub use env::TestEnv;
 pub use record::{Protocol, RecordedRequest};
-pub use script::{Block, DEFAULT_INPUT_TOKENS, DEFAULT_MODEL, DEFAULT_OUTPUT_TOKENS, Script, Step};
+pub use script::{
+    Block, DEFAULT_INPUT_TOKENS, DEFAULT_MODEL, DEFAULT_OUTPUT_TOKENS, PIECE_CHARS, Script, Step,
+};
 pub use server::FakeServer;

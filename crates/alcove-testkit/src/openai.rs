@@ -64,7 +64,7 @@ impl<'c, 'a> Chunks<'c, 'a> {
                 None,
             );
         }
-        for piece in split_pieces(text) {
+        for piece in split_pieces(text, self.ctx.piece_chars) {
             self.push_delta(json!({"content": piece}), None);
         }
     }
@@ -85,7 +85,7 @@ impl<'c, 'a> Chunks<'c, 'a> {
             header["content"] = Value::Null;
         }
         self.push_delta(header, None);
-        for piece in split_pieces(arguments) {
+        for piece in split_pieces(arguments, self.ctx.piece_chars) {
             self.push_delta(
                 json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}),
                 None,

@@ -132,6 +132,7 @@ pub struct Step {
     pub(crate) usage: Option<(u64, u64)>,
     pub(crate) retry_after: Option<u64>,
     pub(crate) truncated: bool,
+    pub(crate) piece_chars: usize,
 }
 
 impl Step {
@@ -142,6 +143,7 @@ impl Step {
             usage: None,
             retry_after: None,
             truncated: false,
+            piece_chars: PIECE_CHARS,
         }
     }
 
@@ -223,6 +225,14 @@ impl Step {
         Step::of(StepKind::Hang)
     }
 
+    /// Streams text and tool arguments in pieces of at most `chars`
+    /// characters instead of [`PIECE_CHARS`]: an enormous reply then takes
+    /// fewer events to send (at least 1).
+    pub fn piece_chars(mut self, chars: usize) -> Step {
+        self.piece_chars = chars.max(1);
+        self
+    }
+
     /// Waits `ms` milliseconds before answering (other connections are not blocked).
     pub fn delay(mut self, ms: u64) -> Step {
         self.delay_ms = ms;
@@ -248,14 +258,18 @@ impl Step {
     }
 }
 
+/// The longest piece of streamed text or arguments unless a step sets
+/// [`Step::piece_chars`]: about what real services send per delta.
+pub const PIECE_CHARS: usize = 12;
+
 /// Splits `s` into at least two pieces (when it has two characters or more),
-/// on character boundaries, each at most a dozen characters long.
-pub(crate) fn split_pieces(s: &str) -> Vec<String> {
+/// on character boundaries, each at most `max` characters long.
+pub(crate) fn split_pieces(s: &str, max: usize) -> Vec<String> {
     let chars: Vec<char> = s.chars().collect();
     if chars.len() < 2 {
         return vec![s.to_string()];
     }
-    let size = chars.len().div_ceil(2).min(12);
+    let size = chars.len().div_ceil(2).min(max.max(1));
     chars
         .chunks(size)
         .map(|c| c.iter().collect::<String>())
@@ -274,12 +288,13 @@ mod tests {
             "héllo wörld, this is a longer sentence",
             "{}",
         ] {
-            let pieces = split_pieces(s);
+            let pieces = split_pieces(s, PIECE_CHARS);
             assert!(pieces.len() >= 2, "{s:?} -> {pieces:?}");
             assert_eq!(pieces.concat(), s);
         }
-        assert_eq!(split_pieces(""), vec![String::new()]);
-        assert_eq!(split_pieces("x"), vec!["x".to_string()]);
+        assert_eq!(split_pieces("", PIECE_CHARS), vec![String::new()]);
+        assert_eq!(split_pieces("x", PIECE_CHARS), vec!["x".to_string()]);
+        assert_eq!(split_pieces(&"y".repeat(100), 40).len(), 3);
     }
 
     #[test]

@@ -28,6 +28,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) created: u64,
     /// Stop because of the output limit.
     pub(crate) truncated: bool,
+    /// The longest piece of streamed text or arguments.
+    pub(crate) piece_chars: usize,
 }
 
 /// How a streamed body ends after its events.

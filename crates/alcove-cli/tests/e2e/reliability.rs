@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use crate::support::{
     Outcome, assert_nothing_lost, exec, exec_command, finish, of_type, read_jsonl, setup,
-    transcript, transcripts, wait_for_file,
+    transcripts, wait_for_file,
 };
 
 /// Polls `check` every 20 ms until it returns `Ok`, failing with its last
@@ -299,47 +299,52 @@ fn a_refused_connection_is_retried_until_the_server_comes_back() {
 
 #[test]
 fn an_enormous_reply_and_an_enormous_tool_argument_arrive_whole() {
-    let text: String = (0..100_000)
-        .map(|n| format!("{n:07} the quick brown fox jumps over the lazy dog\n"))
-        .collect();
+    let line = |n: usize| format!("{n:07} the quick brown fox jumps over the lazy dog\n");
+    let text: String = (0..100_000).map(line).collect();
     assert!(text.len() > 5_000_000);
     let content: String = text[..2_000_000].to_owned();
-    let (env, server) = setup(Script::new().conversation(
-        "say a lot",
-        vec![
-            Step::tool_call("Write", json!({"file_path": "big.txt", "content": content})),
-            Step::text(&text),
-        ],
-    ));
-    // The fake server renders all ~440 000 events of the reply before its
-    // first byte, which in a debug build can outlast the usual 3 s idle limit.
-    std::fs::write(
-        env.home().join("config.toml"),
-        "[retry]\nmax_retries = 0\nidle_timeout_ms = 120000\n",
-    )
-    .unwrap();
-    let out = exec(
-        &env,
-        &server,
-        &["--permission-mode", "acceptEdits", "say a lot"],
+    // Many small deltas, as real services send them (about 9 000 events).
+    let chatty: String = (0..2_000).map(line).collect();
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "say a lot",
+                vec![
+                    // 4 KB pieces keep the debug-build run short; the size is the point.
+                    Step::tool_call("Write", json!({"file_path": "big.txt", "content": content}))
+                        .piece_chars(4096),
+                    Step::text(&text).piece_chars(4096),
+                ],
+            )
+            .conversation("chatter", vec![Step::text(&chatty)]),
     );
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(
-        out.stdout == format!("{text}\n"),
-        "the answer was not printed whole"
-    );
+    for (prompt, expected) in [("say a lot", &text), ("chatter", &chatty)] {
+        let out = exec(
+            &env,
+            &server,
+            &["--permission-mode", "acceptEdits", "--json", prompt],
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let events = out.events();
+        assert!(of_type(&events, "model_retry").is_empty());
+        let streamed: String = of_type(&events, "text_delta")
+            .iter()
+            .map(|delta| delta["text"].as_str().unwrap())
+            .collect();
+        assert!(&streamed == expected, "the deltas lost text");
+        let last = of_type(&events, "assistant_text").last().unwrap()["text"].clone();
+        assert!(
+            last.as_str() == Some(expected.as_str()),
+            "the answer lost text"
+        );
+        assert_nothing_lost(&events);
+    }
     assert_eq!(workspace_files(&env), ["big.txt"]);
     assert!(
         env.read_file("big.txt") == content,
         "the file was not written whole"
     );
-    let lines = transcript(&env);
-    assert_nothing_lost(&lines);
-    let last_text = of_type(&lines, "assistant_text").last().unwrap()["text"].clone();
-    assert!(
-        last_text.as_str() == Some(text.as_str()),
-        "the transcript lost text"
-    );
+    assert_eq!(assert_transcripts_whole(&env), 2);
 }
 
 #[test]

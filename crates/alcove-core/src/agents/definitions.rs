@@ -205,7 +205,11 @@ mod tests {
     #[test]
     fn effective_tools_apply_both_lists_in_pool_order() {
         let definition = AgentDefinition {
-            tools: Some(vec!["Bash".to_owned(), "Read".to_owned(), "Grep".to_owned()]),
+            tools: Some(vec![
+                "Bash".to_owned(),
+                "Read".to_owned(),
+                "Grep".to_owned(),
+            ]),
             disallowed_tools: vec!["Bash".to_owned()],
             ..AgentDefinition::default()
         };
