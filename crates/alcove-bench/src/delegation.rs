@@ -133,6 +133,46 @@ pub(crate) fn fan_out(bench: &Bench, widths: &[usize]) -> anyhow::Result<Vec<Fan
     Ok(out)
 }
 
+/// The same five turns at [`LATENCY_MS`] made by the main agent itself, no
+/// child: the mean gap between its requests beyond the scripted latency
+/// (median over the runs), in ms. It is what each turn costs besides the
+/// model's own time, so it tells fan-out overhead apart from turn overhead.
+pub(crate) fn solo_gap(bench: &Bench) -> anyhow::Result<f64> {
+    let mut script = Script::new();
+    for run in 0..=bench.runs {
+        let mut steps: Vec<Step> = (1..CHILD_TURNS)
+            .map(|_| Step::tool_call("Read", json!({"file_path": "small.txt"})).delay(LATENCY_MS))
+            .collect();
+        steps.push(Step::text("checked").delay(LATENCY_MS));
+        script = script.conversation(&format!("SOLO run {run}."), steps);
+    }
+    let server = FakeServer::start(script);
+    let mut gaps = Vec::new();
+    for run in 0..=bench.runs {
+        let env = TestEnv::new();
+        env.write_file("small.txt", "a small file\n");
+        let prompt = format!("SOLO run {run}.");
+        let status = bench.exec(&env, &server, &[&prompt]).status()?;
+        if !status.success() {
+            bail!("the solo run failed: {status}");
+        }
+        let times: Vec<_> = server
+            .requests_for(&prompt)
+            .iter()
+            .map(|request| request.received_at)
+            .collect();
+        if run > 0 {
+            let mean = times
+                .windows(2)
+                .map(|w| ms(w[1].duration_since(w[0])) - LATENCY_MS as f64)
+                .sum::<f64>()
+                / (times.len().max(2) - 1) as f64;
+            gaps.push(mean);
+        }
+    }
+    Ok(median(&gaps))
+}
+
 /// What the parent paid for an exploration its child did.
 pub(crate) struct Economy {
     /// Bytes of the files the child read.

@@ -151,8 +151,9 @@ fn run(options: Options) -> anyhow::Result<()> {
         results.children = Some(scenarios::live_children(&bench)?);
     }
     if wanted("fanout") {
-        step("fan-out of 4, 16 and 64 children");
-        results.fan_out = Some(delegation::fan_out(&bench, &[4, 16, 64])?);
+        step("fan-out of 1, 4, 16 and 64 children");
+        results.fan_out = Some(delegation::fan_out(&bench, &[1, 4, 16, 64])?);
+        results.solo_gap_ms = Some(delegation::solo_gap(&bench)?);
     }
     if wanted("economy") {
         step("context economy");

@@ -14,6 +14,8 @@ pub(crate) struct Results {
     pub(crate) session: Option<Session>,
     pub(crate) children: Option<LiveChildren>,
     pub(crate) fan_out: Option<Vec<FanOut>>,
+    /// The main agent's own turn overhead at the same latency, no child.
+    pub(crate) solo_gap_ms: Option<f64>,
     pub(crate) economy: Option<Economy>,
     /// The figures, or why Grep was not measured.
     pub(crate) grep: Option<Result<Vec<GrepFigure>, String>>,
@@ -166,7 +168,7 @@ fn details(md: &mut String, results: &Results) {
              CPU is user + system time from `getrusage(RUSAGE_CHILDREN)` of a wrapper whose only child is \
              alcove, so it includes the shells of the Bash calls alcove waited for. The marginal cost of a \
              band of turns is the difference between sessions of the two lengths, divided by the turns added.\n\n\
-             | session | messages in the last request | CPU (median) | per turn in the band | peak RSS |\n|---|---|---|---|---|"
+             | session | messages in the last request | CPU (median) | per turn in the band | peak RSS | wall per turn |\n|---|---|---|---|---|---|"
         );
         let mut previous: Option<&SessionPoint> = None;
         for point in &session.points {
@@ -182,11 +184,12 @@ fn details(md: &mut String, results: &Results) {
                 .unwrap_or_else(|| "— (start-up and one answer)".to_owned());
             let _ = writeln!(
                 md,
-                "| {} turns | {} | {:.1} ms | {band} | {:.1} MB |",
+                "| {} turns | {} | {:.1} ms | {band} | {:.1} MB | {:.2} ms |",
                 point.turns,
                 point.messages,
                 point.cpu_ms,
-                mb(point.rss_mib)
+                mb(point.rss_mib),
+                point.turnaround_ms
             );
             previous = Some(point);
         }
@@ -214,6 +217,12 @@ fn details(md: &mut String, results: &Results) {
              consecutive requests beyond the scripted 200 ms; the last child's last answer → the \
              parent's next request.\n\n| N | total | over ideal | start | per child turn | end |\n|---|---|---|---|---|---|"
         );
+        if let Some(gap) = results.solo_gap_ms {
+            let _ = writeln!(
+                md,
+                "| no child: the main agent makes the 5 turns itself | | | | +{gap:.1} ms | |"
+            );
+        }
         for f in fan {
             let _ = writeln!(
                 md,

@@ -158,6 +158,9 @@ pub(crate) struct SessionPoint {
     pub(crate) messages: usize,
     pub(crate) cpu_ms: f64,
     pub(crate) rss_mib: f64,
+    /// Wall time from the first to the last model request, per turn: the
+    /// turnaround of a turn (tool included) when the model answers at once.
+    pub(crate) turnaround_ms: f64,
 }
 
 /// Per-turn CPU and peak RSS of scripted sessions of several lengths.
@@ -180,6 +183,7 @@ pub(crate) fn session(bench: &Bench) -> anyhow::Result<Session> {
     let server = FakeServer::start(script);
     let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); LENGTHS.len()];
     let mut rss: Vec<Vec<f64>> = vec![Vec::new(); LENGTHS.len()];
+    let mut turnaround: Vec<Vec<f64>> = vec![Vec::new(); LENGTHS.len()];
     for run in 0..=bench.runs {
         for (index, turns) in LENGTHS.iter().enumerate() {
             let env = TestEnv::new();
@@ -191,7 +195,8 @@ pub(crate) fn session(bench: &Bench) -> anyhow::Result<Session> {
                 &["--permission-mode", "bypassPermissions", &prompt],
             );
             let usage = measure::run_measured(&command, &bench.scratch)?;
-            let made = server.requests_for(&prompt).len();
+            let requests = server.requests_for(&prompt);
+            let made = requests.len();
             if made != *turns {
                 bail!("the {turns}-turn session made {made} requests");
             }
@@ -201,6 +206,12 @@ pub(crate) fn session(bench: &Bench) -> anyhow::Result<Session> {
             if run > 0 {
                 cpu[index].push(ms(usage.cpu));
                 rss[index].push(usage.max_rss_kib as f64 / 1024.0);
+                if let (Some(first), Some(last)) = (requests.first(), requests.last())
+                    && *turns > 1
+                {
+                    let span = last.received_at.duration_since(first.received_at);
+                    turnaround[index].push(ms(span) / (turns - 1) as f64);
+                }
             }
         }
     }
@@ -212,6 +223,7 @@ pub(crate) fn session(bench: &Bench) -> anyhow::Result<Session> {
             messages: 2 * turns - 1,
             cpu_ms: median(&cpu[index]),
             rss_mib: median(&rss[index]),
+            turnaround_ms: median(&turnaround[index]),
         })
         .collect();
     Ok(Session {

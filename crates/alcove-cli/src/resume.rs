@@ -48,9 +48,13 @@ pub(crate) fn list_sessions(data: &Path, workspace: Option<&Path>) -> Vec<Sessio
         .map(|entry| entry.path())
         .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
         .filter_map(|path| read_info(&path))
-        .filter(|info| wanted.as_ref().is_none_or(|wanted| *wanted == info.workspace))
+        .filter(|info| {
+            wanted
+                .as_ref()
+                .is_none_or(|wanted| *wanted == info.workspace)
+        })
         .collect();
-    sessions.sort_by(|a, b| b.modified.cmp(&a.modified));
+    sessions.sort_by_key(|info| std::cmp::Reverse(info.modified));
     sessions
 }
 
@@ -106,7 +110,9 @@ pub(crate) fn repair_history(history: &mut Vec<Message>) -> Vec<Message> {
     if history
         .last()
         .is_some_and(|message| message.role == Role::User)
-        || appended.last().is_some_and(|message| message.role == Role::User)
+        || appended
+            .last()
+            .is_some_and(|message| message.role == Role::User)
     {
         appended.push(Message::assistant_text(INTERRUPTED_NOTE));
     }

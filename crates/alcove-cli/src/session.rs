@@ -177,6 +177,7 @@ impl Session {
             .with_model_factory(model_factory)
             .with_project_instructions(project.text.clone())
             .with_redactions(redactions)
+            .with_first_child_number(next_child_number(&dirs.data.join("sessions").join(&id)))
             .with_command(
                 env_var("ALCOVE_SUBAGENT_COMMAND").or_else(|| config.agents.command.clone()),
             ),
@@ -236,6 +237,23 @@ impl Session {
             token_budget: None,
         }
     }
+}
+
+/// One more than the highest `agent-N` among a session's child transcripts
+/// (1 for a new session).
+fn next_child_number(children: &std::path::Path) -> u64 {
+    let highest = std::fs::read_dir(children)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            let stem = name.strip_suffix(".jsonl")?;
+            stem.rsplit("agent-").next()?.parse::<u64>().ok()
+        })
+        .max()
+        .unwrap_or(0);
+    highest + 1
 }
 
 /// The main agent's messages recorded in session `id`'s transcript.

@@ -163,7 +163,7 @@ pub async fn run_agent(
         error: None,
     };
     append(runtime, run, &mut outcome.messages, input);
-    let tool_specs: Vec<_> = run.tools.iter().map(|tool| tool.spec().clone()).collect();
+    let mut tool_specs: Vec<_> = run.tools.iter().map(|tool| tool.spec().clone()).collect();
     let mut stop_continuations = 0;
 
     loop {
@@ -199,10 +199,13 @@ pub async fn run_agent(
         let turn = outcome.turns;
         runtime.emit(&run.path, EventKind::TurnStarted { turn });
 
+        // The history and tool specs are lent to the request and taken back
+        // below, not cloned: a copy of the whole history per turn made the
+        // per-turn cost grow with the session (issue 7's benchmarks).
         let request = ModelRequest {
             system: run.system_prompt.clone(),
-            messages: outcome.messages.clone(),
-            tools: tool_specs.clone(),
+            messages: std::mem::take(&mut outcome.messages),
+            tools: std::mem::take(&mut tool_specs),
             max_tokens: runtime.limits.max_tokens,
         };
         runtime.emit(
@@ -216,11 +219,14 @@ pub async fn run_agent(
         let on_delta = |delta: StreamDelta| runtime.emit(&run.path, delta_event(delta));
         let reply = tokio::select! {
             biased;
-            () = run.cancel.cancelled() => {
-                outcome.status = RunStatus::Aborted;
-                return outcome;
-            }
-            reply = runtime.model.complete(&request, &on_delta) => reply,
+            () = run.cancel.cancelled() => None,
+            reply = runtime.model.complete(&request, &on_delta) => Some(reply),
+        };
+        outcome.messages = request.messages;
+        tool_specs = request.tools;
+        let Some(reply) = reply else {
+            outcome.status = RunStatus::Aborted;
+            return outcome;
         };
         let response = match reply {
             Ok(response) => response,

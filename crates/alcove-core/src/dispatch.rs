@@ -32,27 +32,30 @@ pub(crate) async fn run_tool_calls(
 ) -> Vec<ContentBlock> {
     let mut results = Vec::with_capacity(calls.len());
     for group in groups(run, calls) {
+        // A group's calls are announced together, then run together.
+        let started = Instant::now();
+        for (id, name, input) in group {
+            runtime.emit(
+                &run.path,
+                EventKind::ToolCallStarted {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: input.clone(),
+                },
+            );
+        }
         if run.cancel.is_cancelled() {
-            for (id, name, input) in group {
-                runtime.emit(
-                    &run.path,
-                    EventKind::ToolCallStarted {
-                        id: id.clone(),
-                        name: name.clone(),
-                        input: input.clone(),
-                    },
-                );
+            for (id, name, _) in group {
                 let output =
                     ToolOutput::error("Skipped: the run was cancelled before this call started.");
-                results.push(finish(runtime, run, id, name, output, Instant::now()));
+                results.push(finish(runtime, run, id, name, output, started));
             }
             continue;
         }
-        let outputs = join_all(
-            group
-                .iter()
-                .map(|(id, name, input)| dispatch(runtime, run, id, name, input)),
-        )
+        let outputs = join_all(group.iter().map(|(id, name, input)| async move {
+            let output = gate_and_call(runtime, run, id, name, input).await;
+            finish(runtime, run, id, name, output, started)
+        }))
         .await;
         results.extend(outputs);
     }
@@ -99,26 +102,6 @@ fn find<'a>(run: &'a AgentRun, name: &str) -> Option<&'a dyn Tool> {
         .iter()
         .find(|tool| tool.spec().name == name)
         .map(|tool| tool.as_ref())
-}
-
-async fn dispatch(
-    runtime: &Runtime,
-    run: &AgentRun,
-    id: &str,
-    name: &str,
-    input: &Value,
-) -> ContentBlock {
-    let started = Instant::now();
-    runtime.emit(
-        &run.path,
-        EventKind::ToolCallStarted {
-            id: id.to_owned(),
-            name: name.to_owned(),
-            input: input.clone(),
-        },
-    );
-    let output = gate_and_call(runtime, run, id, name, input).await;
-    finish(runtime, run, id, name, output, started)
 }
 
 async fn gate_and_call(

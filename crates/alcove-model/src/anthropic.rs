@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use alcove_protocol::{ContentBlock, Message, Role, StopReason, Usage};
 use eventsource_stream::Event;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::http::Http;
@@ -72,7 +73,7 @@ impl Model for AnthropicModel {
         request: &ModelRequest,
         on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
     ) -> Result<ModelResponse, ModelError> {
-        let body = request_body(&self.model, request);
+        let body = Body::new(&self.model, request);
         self.http
             .complete(
                 &self.url,
@@ -85,75 +86,127 @@ impl Model for AnthropicModel {
     }
 }
 
-/// The JSON body of a Messages request.
+/// The JSON body of a Messages request, as a value (for tests).
+#[cfg(test)]
 pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
-    let mut body = json!({
-        "model": model,
-        "max_tokens": request.max_tokens,
-        "messages": request.messages.iter().map(message_json).collect::<Vec<_>>(),
-        "stream": true,
-    });
-    if !request.system.is_empty() {
-        body["system"] = json!(request.system);
-    }
-    if !request.tools.is_empty() {
-        body["tools"] = request
-            .tools
-            .iter()
-            .map(|t| {
-                json!({
-                    "name": t.name,
-                    "description": t.description,
-                    "input_schema": t.input_schema,
+    serde_json::to_value(Body::new(model, request)).unwrap_or_default()
+}
+
+/// The JSON body of a Messages request, borrowing the request and written
+/// straight to bytes. (It used to be built as a `serde_json::Value` first,
+/// which copied the whole history, tool schemas included, on every turn and
+/// then freed it: two thirds of a long session's instructions, issue 7.)
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    messages: Vec<MessageJson<'a>>,
+    stream: bool,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    system: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<ToolJson<'a>>,
+}
+
+impl<'a> Body<'a> {
+    fn new(model: &'a str, request: &'a ModelRequest) -> Body<'a> {
+        Body {
+            model,
+            max_tokens: request.max_tokens,
+            messages: request.messages.iter().map(MessageJson::new).collect(),
+            stream: true,
+            system: &request.system,
+            tools: request
+                .tools
+                .iter()
+                .map(|tool| ToolJson {
+                    name: &tool.name,
+                    description: &tool.description,
+                    input_schema: &tool.input_schema,
                 })
-            })
-            .collect();
+                .collect(),
+        }
     }
-    body
+}
+
+#[derive(Serialize)]
+struct ToolJson<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a Value,
 }
 
 /// One message in the Messages API's shape.
-fn message_json(message: &Message) -> Value {
-    let role = match message.role {
-        Role::User => "user",
-        Role::Assistant => "assistant",
-    };
-    let content: Vec<Value> = message
-        .content
-        .iter()
-        .filter_map(|block| match block {
-            // The API rejects empty text blocks.
-            ContentBlock::Text { text } if text.is_empty() => None,
-            ContentBlock::Text { text } => Some(json!({"type": "text", "text": text})),
-            ContentBlock::ToolUse { id, name, input } => Some(json!({
-                "type": "tool_use",
-                "id": id,
-                "name": name,
-                "input": tool_input(input),
-            })),
-            ContentBlock::ToolResult {
-                tool_use_id,
-                content,
-                is_error,
-            } => Some(json!({
-                "type": "tool_result",
-                "tool_use_id": tool_use_id,
-                "content": content,
-                "is_error": is_error,
-            })),
-        })
-        .collect();
-    json!({"role": role, "content": content})
+#[derive(Serialize)]
+struct MessageJson<'a> {
+    role: &'static str,
+    content: Vec<BlockJson<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum BlockJson<'a> {
+    Text {
+        text: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: InputJson<'a>,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: &'a str,
+        is_error: bool,
+    },
 }
 
 /// A tool call's input as the API accepts it: an object. Arguments that
 /// were not a JSON object (kept raw when the model wrote invalid JSON) are
 /// wrapped so the model still sees what it wrote.
-fn tool_input(input: &Value) -> Value {
-    if input.is_object() {
-        input.clone()
-    } else {
-        json!({ "_raw_arguments": input })
+#[derive(Serialize)]
+#[serde(untagged)]
+enum InputJson<'a> {
+    Object(&'a Value),
+    Raw { _raw_arguments: &'a Value },
+}
+
+impl<'a> MessageJson<'a> {
+    fn new(message: &'a Message) -> MessageJson<'a> {
+        let role = match message.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        let content = message
+            .content
+            .iter()
+            .filter_map(|block| match block {
+                // The API rejects empty text blocks.
+                ContentBlock::Text { text } if text.is_empty() => None,
+                ContentBlock::Text { text } => Some(BlockJson::Text { text }),
+                ContentBlock::ToolUse { id, name, input } => Some(BlockJson::ToolUse {
+                    id,
+                    name,
+                    input: if input.is_object() {
+                        InputJson::Object(input)
+                    } else {
+                        InputJson::Raw {
+                            _raw_arguments: input,
+                        }
+                    },
+                }),
+                ContentBlock::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error,
+                } => Some(BlockJson::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error: *is_error,
+                }),
+            })
+            .collect();
+        MessageJson { role, content }
     }
 }
 

@@ -50,7 +50,7 @@ impl Http {
         &self,
         url: &str,
         headers: &HeaderMap,
-        body: &serde_json::Value,
+        body: &(impl serde::Serialize + ?Sized),
         assembler: F,
         on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
     ) -> Result<ModelResponse, ModelError>

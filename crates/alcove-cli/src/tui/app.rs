@@ -13,10 +13,10 @@ use std::time::Instant;
 use alcove_core::{AgentOutcome, PermissionGate};
 use alcove_protocol::{AgentEvent, EventKind, RunStatus, Usage};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::text::{Line, Span};
+use ratatui::text::Line;
 
 use super::approval::{ApprovalQueue, SessionRules};
-use super::cells::{Cell, NoticeKind, ToolStatus, format_tokens};
+use super::cells::{Cell, NoticeKind, ToolStatus};
 use super::commands::{self, Command};
 use super::conversation::Conversation;
 use super::editor::{Editor, EditorAction};
@@ -55,7 +55,10 @@ pub(crate) enum Overlay {
     None,
     /// A child's live transcript: its index in the panel, and how many
     /// lines it is scrolled up from the bottom.
-    Child { index: usize, scroll: usize },
+    Child {
+        index: usize,
+        scroll: usize,
+    },
 }
 
 /// The UI's state.
@@ -187,7 +190,12 @@ impl App {
             tool.status = ToolStatus::Failed;
             self.commit(Cell::Tool(tool), now);
         }
-        if self.panel.tree_order(true).iter().any(|idx| self.panel.children[*idx].epoch == self.panel.epoch) {
+        if self
+            .panel
+            .tree_order(true)
+            .iter()
+            .any(|idx| self.panel.children[*idx].epoch == self.panel.epoch)
+        {
             let lines = self.panel.lines(usize::from(self.width), self.theme, now);
             self.commit(Cell::Lines(lines), now);
         }
@@ -199,12 +207,21 @@ impl App {
             ),
             RunStatus::MaxTurns => (
                 Some(NoticeKind::Warning),
-                format!("Stopped after {} model turns (the turn cap) before the task was finished.", outcome.turns),
+                format!(
+                    "Stopped after {} model turns (the turn cap) before the task was finished.",
+                    outcome.turns
+                ),
             ),
-            RunStatus::Budget => (Some(NoticeKind::Warning), "Stopped: a budget ran out.".to_owned()),
+            RunStatus::Budget => (
+                Some(NoticeKind::Warning),
+                "Stopped: a budget ran out.".to_owned(),
+            ),
             RunStatus::Failed => (
                 Some(NoticeKind::Error),
-                format!("The turn failed: {}", outcome.error.as_deref().unwrap_or("unknown error")),
+                format!(
+                    "The turn failed: {}",
+                    outcome.error.as_deref().unwrap_or("unknown error")
+                ),
             ),
         };
         if let Some(kind) = kind {
@@ -252,7 +269,11 @@ impl App {
             return None;
         }
         if key.code == KeyCode::Esc && !self.approvals.typing_reason() {
-            return if self.running() { self.interrupt() } else { None };
+            return if self.running() {
+                self.interrupt()
+            } else {
+                None
+            };
         }
         if !self.approvals.is_empty() {
             if let Some(approval) = self.approvals.on_key(key) {
@@ -314,7 +335,12 @@ impl App {
             .rev()
             .find(|idx| self.panel.children[**idx].state == super::panel::ChildState::Running);
         match running.or(order.last()) {
-            Some(index) => self.overlay = Overlay::Child { index: *index, scroll: 0 },
+            Some(index) => {
+                self.overlay = Overlay::Child {
+                    index: *index,
+                    scroll: 0,
+                }
+            }
             None => self.hint = Some("No child agents in this session yet".to_owned()),
         }
     }
@@ -342,13 +368,36 @@ impl App {
                     (at + 1) % order.len().max(1)
                 };
                 if let Some(next) = order.get(next) {
-                    self.overlay = Overlay::Child { index: *next, scroll: 0 };
+                    self.overlay = Overlay::Child {
+                        index: *next,
+                        scroll: 0,
+                    };
                 }
             }
-            KeyCode::Up => self.overlay = Overlay::Child { index, scroll: scroll + 1 },
-            KeyCode::Down => self.overlay = Overlay::Child { index, scroll: scroll.saturating_sub(1) },
-            KeyCode::PageUp => self.overlay = Overlay::Child { index, scroll: scroll + 10 },
-            KeyCode::PageDown => self.overlay = Overlay::Child { index, scroll: scroll.saturating_sub(10) },
+            KeyCode::Up => {
+                self.overlay = Overlay::Child {
+                    index,
+                    scroll: scroll + 1,
+                }
+            }
+            KeyCode::Down => {
+                self.overlay = Overlay::Child {
+                    index,
+                    scroll: scroll.saturating_sub(1),
+                }
+            }
+            KeyCode::PageUp => {
+                self.overlay = Overlay::Child {
+                    index,
+                    scroll: scroll + 10,
+                }
+            }
+            KeyCode::PageDown => {
+                self.overlay = Overlay::Child {
+                    index,
+                    scroll: scroll.saturating_sub(10),
+                }
+            }
             KeyCode::End => self.overlay = Overlay::Child { index, scroll: 0 },
             _ => {}
         }
@@ -358,13 +407,16 @@ impl App {
     fn run_command(&mut self, command: Command, now: Instant) -> Option<Action> {
         let theme = self.theme;
         match command {
-            Command::Help => self.commit(Cell::Lines(commands::help_lines(theme)), now),
+            Command::Help => self.commit(
+                Cell::Lines(commands::help_lines(usize::from(self.width), theme)),
+                now,
+            ),
             Command::Agents => {
-                let lines = self.agents_lines(now);
+                let lines = commands::agents_lines(self, now);
                 self.commit(Cell::Lines(lines), now);
             }
             Command::Status => {
-                let lines = self.status_lines();
+                let lines = commands::status_lines(self);
                 self.commit(Cell::Lines(lines), now);
             }
             Command::Model(None) => {
@@ -375,73 +427,23 @@ impl App {
                 self.notice(NoticeKind::Info, text, now);
             }
             Command::Clear | Command::Model(Some(_)) if self.running() => {
-                self.notice(NoticeKind::Warning, "A turn is running: wait for it or press Esc first.", now);
+                self.notice(
+                    NoticeKind::Warning,
+                    "A turn is running: wait for it or press Esc first.",
+                    now,
+                );
             }
             Command::Model(Some(spec)) => return Some(Action::SwitchModel(spec)),
             Command::Clear => return Some(Action::Clear),
             Command::Exit => return Some(Action::Exit),
             Command::Unknown(name) => {
-                self.notice(NoticeKind::Error, format!("Unknown command {name}. Type /help for the list."), now);
+                self.notice(
+                    NoticeKind::Error,
+                    format!("Unknown command {name}. Type /help for the list."),
+                    now,
+                );
             }
         }
         None
-    }
-
-    fn agents_lines(&self, now: Instant) -> Vec<Line<'static>> {
-        let theme = self.theme;
-        let width = usize::from(self.width);
-        let mut out = vec![Line::styled("Child agents of this session", theme.strong())];
-        let order = self.panel.tree_order(false);
-        if order.is_empty() {
-            out.push(Line::styled("  none yet", theme.dim()));
-        }
-        for idx in order {
-            out.push(self.panel.children[idx].row(width, theme, now));
-        }
-        out.push(Line::styled("Agent types (the Agent tool's subagent_type)", theme.strong()));
-        for (name, description) in &self.facts.definitions {
-            let line = Line::from(vec![
-                Span::styled(format!("  {name:<16} "), theme.accent()),
-                Span::styled(description.clone(), theme.dim()),
-            ]);
-            out.extend(super::wrap::wrap_line(&line, width, &" ".repeat(19)));
-        }
-        let rules = self.rules.list();
-        if !rules.is_empty() {
-            out.push(Line::from(vec![
-                Span::styled("Allowed for this session: ", theme.strong()),
-                Span::styled(rules.join(", "), theme.text()),
-            ]));
-        }
-        out
-    }
-
-    fn status_lines(&self) -> Vec<Line<'static>> {
-        let theme = self.theme;
-        let row = |label: &str, value: String| {
-            Line::from(vec![
-                Span::styled(format!("  {label:<11}"), theme.dim()),
-                Span::styled(value, theme.text()),
-            ])
-        };
-        let children = self.panel.children.len();
-        vec![
-            Line::styled("Status", theme.strong()),
-            row("model", self.facts.model.clone()),
-            row("mode", self.facts.mode.clone()),
-            row("session", self.facts.id.clone()),
-            row("workspace", self.facts.workspace.display().to_string()),
-            row(
-                "tokens",
-                format!(
-                    "{} in · {} out (all agents; {children} children)",
-                    format_tokens(self.usage.input_tokens),
-                    format_tokens(self.usage.output_tokens)
-                ),
-            ),
-            row("cost", "unknown (no price table for this model)".to_owned()),
-            row("turns", self.main_turns.to_string()),
-            row("transcript", self.facts.transcript.clone().unwrap_or_default()),
-        ]
     }
 }

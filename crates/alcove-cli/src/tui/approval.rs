@@ -44,10 +44,11 @@ impl SessionRules {
     /// Whether every one of `rules` was granted (and there is one).
     pub(crate) fn cover(&self, rules: &[Rule]) -> bool {
         !rules.is_empty()
-            && self
-                .rules
-                .lock()
-                .is_ok_and(|granted| rules.iter().all(|rule| granted.iter().any(|text| text == rule.text())))
+            && self.rules.lock().is_ok_and(|granted| {
+                rules
+                    .iter()
+                    .all(|rule| granted.iter().any(|text| text == rule.text()))
+            })
     }
 
     /// Grants `rules` for the rest of the session, in the gate and here.
@@ -68,13 +69,20 @@ impl SessionRules {
 
     /// The rules, in the order they were added.
     pub(crate) fn list(&self) -> Vec<String> {
-        self.rules.lock().map(|rules| rules.clone()).unwrap_or_default()
+        self.rules
+            .lock()
+            .map(|rules| rules.clone())
+            .unwrap_or_default()
     }
 }
 
 /// The rules "allow always" would add for `request`, as the gate suggests
 /// them (none for a command it cannot take apart safely).
-pub(crate) fn rules_for(request: &ApprovalRequest, gate: &PermissionGate, workspace: &Workspace) -> Vec<Rule> {
+pub(crate) fn rules_for(
+    request: &ApprovalRequest,
+    gate: &PermissionGate,
+    workspace: &Workspace,
+) -> Vec<Rule> {
     gate.suggest_rules(&request.tool, &request.input, workspace)
 }
 
@@ -156,7 +164,12 @@ impl ApprovalQueue {
 
     /// Answers the first ask. "Allow always" also adds its rule and answers
     /// every other queued ask the rule allows.
-    pub(crate) fn answer(&mut self, approval: Approval, rules: &SessionRules, gate: Option<&PermissionGate>) {
+    pub(crate) fn answer(
+        &mut self,
+        approval: Approval,
+        rules: &SessionRules,
+        gate: Option<&PermissionGate>,
+    ) {
         let Some(pending) = self.items.pop_front() else {
             return;
         };
@@ -164,9 +177,10 @@ impl ApprovalQueue {
         self.reason = None;
         if approval == Approval::AllowAlways && !pending.rules.is_empty() {
             rules.grant(&pending.rules, gate);
-            let (allowed, rest): (VecDeque<Pending>, VecDeque<Pending>) = std::mem::take(&mut self.items)
-                .into_iter()
-                .partition(|other| rules.cover(&other.rules));
+            let (allowed, rest): (VecDeque<Pending>, VecDeque<Pending>) =
+                std::mem::take(&mut self.items)
+                    .into_iter()
+                    .partition(|other| rules.cover(&other.rules));
             self.items = rest;
             for other in allowed {
                 let _ = other.ask.reply.send(Approval::AllowOnce);
@@ -177,7 +191,10 @@ impl ApprovalQueue {
 
     /// Handles a key meant for the prompt; returns the answer it gives.
     pub(crate) fn on_key(&mut self, key: KeyEvent) -> Option<Approval> {
-        let has_rule = self.items.front().is_some_and(|pending| !pending.rules.is_empty());
+        let has_rule = self
+            .items
+            .front()
+            .is_some_and(|pending| !pending.rules.is_empty());
         if let Some(reason) = &mut self.reason {
             match key.code {
                 KeyCode::Enter => {
@@ -188,7 +205,9 @@ impl ApprovalQueue {
                 KeyCode::Backspace => {
                     reason.pop();
                 }
-                KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => reason.push(c),
+                KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+                    reason.push(c)
+                }
                 _ => {}
             }
             return None;
@@ -227,7 +246,10 @@ impl ApprovalQueue {
 
     fn step(&self, has_rule: bool, forward: bool) -> usize {
         let choices: &[usize] = if has_rule { &[0, 1, 2] } else { &[0, 2] };
-        let at = choices.iter().position(|c| *c == self.selected).unwrap_or(0);
+        let at = choices
+            .iter()
+            .position(|c| *c == self.selected)
+            .unwrap_or(0);
         let next = if forward {
             (at + 1) % choices.len()
         } else {
@@ -261,7 +283,10 @@ impl ApprovalQueue {
         let head = truncate(&head, width.saturating_sub(text_width(&count) + 1));
         let pad = width.saturating_sub(text_width(&head) + text_width(&count));
         out.push(Line::from(vec![
-            Span::styled(head, theme.warn().add_modifier(ratatui::style::Modifier::BOLD)),
+            Span::styled(
+                head,
+                theme.warn().add_modifier(ratatui::style::Modifier::BOLD),
+            ),
             Span::raw(" ".repeat(pad)),
             Span::styled(count, theme.dim()),
         ]));
@@ -277,21 +302,38 @@ impl ApprovalQueue {
                     ));
                 }
                 if lines.len() > COMMAND_ROWS {
-                    out.push(Line::styled(format!("    … +{} lines", lines.len() - COMMAND_ROWS), theme.dim()));
+                    out.push(Line::styled(
+                        format!("    … +{} lines", lines.len() - COMMAND_ROWS),
+                        theme.dim(),
+                    ));
                 }
             }
             _ => out.push(Line::styled(
-                format!("  {}: {}", request.tool, truncate(&request.summary, width.saturating_sub(4 + request.tool.len()))),
+                format!(
+                    "  {}: {}",
+                    request.tool,
+                    truncate(
+                        &request.summary,
+                        width.saturating_sub(4 + request.tool.len())
+                    )
+                ),
                 theme.strong(),
             )),
         }
         if let Some(diff) = &pending.diff {
             out.extend(diff::render(diff, width, DIFF_ROWS, theme));
         }
-        out.extend(wrap_line(&Line::styled(format!("  {}", request.reason), theme.dim()), width, "  "));
+        out.extend(wrap_line(
+            &Line::styled(format!("  {}", request.reason), theme.dim()),
+            width,
+            "  ",
+        ));
         if let Some(reason) = &self.reason {
             out.push(Line::from(vec![
-                Span::styled("  Deny. Reason for the model (Enter sends, empty for none, Esc back): ", theme.dim()),
+                Span::styled(
+                    "  Deny. Reason for the model (Enter sends, empty for none, Esc back): ",
+                    theme.dim(),
+                ),
                 Span::styled(reason.clone(), theme.text()),
                 Span::styled("▏", theme.accent()),
             ]));
@@ -299,7 +341,11 @@ impl ApprovalQueue {
         }
         let mut choices = vec![Span::raw("  ")];
         let mut option = |idx: usize, label: String| {
-            let style = if self.selected == idx { theme.selected() } else { theme.text() };
+            let style = if self.selected == idx {
+                theme.selected()
+            } else {
+                theme.text()
+            };
             choices.push(Span::styled(label, style));
             choices.push(Span::raw("   "));
         };
@@ -345,14 +391,23 @@ mod tests {
         let mut waiting = Vec::new();
         for command in ["cargo test", "make", "cargo test --doc"] {
             let approver = approver.clone();
-            waiting.push(tokio::spawn(async move { approver.approve(request(command)).await }));
+            waiting.push(tokio::spawn(async move {
+                approver.approve(request(command)).await
+            }));
             queue.push(rx.recv().await.unwrap(), &gate, &workspace);
         }
         assert_eq!(queue.len(), 3);
-        assert_eq!(queue.on_key(KeyEvent::from(KeyCode::Char('a'))), Some(Approval::AllowAlways));
+        assert_eq!(
+            queue.on_key(KeyEvent::from(KeyCode::Char('a'))),
+            Some(Approval::AllowAlways)
+        );
         queue.answer(Approval::AllowAlways, &rules, Some(&gate));
         assert_eq!(rules.list(), vec!["Bash(cargo test:*)".to_owned()]);
-        assert_eq!(queue.len(), 1, "the other cargo test ask was answered by the rule");
+        assert_eq!(
+            queue.len(),
+            1,
+            "the other cargo test ask was answered by the rule"
+        );
         assert_eq!(queue.on_key(KeyEvent::from(KeyCode::Char('n'))), None);
         assert!(queue.typing_reason());
         for c in "nope".chars() {
@@ -367,7 +422,11 @@ mod tests {
             .collect();
         assert_eq!(
             answers,
-            vec![Approval::AllowAlways, Approval::Deny(Some("nope".to_owned())), Approval::AllowOnce]
+            vec![
+                Approval::AllowAlways,
+                Approval::Deny(Some("nope".to_owned())),
+                Approval::AllowOnce
+            ]
         );
         let suggested = rules_for(&request("cargo test -q"), &gate, &workspace);
         assert!(rules.cover(&suggested));

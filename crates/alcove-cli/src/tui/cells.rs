@@ -46,7 +46,13 @@ pub(crate) struct ToolCell {
 
 impl ToolCell {
     /// A call that just started.
-    pub(crate) fn started(id: &str, name: &str, input: &Value, workspace: &Path, now: Instant) -> ToolCell {
+    pub(crate) fn started(
+        id: &str,
+        name: &str,
+        input: &Value,
+        workspace: &Path,
+        now: Instant,
+    ) -> ToolCell {
         ToolCell {
             id: id.to_owned(),
             name: name.to_owned(),
@@ -154,7 +160,9 @@ fn tool_lines(tool: &ToolCell, width: usize, theme: Theme, now: Instant) -> Vec<
         // A call replayed from a transcript: its duration is not recorded there.
         (_, None) => None,
     };
-    let time = elapsed.map_or_else(String::new, |elapsed| format!("  {}", format_duration(elapsed)));
+    let time = elapsed.map_or_else(String::new, |elapsed| {
+        format!("  {}", format_duration(elapsed))
+    });
     let fixed = 2 + tool.name.chars().count() + 2 + time.chars().count();
     let arg = truncate(&tool.arg, width.saturating_sub(fixed));
     let mut out = vec![Line::from(vec![
@@ -180,7 +188,10 @@ fn tool_lines(tool: &ToolCell, width: usize, theme: Theme, now: Instant) -> Vec<
         (_, "Agent") => (2, theme.dim()),
         _ => (0, theme.dim()),
     };
-    let lines: Vec<&str> = result.lines().filter(|line| !line.trim().is_empty()).collect();
+    let lines: Vec<&str> = result
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .collect();
     for (idx, line) in lines.iter().take(rows).enumerate() {
         let lead = if idx == 0 { "  ⎿ " } else { "    " };
         out.push(Line::styled(
@@ -189,7 +200,10 @@ fn tool_lines(tool: &ToolCell, width: usize, theme: Theme, now: Instant) -> Vec<
         ));
     }
     if rows > 0 && lines.len() > rows {
-        out.push(Line::styled(format!("    … +{} lines", lines.len() - rows), theme.dim()));
+        out.push(Line::styled(
+            format!("    … +{} lines", lines.len() - rows),
+            theme.dim(),
+        ));
     }
     out
 }
@@ -260,9 +274,18 @@ mod tests {
     #[test]
     fn key_arguments_are_short_and_relative() {
         let root = Path::new("/w");
-        assert_eq!(key_argument("Read", &json!({"file_path": "/w/src/a.rs"}), root), "src/a.rs");
-        assert_eq!(key_argument("Bash", &json!({"command": "ls\n-la"}), root), "ls -la");
-        assert_eq!(key_argument("Other", &json!({"x": 1, "q": "find"}), root), "find");
+        assert_eq!(
+            key_argument("Read", &json!({"file_path": "/w/src/a.rs"}), root),
+            "src/a.rs"
+        );
+        assert_eq!(
+            key_argument("Bash", &json!({"command": "ls\n-la"}), root),
+            "ls -la"
+        );
+        assert_eq!(
+            key_argument("Other", &json!({"x": 1, "q": "find"}), root),
+            "find"
+        );
         assert_eq!(format_tokens(1234), "1.2k");
         assert_eq!(format_duration(Duration::from_secs(185)), "3m05s");
     }

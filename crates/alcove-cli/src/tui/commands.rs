@@ -3,9 +3,14 @@
 //! Only `/word` at the start of a prompt is a command, so a prompt that
 //! starts with a path (`/etc/hosts: what is this?`) still goes to the model.
 
+use std::time::Instant;
+
 use ratatui::text::{Line, Span};
 
+use super::app::App;
+use super::cells::format_tokens;
 use super::theme::Theme;
+use super::wrap::wrap_line;
 
 /// A parsed command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,11 +29,23 @@ pub(crate) enum Command {
 /// The commands with what they do, for `/help` and completion.
 pub(crate) const COMMANDS: &[(&str, &str)] = &[
     ("/help", "this list"),
-    ("/agents", "child agents of this session (state, turns, tokens, time) and the agent types"),
-    ("/clear", "start a new conversation (this one stays resumable)"),
-    ("/model", "show the model; /model provider/name switches for the next turns"),
+    (
+        "/agents",
+        "child agents of this session (state, turns, tokens, time) and the agent types",
+    ),
+    (
+        "/clear",
+        "start a new conversation (this one stays resumable)",
+    ),
+    (
+        "/model",
+        "show the model; /model provider/name switches for the next turns",
+    ),
     ("/status", "model, permission mode, session, tokens used"),
-    ("/exit", "leave (Ctrl+C twice or Ctrl+D on an empty prompt also do)"),
+    (
+        "/exit",
+        "leave (Ctrl+C twice or Ctrl+D on an empty prompt also do)",
+    ),
 ];
 
 /// The keys, for `/help`.
@@ -36,9 +53,18 @@ const KEYS: &[(&str, &str)] = &[
     ("Enter", "send (while a turn runs: queue)"),
     ("Shift+Enter, Alt+Enter, Ctrl+J, \\Enter", "new line"),
     ("↑ / ↓", "earlier prompts"),
-    ("Esc, Ctrl+C", "interrupt the turn (children too); the session stays"),
-    ("Ctrl+T", "open a child's live transcript (Tab: next child, Esc: back)"),
-    ("y / a / n", "answer an approval: once, always for this session, deny with a reason"),
+    (
+        "Esc, Ctrl+C",
+        "interrupt the turn (children too); the session stays",
+    ),
+    (
+        "Ctrl+T",
+        "open a child's live transcript (Tab: next child, Esc: back)",
+    ),
+    (
+        "y / a / n",
+        "answer an approval: once, always for this session, deny with a reason",
+    ),
 ];
 
 /// The command `input` is, or `None` when it is a prompt.
@@ -49,7 +75,11 @@ pub(crate) fn parse(input: &str) -> Option<Command> {
         Some((word, argument)) => (word, argument.trim()),
         None => (rest, ""),
     };
-    if word.is_empty() || !word.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+    if word.is_empty()
+        || !word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
         return None;
     }
     let command = match word {
@@ -74,23 +104,89 @@ pub(crate) fn complete(prefix: &str) -> Option<&'static str> {
     matches.next().is_none().then_some(*first)
 }
 
-/// `/help`.
-pub(crate) fn help_lines(theme: Theme) -> Vec<Line<'static>> {
+/// `/help`, `width` columns wide.
+pub(crate) fn help_lines(width: usize, theme: Theme) -> Vec<Line<'static>> {
     let mut out = vec![Line::styled("Commands", theme.strong())];
     for (name, what) in COMMANDS {
-        out.push(Line::from(vec![
+        let line = Line::from(vec![
             Span::styled(format!("  {name:<9}"), theme.accent()),
             Span::styled(what.to_string(), theme.text()),
-        ]));
+        ]);
+        out.extend(wrap_line(&line, width, &" ".repeat(11)));
     }
     out.push(Line::styled("Keys", theme.strong()));
     for (keys, what) in KEYS {
-        out.push(Line::from(vec![
+        let line = Line::from(vec![
             Span::styled(format!("  {keys}"), theme.accent()),
             Span::styled(format!("  {what}"), theme.dim()),
+        ]);
+        out.extend(wrap_line(&line, width, "    "));
+    }
+    out
+}
+
+/// `/agents`: every child of the session, then the agent types.
+pub(crate) fn agents_lines(app: &App, now: Instant) -> Vec<Line<'static>> {
+    let theme = app.theme;
+    let width = usize::from(app.width);
+    let mut out = vec![Line::styled("Child agents of this session", theme.strong())];
+    let order = app.panel.tree_order(false);
+    if order.is_empty() {
+        out.push(Line::styled("  none yet", theme.dim()));
+    }
+    out.extend(app.panel.rows(&order, width, theme, now));
+    out.push(Line::styled(
+        "Agent types (the Agent tool's subagent_type)",
+        theme.strong(),
+    ));
+    for (name, description) in &app.facts.definitions {
+        let line = Line::from(vec![
+            Span::styled(format!("  {name:<16} "), theme.accent()),
+            Span::styled(description.clone(), theme.dim()),
+        ]);
+        out.extend(wrap_line(&line, width, &" ".repeat(19)));
+    }
+    let rules = app.rules.list();
+    if !rules.is_empty() {
+        out.push(Line::from(vec![
+            Span::styled("Allowed for this session: ", theme.strong()),
+            Span::styled(rules.join(", "), theme.text()),
         ]));
     }
     out
+}
+
+/// `/status`.
+pub(crate) fn status_lines(app: &App) -> Vec<Line<'static>> {
+    let theme = app.theme;
+    let row = |label: &str, value: String| {
+        Line::from(vec![
+            Span::styled(format!("  {label:<11}"), theme.dim()),
+            Span::styled(value, theme.text()),
+        ])
+    };
+    let children = app.panel.children.len();
+    vec![
+        Line::styled("Status", theme.strong()),
+        row("model", app.facts.model.clone()),
+        row("mode", app.facts.mode.clone()),
+        row("session", app.facts.id.clone()),
+        row("workspace", app.facts.workspace.display().to_string()),
+        row(
+            "tokens",
+            format!(
+                "{} in · {} out (all agents; {children} children)",
+                format_tokens(app.usage.input_tokens),
+                format_tokens(app.usage.output_tokens)
+            ),
+        ),
+        row("cost", "unknown (no price table for this model)".to_owned()),
+        row("turns", app.main_turns.to_string()),
+        row(
+            "transcript",
+            app.facts.transcript.clone().unwrap_or_default(),
+        ),
+    ]
 }
 
 #[cfg(test)]
@@ -100,9 +196,15 @@ mod tests {
     #[test]
     fn commands_and_prompts_are_told_apart() {
         assert_eq!(parse("/help"), Some(Command::Help));
-        assert_eq!(parse(" /model openai/gpt-5 "), Some(Command::Model(Some("openai/gpt-5".to_owned()))));
+        assert_eq!(
+            parse(" /model openai/gpt-5 "),
+            Some(Command::Model(Some("openai/gpt-5".to_owned())))
+        );
         assert_eq!(parse("/model"), Some(Command::Model(None)));
-        assert_eq!(parse("/frobnicate now"), Some(Command::Unknown("/frobnicate".to_owned())));
+        assert_eq!(
+            parse("/frobnicate now"),
+            Some(Command::Unknown("/frobnicate".to_owned()))
+        );
         assert_eq!(parse("/etc/hosts: what is this?"), None);
         assert_eq!(parse("fix /help"), None);
         assert_eq!(complete("/ag"), Some("/agents"));

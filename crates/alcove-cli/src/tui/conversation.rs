@@ -163,7 +163,11 @@ impl Conversation {
 
 /// The cells of a conversation rebuilt from its messages (a resumed
 /// session): prompts, answers, and each tool call with its result.
-pub(crate) fn cells_from_history(messages: &[Message], workspace: &Path, now: Instant) -> Vec<Cell> {
+pub(crate) fn cells_from_history(
+    messages: &[Message],
+    workspace: &Path,
+    now: Instant,
+) -> Vec<Cell> {
     let results: std::collections::HashMap<&str, (&str, bool)> = messages
         .iter()
         .flat_map(|message| message.content.iter())
@@ -192,7 +196,8 @@ pub(crate) fn cells_from_history(messages: &[Message], workspace: &Path, now: In
                 (Role::Assistant, ContentBlock::ToolUse { id, name, input }) => {
                     let mut tool = ToolCell::started(id, name, input, workspace, now);
                     tool.diff = None;
-                    let (content, is_error) = results.get(id.as_str()).copied().unwrap_or(("", true));
+                    let (content, is_error) =
+                        results.get(id.as_str()).copied().unwrap_or(("", true));
                     tool.status = if is_error {
                         ToolStatus::Failed
                     } else {

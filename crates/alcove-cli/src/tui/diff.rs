@@ -125,7 +125,12 @@ pub(crate) fn diff_texts(old: &str, new: &str, numbered: bool) -> FileDiff {
 }
 
 /// The diff as lines at most `width` wide, cut to `max_lines` rows.
-pub(crate) fn render(diff: &FileDiff, width: usize, max_lines: usize, theme: Theme) -> Vec<Line<'static>> {
+pub(crate) fn render(
+    diff: &FileDiff,
+    width: usize,
+    max_lines: usize,
+    theme: Theme,
+) -> Vec<Line<'static>> {
     let digits = diff
         .lines
         .iter()
@@ -136,7 +141,10 @@ pub(crate) fn render(diff: &FileDiff, width: usize, max_lines: usize, theme: The
     for line in &diff.lines {
         if out.len() + 1 >= max_lines && out.len() + 1 < diff.lines.len() {
             let left = diff.lines.len() - out.len();
-            out.push(Line::styled(format!("    … {left} more lines"), theme.dim()));
+            out.push(Line::styled(
+                format!("    … {left} more lines"),
+                theme.dim(),
+            ));
             break;
         }
         let number = match line.number {
@@ -175,7 +183,11 @@ mod tests {
         let input = json!({"file_path": "a.txt", "old_string": "line 5\n", "new_string": "five\n"});
         let diff = for_tool("Edit", &input, dir.path()).unwrap();
         assert_eq!((diff.added, diff.removed), (1, 1));
-        let removed = diff.lines.iter().find(|l| l.kind == DiffKind::Removed).unwrap();
+        let removed = diff
+            .lines
+            .iter()
+            .find(|l| l.kind == DiffKind::Removed)
+            .unwrap();
         assert_eq!((removed.number, removed.text.as_str()), (Some(5), "line 5"));
         assert_eq!(diff.lines.len(), 6, "two lines of context each side");
     }

@@ -74,7 +74,10 @@ impl Modes {
         let row = crossterm::cursor::position().map_or(u16::MAX, |(_, row)| row);
         let mut stdout = std::io::stdout();
         crossterm::execute!(stdout, EnableBracketedPaste)?;
-        if matches!(crossterm::terminal::supports_keyboard_enhancement(), Ok(true)) {
+        if matches!(
+            crossterm::terminal::supports_keyboard_enhancement(),
+            Ok(true)
+        ) {
             crossterm::execute!(
                 stdout,
                 PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
@@ -119,7 +122,11 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
     };
     let mut common = common.clone();
     let mut session = match channels
-        .open(&common, Vec::new(), resumed.as_ref().map(|info| info.id.clone()))
+        .open(
+            &common,
+            Vec::new(),
+            resumed.as_ref().map(|info| info.id.clone()),
+        )
         .await
     {
         Ok(session) => session,
@@ -131,7 +138,12 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
     };
     session.runtime.hooks.session_start().await;
     let mut history = continue_history(&session);
-    let mut app = App::new(theme, screen.screen().width, facts(&session), channels.rules.clone());
+    let mut app = App::new(
+        theme,
+        screen.screen().width,
+        facts(&session),
+        channels.rules.clone(),
+    );
     app.gate = Some(session.gate.clone());
     let now = Instant::now();
     if let Some(info) = &resumed {
@@ -140,13 +152,20 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
         }
         app.notice(
             NoticeKind::Info,
-            format!("Resumed session {} ({} messages). Go on where you left off.", info.id, history.len()),
+            format!(
+                "Resumed session {} ({} messages). Go on where you left off.",
+                info.id,
+                history.len()
+            ),
             now,
         );
     } else {
         app.notice(
             NoticeKind::Info,
-            format!("alcove · {} · /help for commands", app.facts.workspace.display()),
+            format!(
+                "alcove · {} · /help for commands",
+                app.facts.workspace.display()
+            ),
             now,
         );
     }
@@ -205,7 +224,8 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
                 None
             }
             Input::Ask(ask) => {
-                app.approvals.push(ask, &session.gate, &session.runtime.workspace);
+                app.approvals
+                    .push(ask, &session.gate, &session.runtime.workspace);
                 app.overlay = Overlay::None;
                 None
             }
@@ -234,35 +254,52 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
                     turn.cancel.cancel();
                 }
             }
-            Some(Action::Clear) => {
-                match channels.open(&common, Vec::new(), None).await {
-                    Ok(next) => {
-                        totals.end(&session, None, "clear").await;
-                        session = next;
-                        session.runtime.hooks.session_start().await;
-                        totals = Totals::default();
-                        history.clear();
-                        app.reset_conversation();
-                        app.facts = facts(&session);
-                        app.gate = Some(session.gate.clone());
-                        let _ = screen.clear_screen();
-                        app.notice(NoticeKind::Info, format!("New conversation (session {}).", session.id), now);
-                    }
-                    Err(err) => app.notice(NoticeKind::Error, format!("Cannot start a new session: {err:#}"), now),
+            Some(Action::Clear) => match channels.open(&common, Vec::new(), None).await {
+                Ok(next) => {
+                    totals.end(&session, None, "clear").await;
+                    session = next;
+                    session.runtime.hooks.session_start().await;
+                    totals = Totals::default();
+                    history.clear();
+                    app.reset_conversation();
+                    app.facts = facts(&session);
+                    app.gate = Some(session.gate.clone());
+                    let _ = screen.clear_screen();
+                    app.notice(
+                        NoticeKind::Info,
+                        format!("New conversation (session {}).", session.id),
+                        now,
+                    );
                 }
-            }
+                Err(err) => app.notice(
+                    NoticeKind::Error,
+                    format!("Cannot start a new session: {err:#}"),
+                    now,
+                ),
+            },
             Some(Action::SwitchModel(spec)) => {
                 let mut next_common = common.clone();
                 next_common.model = Some(spec.clone());
-                match channels.open(&next_common, Vec::new(), Some(session.id.clone())).await {
+                match channels
+                    .open(&next_common, Vec::new(), Some(session.id.clone()))
+                    .await
+                {
                     Ok(next) => {
                         totals.end(&session, None, "model_switch").await;
                         session = next;
                         common = next_common;
                         app.gate = Some(session.gate.clone());
-                        app.notice(NoticeKind::Info, format!("Model switched to {spec}; the conversation goes on."), now);
+                        app.notice(
+                            NoticeKind::Info,
+                            format!("Model switched to {spec}; the conversation goes on."),
+                            now,
+                        );
                     }
-                    Err(err) => app.notice(NoticeKind::Error, format!("Cannot switch to {spec}: {err:#}"), now),
+                    Err(err) => app.notice(
+                        NoticeKind::Error,
+                        format!("Cannot switch to {spec}: {err:#}"),
+                        now,
+                    ),
                 }
             }
         }
@@ -280,20 +317,29 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
             totals.settle(&session, &mut history, outcome);
         }
     }
-    let reason = if exit == Exit::User { "prompt_input_exit" } else { "other" };
+    let reason = if exit == Exit::User {
+        "prompt_input_exit"
+    } else {
+        "other"
+    };
     totals.end(&session, status, reason).await;
     if exit != Exit::Hangup {
         let _ = screen.insert_history(&app.take_outbox());
         let _ = screen.finish();
     }
     drop(modes);
+    // The terminal may be gone: writes may fail, and must not panic.
     if let Some(failure) = session.transcript.failure() {
-        eprintln!("alcove: warning: {failure}");
+        let _ = writeln!(std::io::stderr(), "alcove: warning: {failure}");
     }
     match exit {
         Exit::User => {
             if !history.is_empty() {
-                println!("Resume this conversation with: alcove resume {}", session.id);
+                let _ = writeln!(
+                    std::io::stdout(),
+                    "Resume this conversation with: alcove resume {}",
+                    session.id
+                );
             }
             Ok(0)
         }
@@ -346,14 +392,19 @@ async fn pick(
         let rows = usize::from(size.height.min(14));
         let lines = picker.lines(usize::from(size.width), rows, theme);
         let height = u16::try_from(lines.len()).unwrap_or(1);
-        let layout = view::Screen { lines, cursor: None };
+        let layout = view::Screen {
+            lines,
+            cursor: None,
+        };
         screen.draw(height, |frame| view::draw(frame, &layout))?;
         match keys.next().await {
-            Some(Ok(Event::Key(key))) if key.kind != KeyEventKind::Release => match picker.on_key(key) {
-                Some(Picked::Session(idx)) => return Ok(picker.sessions.get(idx).cloned()),
-                Some(Picked::Cancelled) => return Ok(None),
-                None => {}
-            },
+            Some(Ok(Event::Key(key))) if key.kind != KeyEventKind::Release => {
+                match picker.on_key(key) {
+                    Some(Picked::Session(idx)) => return Ok(picker.sessions.get(idx).cloned()),
+                    Some(Picked::Cancelled) => return Ok(None),
+                    None => {}
+                }
+            }
             Some(Ok(Event::Resize(width, height))) => screen.resize(Size { width, height })?,
             Some(Ok(_)) => {}
             None | Some(Err(_)) => return Ok(None),

@@ -62,7 +62,10 @@ impl Editor {
 
     /// Replaces the text, with the cursor at its end.
     pub(crate) fn set_text(&mut self, text: &str) {
-        self.lines = text.split('\n').map(|line| line.chars().collect()).collect();
+        self.lines = text
+            .split('\n')
+            .map(|line| line.chars().collect())
+            .collect();
         if self.lines.is_empty() {
             self.lines.push(Vec::new());
         }
@@ -116,7 +119,13 @@ impl Editor {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         match key.code {
-            KeyCode::Enter if key.modifiers.intersects(KeyModifiers::SHIFT | KeyModifiers::ALT) => self.newline(),
+            KeyCode::Enter
+                if key
+                    .modifiers
+                    .intersects(KeyModifiers::SHIFT | KeyModifiers::ALT) =>
+            {
+                self.newline()
+            }
             KeyCode::Char('j') if ctrl => self.newline(),
             KeyCode::Enter => {
                 if self.col > 0 && self.lines[self.row][self.col - 1] == '\\' {
@@ -331,7 +340,10 @@ mod tests {
         editor.on_key(key(KeyCode::Enter));
         editor.on_key(KeyEvent::new(KeyCode::Char('j'), KeyModifiers::CONTROL));
         typed(&mut editor, "three");
-        assert_eq!(editor.on_key(key(KeyCode::Enter)), EditorAction::Submit("one\ntwo\n\nthree".to_owned()));
+        assert_eq!(
+            editor.on_key(key(KeyCode::Enter)),
+            EditorAction::Submit("one\ntwo\n\nthree".to_owned())
+        );
         assert!(editor.is_empty());
         assert_eq!(editor.on_key(key(KeyCode::Enter)), EditorAction::None);
     }

@@ -21,7 +21,10 @@ pub(crate) fn render(text: &str, width: usize, theme: Theme) -> Vec<Line<'static
             if trimmed.starts_with(marker.as_str()) && trimmed.trim_end() == marker.as_str() {
                 fence = None;
             } else {
-                let line = Line::from(vec![Span::raw("  "), Span::styled(raw.to_owned(), theme.code())]);
+                let line = Line::from(vec![
+                    Span::raw("  "),
+                    Span::styled(raw.to_owned(), theme.code()),
+                ]);
                 out.extend(wrap_line(&line, width, "  "));
             }
             continue;
@@ -79,7 +82,10 @@ pub(crate) fn render(text: &str, width: usize, theme: Theme) -> Vec<Line<'static
 fn fence_marker(trimmed: &str) -> Option<String> {
     for marker in ["```", "~~~"] {
         if trimmed.starts_with(marker) {
-            let len = trimmed.chars().take_while(|c| *c == marker.as_bytes()[0] as char).count();
+            let len = trimmed
+                .chars()
+                .take_while(|c| *c == marker.as_bytes()[0] as char)
+                .count();
             return Some(marker[..1].repeat(len));
         }
     }
@@ -192,7 +198,9 @@ fn inline(text: &str, base: Style, theme: Theme) -> Vec<Span<'static>> {
         {
             flush(&mut plain, &mut spans, style_of(bold, italic));
             let label: String = chars[idx + 1..idx + close].iter().collect();
-            let url: String = chars[idx + close + 2..idx + close + 1 + end].iter().collect();
+            let url: String = chars[idx + close + 2..idx + close + 1 + end]
+                .iter()
+                .collect();
             spans.push(Span::styled(
                 label,
                 style_of(bold, italic).add_modifier(Modifier::UNDERLINED),
@@ -247,7 +255,10 @@ mod tests {
     #[test]
     fn an_unclosed_fence_is_code_until_the_end() {
         assert_eq!(texts("```\nlet x = *y;"), vec!["  let x = *y;"]);
-        assert_eq!(texts("snake_case_name and 2 * 3 * 4"), vec!["snake_case_name and 2 * 3 * 4"]);
+        assert_eq!(
+            texts("snake_case_name and 2 * 3 * 4"),
+            vec!["snake_case_name and 2 * 3 * 4"]
+        );
         assert_eq!(texts("see [docs](http://x)"), vec!["see docs (http://x)"]);
     }
 
@@ -255,8 +266,20 @@ mod tests {
     fn inline_styles_are_spans() {
         let lines = render("a **b** *c* `d`", 40, Theme::new(true));
         let spans = &lines[0].spans;
-        assert!(spans.iter().any(|s| s.content == "b" && s.style.add_modifier.contains(Modifier::BOLD)));
-        assert!(spans.iter().any(|s| s.content == "c" && s.style.add_modifier.contains(Modifier::ITALIC)));
-        assert!(spans.iter().any(|s| s.content == "d" && s.style.fg.is_some()));
+        assert!(
+            spans
+                .iter()
+                .any(|s| s.content == "b" && s.style.add_modifier.contains(Modifier::BOLD))
+        );
+        assert!(
+            spans
+                .iter()
+                .any(|s| s.content == "c" && s.style.add_modifier.contains(Modifier::ITALIC))
+        );
+        assert!(
+            spans
+                .iter()
+                .any(|s| s.content == "d" && s.style.fg.is_some())
+        );
     }
 }

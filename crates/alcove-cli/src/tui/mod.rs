@@ -102,14 +102,20 @@ pub(crate) async fn resume(common: &CommonArgs, args: ResumeArgs) -> anyhow::Res
         .into());
     }
     if args.last {
-        let info = sessions.into_iter().next().ok_or_else(|| UsageError("no session".to_owned()))?;
+        let info = sessions
+            .into_iter()
+            .next()
+            .ok_or_else(|| UsageError("no session".to_owned()))?;
         return start(common, Start::Resume(info)).await;
     }
     if !interactive() {
         for info in sessions.iter().take(20) {
             println!("{}  {:>9}  {}", info.id, ago(info.modified), info.title);
         }
-        return Err(UsageError("pick one: `alcove resume <id>` or `alcove resume --last`".to_owned()).into());
+        return Err(UsageError(
+            "pick one: `alcove resume <id>` or `alcove resume --last`".to_owned(),
+        )
+        .into());
     }
     start(common, Start::Pick(sessions)).await
 }
@@ -133,6 +139,7 @@ fn workspace_root(common: &CommonArgs) -> anyhow::Result<PathBuf> {
         Some(dir) => dir.clone(),
         None => std::env::current_dir()?,
     };
-    let workspace = Workspace::new(&dir).map_err(|err| UsageError(format!("--cd {}: {err}", dir.display())))?;
+    let workspace =
+        Workspace::new(&dir).map_err(|err| UsageError(format!("--cd {}: {err}", dir.display())))?;
     Ok(workspace.root().to_owned())
 }

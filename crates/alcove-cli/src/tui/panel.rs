@@ -142,7 +142,9 @@ impl Panel {
     /// right after its parent), or of all children.
     pub(crate) fn tree_order(&self, current_turn_only: bool) -> Vec<usize> {
         let mut order = Vec::new();
-        let shown = |child: &Child| !current_turn_only || child.epoch == self.epoch || child.state == ChildState::Running;
+        let shown = |child: &Child| {
+            !current_turn_only || child.epoch == self.epoch || child.state == ChildState::Running
+        };
         let mut stack: Vec<usize> = self
             .children
             .iter()
@@ -154,21 +156,40 @@ impl Panel {
         while let Some(idx) = stack.pop() {
             order.push(idx);
             let parent = &self.children[idx].path;
-            let kids: Vec<usize> = self
+            let kids = self
                 .children
                 .iter()
                 .enumerate()
-                .filter(|(_, child)| shown(child) && parent_of(&child.path) == Some(parent.as_str()))
-                .map(|(kid, _)| kid)
-                .collect();
-            stack.extend(kids.into_iter().rev());
+                .filter(|(_, child)| {
+                    shown(child) && parent_of(&child.path) == Some(parent.as_str())
+                })
+                .map(|(kid, _)| kid);
+            stack.extend(kids.rev());
         }
         order
     }
 
+    /// The rows of the children at `order`, with their columns aligned.
+    pub(crate) fn rows(
+        &self,
+        order: &[usize],
+        width: usize,
+        theme: Theme,
+        now: Instant,
+    ) -> Vec<Line<'static>> {
+        let columns = Columns::fit(order.iter().map(|idx| &self.children[*idx]), width);
+        order
+            .iter()
+            .map(|idx| self.children[*idx].row_in(&columns, theme, now))
+            .collect()
+    }
+
     fn has_parent_in_list(&self, child: &Child) -> bool {
-        parent_of(&child.path)
-            .is_some_and(|parent| self.children.iter().any(|other| other.path.as_str() == parent))
+        parent_of(&child.path).is_some_and(|parent| {
+            self.children
+                .iter()
+                .any(|other| other.path.as_str() == parent)
+        })
     }
 
     /// The panel: a title row and one row per child of the current turn.
@@ -208,15 +229,23 @@ impl Panel {
 impl Child {
     /// How long it has run (or ran).
     pub(crate) fn elapsed(&self, now: Instant) -> std::time::Duration {
-        self.ended.unwrap_or(now).saturating_duration_since(self.started)
+        self.ended
+            .unwrap_or(now)
+            .saturating_duration_since(self.started)
     }
 
     /// Its state as a word.
     pub(crate) fn state_word(&self) -> &'static str {
         match self.state {
             ChildState::Running => "running",
-            ChildState::Ended { status: RunStatus::Completed, ok: true } => "done",
-            ChildState::Ended { status: RunStatus::Completed, ok: false } => "no report",
+            ChildState::Ended {
+                status: RunStatus::Completed,
+                ok: true,
+            } => "done",
+            ChildState::Ended {
+                status: RunStatus::Completed,
+                ok: false,
+            } => "no report",
             ChildState::Ended { status, .. } => status.as_str(),
         }
     }
@@ -230,12 +259,22 @@ impl Child {
     fn row_in(&self, columns: &Columns, theme: Theme, now: Instant) -> Line<'static> {
         let (icon, icon_style) = match self.state {
             ChildState::Running => (spinner(self.started, now), theme.accent()),
-            ChildState::Ended { status: RunStatus::Completed, ok: true } => ("✓", theme.ok()),
-            ChildState::Ended { status: RunStatus::Aborted, .. } => ("⊘", theme.warn()),
+            ChildState::Ended {
+                status: RunStatus::Completed,
+                ok: true,
+            } => ("✓", theme.ok()),
+            ChildState::Ended {
+                status: RunStatus::Aborted,
+                ..
+            } => ("⊘", theme.warn()),
             ChildState::Ended { .. } => ("✗", theme.error()),
         };
         let name = self.name();
-        let turns = if self.turns == 1 { "1 turn".to_owned() } else { format!("{} turns", self.turns) };
+        let turns = if self.turns == 1 {
+            "1 turn".to_owned()
+        } else {
+            format!("{} turns", self.turns)
+        };
         let stats = format!(
             "{turns:>9} {:>6} tok {:>7}",
             format_tokens(self.tokens),
@@ -244,7 +283,10 @@ impl Child {
         let activity = self.activity();
         let activity_style = match self.state {
             ChildState::Running => theme.text(),
-            ChildState::Ended { status: RunStatus::Completed, ok: true } => theme.ok(),
+            ChildState::Ended {
+                status: RunStatus::Completed,
+                ok: true,
+            } => theme.ok(),
             _ => theme.error(),
         };
         let cell = |text: &str, width: usize| {

@@ -32,11 +32,11 @@ struct Printer {
 
 impl Printer {
     fn line(&self, out: &mut impl Write, text: &str) {
-        if let Ok(mut mid_line) = self.mid_line.lock() {
-            if *mid_line {
-                let _ = writeln!(out);
-                *mid_line = false;
-            }
+        if let Ok(mut mid_line) = self.mid_line.lock()
+            && *mid_line
+        {
+            let _ = writeln!(out);
+            *mid_line = false;
         }
         let _ = writeln!(out, "{text}");
     }
@@ -46,7 +46,11 @@ impl EventSink for Printer {
     fn emit(&self, event: &AgentEvent) {
         let mut out = std::io::stdout().lock();
         let main = event.agent.as_str() == "main";
-        let prefix = if main { String::new() } else { format!("[{}] ", event.agent) };
+        let prefix = if main {
+            String::new()
+        } else {
+            format!("[{}] ", event.agent)
+        };
         match &event.kind {
             EventKind::TextDelta { text } if main => {
                 let _ = write!(out, "{text}");
@@ -56,27 +60,48 @@ impl EventSink for Printer {
             }
             EventKind::AssistantText { .. } if main => self.line(&mut out, ""),
             EventKind::StreamRestarted { reason } if main => {
-                self.line(&mut out, &format!("[the model stream broke ({reason}); asking again]"));
+                self.line(
+                    &mut out,
+                    &format!("[the model stream broke ({reason}); asking again]"),
+                );
             }
             EventKind::ToolCallStarted { name, input, .. } => {
                 let arg = key_argument(name, input, &self.workspace);
                 self.line(&mut out, &format!("{prefix}• {name}({arg})"));
             }
-            EventKind::ToolCallFinished { name, content, is_error: true, .. } => {
+            EventKind::ToolCallFinished {
+                name,
+                content,
+                is_error: true,
+                ..
+            } => {
                 let first = content.lines().next().unwrap_or_default();
                 self.line(&mut out, &format!("{prefix}  ✗ {name}: {first}"));
             }
-            EventKind::AgentStarted { child, description, .. } => {
+            EventKind::AgentStarted {
+                child, description, ..
+            } => {
                 self.line(&mut out, &format!("[{child}] started: {description}"));
             }
-            EventKind::AgentEnded { child, status, turns, usage, .. } => {
+            EventKind::AgentEnded {
+                child,
+                status,
+                turns,
+                usage,
+                ..
+            } => {
                 let tokens = format_tokens(usage.input_tokens + usage.output_tokens);
                 self.line(
                     &mut out,
-                    &format!("[{child}] {}: {turns} turns, {tokens} tokens", status.as_str()),
+                    &format!(
+                        "[{child}] {}: {turns} turns, {tokens} tokens",
+                        status.as_str()
+                    ),
                 );
             }
-            EventKind::ModelRetry { attempt, reason, .. } => {
+            EventKind::ModelRetry {
+                attempt, reason, ..
+            } => {
                 eprintln!("{prefix}model request failed (attempt {attempt}): {reason}; retrying");
             }
             EventKind::Warning { message } => eprintln!("{prefix}warning: {message}"),
@@ -100,7 +125,11 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
         workspace,
     });
     let session = channels
-        .open(common, vec![printer], resumed.as_ref().map(|info| info.id.clone()))
+        .open(
+            common,
+            vec![printer],
+            resumed.as_ref().map(|info| info.id.clone()),
+        )
         .await?;
     session.runtime.hooks.session_start().await;
     let mut history = continue_history(&session);
@@ -153,7 +182,10 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
         while channels.events.try_recv().is_ok() {}
         code = match outcome.status {
             alcove_protocol::RunStatus::Failed => {
-                eprintln!("alcove: the model failed: {}", outcome.error.clone().unwrap_or_default());
+                eprintln!(
+                    "alcove: the model failed: {}",
+                    outcome.error.clone().unwrap_or_default()
+                );
                 1
             }
             alcove_protocol::RunStatus::Aborted => {
@@ -181,20 +213,35 @@ fn cancel(turn: &Option<Turn>) {
 }
 
 /// Asks on stderr; the next stdin line answers.
-async fn answer(ask: Ask, lines: &mut mpsc::UnboundedReceiver<String>, session: &Session, granted: &SessionRules) {
+async fn answer(
+    ask: Ask,
+    lines: &mut mpsc::UnboundedReceiver<String>,
+    session: &Session,
+    granted: &SessionRules,
+) {
     let request = &ask.request;
     let rules = rules_for(request, &session.gate, &session.runtime.workspace);
     let texts: Vec<&str> = rules.iter().map(Rule::text).collect();
-    eprintln!("? {} wants to run {}: {}", request.agent, request.tool, request.summary);
+    eprintln!(
+        "? {} wants to run {}: {}",
+        request.agent, request.tool, request.summary
+    );
     eprintln!(
         "  [y] allow once{}  [n reason] deny",
-        if texts.is_empty() { String::new() } else { format!("  [a] always ({})", texts.join(", ")) }
+        if texts.is_empty() {
+            String::new()
+        } else {
+            format!("  [a] always ({})", texts.join(", "))
+        }
     );
     let approval = match lines.recv().await {
         None => Approval::Deny(None),
         Some(line) => {
             let line = line.trim();
-            match line.split_once(' ').map_or((line, ""), |(word, rest)| (word, rest.trim())) {
+            match line
+                .split_once(' ')
+                .map_or((line, ""), |(word, rest)| (word, rest.trim()))
+            {
                 ("y" | "yes", _) => Approval::AllowOnce,
                 ("a" | "always", _) if !rules.is_empty() => {
                     granted.grant(&rules, Some(&session.gate));

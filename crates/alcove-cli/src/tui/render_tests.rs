@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alcove_core::{ApprovalRequest, PermissionGate, PermissionMode};
-use alcove_tools::Workspace;
 use alcove_protocol::{AgentEvent, AgentPath, EventKind, RunStatus, Usage};
+use alcove_tools::Workspace;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::style::Color;
@@ -30,7 +30,12 @@ fn app(workspace: &Path, color: bool) -> App {
         transcript: None,
         definitions: vec![("general-purpose".to_owned(), "A capable agent.".to_owned())],
     };
-    App::new(Theme::new(color), 80, facts, Arc::new(SessionRules::default()))
+    App::new(
+        Theme::new(color),
+        80,
+        facts,
+        Arc::new(SessionRules::default()),
+    )
 }
 
 fn path(text: &str) -> AgentPath {
@@ -116,12 +121,28 @@ fn a_streamed_answer_with_a_code_block() {
     // Stream the answer up to the middle of its code block.
     let cut = ANSWER.find("assert_eq").unwrap();
     for piece in ANSWER[..cut].split_inclusive(' ') {
-        app.apply_event(&event("main", EventKind::TextDelta { text: piece.to_owned() }), t0);
+        app.apply_event(
+            &event(
+                "main",
+                EventKind::TextDelta {
+                    text: piece.to_owned(),
+                },
+            ),
+            t0,
+        );
     }
     render(&mut inline, &mut app, t0 + Duration::from_millis(2300));
     insta::assert_snapshot!("streaming", inline.backend());
 
-    app.apply_event(&event("main", EventKind::AssistantText { text: ANSWER.to_owned() }), t0);
+    app.apply_event(
+        &event(
+            "main",
+            EventKind::AssistantText {
+                text: ANSWER.to_owned(),
+            },
+        ),
+        t0,
+    );
     app.end_turn(&outcome(RunStatus::Completed), t0);
     render(&mut inline, &mut app, t0 + Duration::from_secs(3));
     insta::assert_snapshot!("finished", inline.backend());
@@ -144,8 +165,19 @@ fn an_edit_diff() {
         "new_string": "    let text = std::fs::read_to_string(path)?;\n    Ok(toml::from_str(&text)?)",
     });
     app.apply_event(&tool_started("main", "t1", "Edit", input), t0);
-    app.apply_event(&tool_finished("main", "t1", "Edit", "The file was edited.", 4), t0);
-    app.apply_event(&event("main", EventKind::AssistantText { text: "`load` now returns errors instead of panicking.".to_owned() }), t0);
+    app.apply_event(
+        &tool_finished("main", "t1", "Edit", "The file was edited.", 4),
+        t0,
+    );
+    app.apply_event(
+        &event(
+            "main",
+            EventKind::AssistantText {
+                text: "`load` now returns errors instead of panicking.".to_owned(),
+            },
+        ),
+        t0,
+    );
     app.end_turn(&outcome(RunStatus::Completed), t0);
     render(&mut inline, &mut app, t0 + Duration::from_secs(1));
     insta::assert_snapshot!(inline.backend());
@@ -160,40 +192,91 @@ fn the_delegation_panel_with_three_children() {
     app.begin_turn("audit the error handling in three crates", t0);
     for (idx, name) in ["model", "tools", "core"].iter().enumerate() {
         let input = json!({"description": format!("audit {name}"), "prompt": "…"});
-        app.apply_event(&tool_started("main", &format!("a{idx}"), "Agent", input), t0);
+        app.apply_event(
+            &tool_started("main", &format!("a{idx}"), "Agent", input),
+            t0,
+        );
     }
-    app.apply_event(&started("main", "main/agent-1", "audit the model crate's retries"), t0);
-    app.apply_event(&started("main", "main/agent-2", "audit tools"), t0 + Duration::from_secs(1));
-    app.apply_event(&started("main", "main/agent-3", "audit core"), t0 + Duration::from_secs(2));
-    app.apply_event(&started("main/agent-1", "main/agent-1/agent-4", "read retry.rs"), t0 + Duration::from_secs(3));
-    let usage = |input_tokens, output_tokens| Usage { input_tokens, output_tokens };
+    app.apply_event(
+        &started("main", "main/agent-1", "audit the model crate's retries"),
+        t0,
+    );
+    app.apply_event(
+        &started("main", "main/agent-2", "audit tools"),
+        t0 + Duration::from_secs(1),
+    );
+    app.apply_event(
+        &started("main", "main/agent-3", "audit core"),
+        t0 + Duration::from_secs(2),
+    );
+    app.apply_event(
+        &started("main/agent-1", "main/agent-1/agent-4", "read retry.rs"),
+        t0 + Duration::from_secs(3),
+    );
+    let usage = |input_tokens, output_tokens| Usage {
+        input_tokens,
+        output_tokens,
+    };
     for turn in 1..=3 {
         app.apply_event(&event("main/agent-1", EventKind::TurnStarted { turn }), t0);
-        app.apply_event(&event("main/agent-1", EventKind::Usage { usage: usage(1800, 120) }), t0);
+        app.apply_event(
+            &event(
+                "main/agent-1",
+                EventKind::Usage {
+                    usage: usage(1800, 120),
+                },
+            ),
+            t0,
+        );
     }
-    app.apply_event(&tool_started("main/agent-1", "g1", "Grep", json!({"pattern": "retry_after"})), t0);
-    app.apply_event(&event("main/agent-1/agent-4", EventKind::TurnStarted { turn: 1 }), t0);
-    app.apply_event(&tool_started("main/agent-1/agent-4", "r1", "Read", json!({"file_path": "crates/alcove-model/src/retry.rs"})), t0);
     app.apply_event(
-        &event("main", EventKind::AgentEnded {
-            child: path("main/agent-2"),
-            description: "audit tools".to_owned(),
-            status: RunStatus::Completed,
-            ok: true,
-            turns: 5,
-            usage: usage(9000, 800),
-        }),
+        &tool_started(
+            "main/agent-1",
+            "g1",
+            "Grep",
+            json!({"pattern": "retry_after"}),
+        ),
+        t0,
+    );
+    app.apply_event(
+        &event("main/agent-1/agent-4", EventKind::TurnStarted { turn: 1 }),
+        t0,
+    );
+    app.apply_event(
+        &tool_started(
+            "main/agent-1/agent-4",
+            "r1",
+            "Read",
+            json!({"file_path": "crates/alcove-model/src/retry.rs"}),
+        ),
+        t0,
+    );
+    app.apply_event(
+        &event(
+            "main",
+            EventKind::AgentEnded {
+                child: path("main/agent-2"),
+                description: "audit tools".to_owned(),
+                status: RunStatus::Completed,
+                ok: true,
+                turns: 5,
+                usage: usage(9000, 800),
+            },
+        ),
         t0 + Duration::from_secs(9),
     );
     app.apply_event(
-        &event("main", EventKind::AgentEnded {
-            child: path("main/agent-3"),
-            description: "audit core".to_owned(),
-            status: RunStatus::Failed,
-            ok: false,
-            turns: 2,
-            usage: usage(2500, 90),
-        }),
+        &event(
+            "main",
+            EventKind::AgentEnded {
+                child: path("main/agent-3"),
+                description: "audit core".to_owned(),
+                status: RunStatus::Failed,
+                ok: false,
+                turns: 2,
+                usage: usage(2500, 90),
+            },
+        ),
         t0 + Duration::from_millis(6400),
     );
     render(&mut inline, &mut app, t0 + Duration::from_secs(14));
@@ -207,14 +290,36 @@ fn an_approval_prompt_from_a_child() {
     let mut inline = screen();
     let t0 = Instant::now();
     app.begin_turn("run the tests in a child", t0);
-    app.apply_event(&tool_started("main", "a1", "Agent", json!({"description": "run the tests"})), t0);
+    app.apply_event(
+        &tool_started(
+            "main",
+            "a1",
+            "Agent",
+            json!({"description": "run the tests"}),
+        ),
+        t0,
+    );
     app.apply_event(&started("main", "main/agent-1", "run the tests"), t0);
-    app.apply_event(&event("main/agent-1", EventKind::TurnStarted { turn: 1 }), t0);
-    app.apply_event(&tool_started("main/agent-1", "b1", "Bash", json!({"command": "cargo test -p alcove-core"})), t0);
+    app.apply_event(
+        &event("main/agent-1", EventKind::TurnStarted { turn: 1 }),
+        t0,
+    );
+    app.apply_event(
+        &tool_started(
+            "main/agent-1",
+            "b1",
+            "Bash",
+            json!({"command": "cargo test -p alcove-core"}),
+        ),
+        t0,
+    );
     let gate = PermissionGate::new(PermissionMode::Default);
     let workspace = Workspace::new(dir.path()).unwrap();
     let mut waiting = Vec::new();
-    for command in ["cargo test -p alcove-core", "rm -rf target/tmp && cargo test"] {
+    for command in [
+        "cargo test -p alcove-core",
+        "rm -rf target/tmp && cargo test",
+    ] {
         let (reply, answer) = oneshot::channel();
         waiting.push(answer);
         let request = ApprovalRequest {
@@ -223,9 +328,12 @@ fn an_approval_prompt_from_a_child() {
             tool: "Bash".to_owned(),
             summary: command.to_owned(),
             input: json!({"command": command}),
-            reason: format!("Bash ({command}) asked by main/agent-1 needs approval. --permission-mode bypassPermissions allows commands."),
+            reason: format!(
+                "Bash ({command}) asked by main/agent-1 needs approval. --permission-mode bypassPermissions allows commands."
+            ),
         };
-        app.approvals.push(Ask { request, reply }, &gate, &workspace);
+        app.approvals
+            .push(Ask { request, reply }, &gate, &workspace);
     }
     render(&mut inline, &mut app, t0 + Duration::from_secs(4));
     insta::assert_snapshot!(inline.backend());
@@ -239,14 +347,51 @@ fn ctrl_t_opens_a_childs_live_transcript_and_esc_returns() {
     let mut inline = screen();
     let t0 = Instant::now();
     app.begin_turn("find the config parser", t0);
-    app.apply_event(&started("main", "main/agent-1", "find the config parser"), t0);
+    app.apply_event(
+        &started("main", "main/agent-1", "find the config parser"),
+        t0,
+    );
     let task = alcove_protocol::Message::user_text("Find where the config file is parsed.");
-    app.apply_event(&event("main/agent-1", EventKind::Message { message: task }), t0);
-    app.apply_event(&event("main/agent-1", EventKind::TurnStarted { turn: 1 }), t0);
-    app.apply_event(&tool_started("main/agent-1", "g1", "Grep", json!({"pattern": "fn parse_config"})), t0);
-    app.apply_event(&tool_finished("main/agent-1", "g1", "Grep", "src/config.rs:12:fn parse_config", 31), t0);
-    app.apply_event(&event("main/agent-1", EventKind::TurnStarted { turn: 2 }), t0);
-    app.apply_event(&event("main/agent-1", EventKind::TextDelta { text: "It is parsed in `src/config.rs`".to_owned() }), t0);
+    app.apply_event(
+        &event("main/agent-1", EventKind::Message { message: task }),
+        t0,
+    );
+    app.apply_event(
+        &event("main/agent-1", EventKind::TurnStarted { turn: 1 }),
+        t0,
+    );
+    app.apply_event(
+        &tool_started(
+            "main/agent-1",
+            "g1",
+            "Grep",
+            json!({"pattern": "fn parse_config"}),
+        ),
+        t0,
+    );
+    app.apply_event(
+        &tool_finished(
+            "main/agent-1",
+            "g1",
+            "Grep",
+            "src/config.rs:12:fn parse_config",
+            31,
+        ),
+        t0,
+    );
+    app.apply_event(
+        &event("main/agent-1", EventKind::TurnStarted { turn: 2 }),
+        t0,
+    );
+    app.apply_event(
+        &event(
+            "main/agent-1",
+            EventKind::TextDelta {
+                text: "It is parsed in `src/config.rs`".to_owned(),
+            },
+        ),
+        t0,
+    );
     let ctrl = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL);
     assert_eq!(app.on_key(ctrl('t'), t0), None);
     assert!(matches!(app.overlay, Overlay::Child { .. }));
@@ -263,15 +408,38 @@ fn no_color_means_no_colour_at_all() {
     let mut inline = screen();
     let t0 = Instant::now();
     app.begin_turn("hi", t0);
-    app.apply_event(&event("main", EventKind::AssistantText { text: ANSWER.to_owned() }), t0);
-    app.apply_event(&event("main", EventKind::Warning { message: "careful".to_owned() }), t0);
+    app.apply_event(
+        &event(
+            "main",
+            EventKind::AssistantText {
+                text: ANSWER.to_owned(),
+            },
+        ),
+        t0,
+    );
+    app.apply_event(
+        &event(
+            "main",
+            EventKind::Warning {
+                message: "careful".to_owned(),
+            },
+        ),
+        t0,
+    );
     render(&mut inline, &mut app, t0);
     let buffer = inline.backend().buffer();
-    assert!(buffer.content.iter().any(|cell| cell.symbol() == "`" || cell.symbol() == "l"));
-    assert!(buffer
-        .content
-        .iter()
-        .all(|cell| cell.fg == Color::Reset && cell.bg == Color::Reset));
+    assert!(
+        buffer
+            .content
+            .iter()
+            .any(|cell| cell.symbol() == "`" || cell.symbol() == "l")
+    );
+    assert!(
+        buffer
+            .content
+            .iter()
+            .all(|cell| cell.fg == Color::Reset && cell.bg == Color::Reset)
+    );
 }
 
 fn outcome(status: RunStatus) -> alcove_core::AgentOutcome {

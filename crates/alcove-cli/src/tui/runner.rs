@@ -88,7 +88,9 @@ pub(crate) fn start_turn(session: &Session, history: Vec<Message>, prompt: Strin
                     messages: history,
                     turns: 0,
                     usage: Usage::default(),
-                    error: Some(format!("the prompt was blocked by a UserPromptSubmit hook: {reason}")),
+                    error: Some(format!(
+                        "the prompt was blocked by a UserPromptSubmit hook: {reason}"
+                    )),
                 };
             }
         };
@@ -136,7 +138,12 @@ pub(crate) struct Totals {
 impl Totals {
     /// Takes in a finished turn: the conversation becomes its history, made
     /// valid to continue (the repair is recorded in the transcript).
-    pub(crate) fn settle(&mut self, session: &Session, history: &mut Vec<Message>, outcome: AgentOutcome) {
+    pub(crate) fn settle(
+        &mut self,
+        session: &Session,
+        history: &mut Vec<Message>,
+        outcome: AgentOutcome,
+    ) {
         self.turns += outcome.turns;
         self.usage.add(outcome.usage);
         self.last = Some(outcome.status);

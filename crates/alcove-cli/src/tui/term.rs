@@ -58,7 +58,11 @@ impl<B: Backend> Inline<B> {
     }
 
     /// Draws the viewport `height` rows tall.
-    pub(crate) fn draw(&mut self, height: u16, render: impl FnOnce(&mut Frame<'_>)) -> Result<(), B::Error> {
+    pub(crate) fn draw(
+        &mut self,
+        height: u16,
+        render: impl FnOnce(&mut Frame<'_>),
+    ) -> Result<(), B::Error> {
         let moved = std::mem::take(&mut self.moved);
         self.set_height(height, moved)?;
         self.terminal.draw(render)?;
@@ -191,17 +195,27 @@ mod tests {
     fn history_goes_above_the_viewport_and_scrolls_off_the_top() {
         let mut inline = Inline::new(TestBackend::new(10, 5), 1).unwrap();
         inline
-            .draw(2, |frame| frame.render_widget(Paragraph::new("› input\nfooter"), frame.area()))
+            .draw(2, |frame| {
+                frame.render_widget(Paragraph::new("› input\nfooter"), frame.area())
+            })
             .unwrap();
         assert_eq!(rows(&inline), vec!["", "› input", "footer", "", ""]);
-        inline.insert_history(&[Line::from("one"), Line::from("two")]).unwrap();
         inline
-            .draw(2, |frame| frame.render_widget(Paragraph::new("› input\nfooter"), frame.area()))
+            .insert_history(&[Line::from("one"), Line::from("two")])
+            .unwrap();
+        inline
+            .draw(2, |frame| {
+                frame.render_widget(Paragraph::new("› input\nfooter"), frame.area())
+            })
             .unwrap();
         assert_eq!(rows(&inline), vec!["", "one", "two", "› input", "footer"]);
-        inline.insert_history(&[Line::from("three"), Line::from("four")]).unwrap();
         inline
-            .draw(3, |frame| frame.render_widget(Paragraph::new("a\nb\nc"), frame.area()))
+            .insert_history(&[Line::from("three"), Line::from("four")])
+            .unwrap();
+        inline
+            .draw(3, |frame| {
+                frame.render_widget(Paragraph::new("a\nb\nc"), frame.area())
+            })
             .unwrap();
         assert_eq!(rows(&inline), vec!["three", "four", "a", "b", "c"]);
         assert_eq!(inline.top, 2);

@@ -46,7 +46,10 @@ pub(crate) fn layout(app: &App, width: u16, rows: u16, now: Instant) -> Screen {
         .iter()
         .map(|text| {
             Line::styled(
-                truncate(&format!("⏵ queued: {}", text.replace('\n', " ")), width_usize),
+                truncate(
+                    &format!("⏵ queued: {}", text.replace('\n', " ")),
+                    width_usize,
+                ),
                 theme.dim(),
             )
         })
@@ -57,7 +60,9 @@ pub(crate) fn layout(app: &App, width: u16, rows: u16, now: Instant) -> Screen {
         "Ask anything, or /help"
     };
     let editor_rows = EDITOR_ROWS.min(rows.saturating_sub(3).max(1));
-    let (editor, editor_cursor) = app.editor.render(width_usize, editor_rows, placeholder, theme);
+    let (editor, editor_cursor) = app
+        .editor
+        .render(width_usize, editor_rows, placeholder, theme);
     let rule = Line::styled("─".repeat(width_usize), theme.dim());
     let footer = footer(app, width_usize, now);
 
@@ -65,7 +70,9 @@ pub(crate) fn layout(app: &App, width: u16, rows: u16, now: Instant) -> Screen {
     panel.truncate(rows.saturating_sub(fixed));
     let room = rows.saturating_sub(fixed + panel.len());
     // The panel shows children better than their parents' running Agent calls.
-    let mut live = app.main.live_lines(width_usize, theme, now, !panel.is_empty());
+    let mut live = app
+        .main
+        .live_lines(width_usize, theme, now, !panel.is_empty());
     if !live.is_empty() {
         live.insert(0, Line::default());
     }
@@ -81,7 +88,12 @@ pub(crate) fn layout(app: &App, width: u16, rows: u16, now: Instant) -> Screen {
     lines.push(footer);
     lines.truncate(rows);
     let cursor = (app.approvals.is_empty())
-        .then(|| (editor_cursor.0, u16::try_from(editor_top).unwrap_or(0) + editor_cursor.1))
+        .then(|| {
+            (
+                editor_cursor.0,
+                u16::try_from(editor_top).unwrap_or(0) + editor_cursor.1,
+            )
+        })
         .filter(|(_, y)| usize::from(*y) < lines.len());
     Screen { lines, cursor }
 }
@@ -95,7 +107,14 @@ pub(crate) fn draw(frame: &mut Frame<'_>, screen: &Screen) {
     }
 }
 
-fn child_view(app: &App, index: usize, scroll: usize, width: usize, rows: usize, now: Instant) -> Screen {
+fn child_view(
+    app: &App,
+    index: usize,
+    scroll: usize,
+    width: usize,
+    rows: usize,
+    now: Instant,
+) -> Screen {
     let theme = app.theme;
     let Some(child) = app.panel.children.get(index) else {
         return Screen {
@@ -107,7 +126,10 @@ fn child_view(app: &App, index: usize, scroll: usize, width: usize, rows: usize,
         child.row(width, theme, now),
         Line::styled(
             truncate(
-                &format!("  {} · {} · Esc back · Tab next agent · ↑/↓ scroll", child.path, child.agent_type),
+                &format!(
+                    "  {} · {} · Esc back · Tab next agent · ↑/↓ scroll",
+                    child.path, child.agent_type
+                ),
                 width,
             ),
             theme.dim(),
@@ -125,18 +147,30 @@ fn child_view(app: &App, index: usize, scroll: usize, width: usize, rows: usize,
     }
     lines.push(footer(app, width, now));
     lines.truncate(rows);
-    Screen { lines, cursor: None }
+    Screen {
+        lines,
+        cursor: None,
+    }
 }
 
 /// `model · mode · tokens` on the left, what is happening on the right.
 fn footer(app: &App, width: usize, now: Instant) -> Line<'static> {
     let theme: Theme = app.theme;
     let tokens = app.usage.input_tokens + app.usage.output_tokens;
-    let facts = |model: &str| format!("{model} · {} · {} tok", app.facts.mode, format_tokens(tokens));
+    let facts = |model: &str| {
+        format!(
+            "{model} · {} · {} tok",
+            app.facts.mode,
+            format_tokens(tokens)
+        )
+    };
     let (right, style) = if let Some(hint) = &app.hint {
         (hint.clone(), theme.warn())
     } else if !app.approvals.is_empty() {
-        (format!("{} waiting for approval", app.approvals.len()), theme.warn())
+        (
+            format!("{} waiting for approval", app.approvals.len()),
+            theme.warn(),
+        )
     } else if let Overlay::Child { .. } = app.overlay {
         ("Esc back · Ctrl+C interrupts".to_owned(), theme.dim())
     } else if app.interrupting {

@@ -13,7 +13,11 @@ use unicode_width::UnicodeWidthChar;
 pub(crate) fn wrap_line(line: &Line<'_>, width: usize, indent: &str) -> Vec<Line<'static>> {
     let width = width.max(1);
     let indent_width: usize = indent.chars().map(char_width).sum();
-    let indent_width = if indent_width >= width { 0 } else { indent_width };
+    let indent_width = if indent_width >= width {
+        0
+    } else {
+        indent_width
+    };
     let chars: Vec<(char, Style)> = line
         .spans
         .iter()
@@ -108,7 +112,12 @@ fn push(rows: &mut [Vec<(char, Style)>], cell: (char, Style)) {
     }
 }
 
-fn new_row(rows: &mut Vec<Vec<(char, Style)>>, indent: &str, indent_width: usize, used: &mut usize) {
+fn new_row(
+    rows: &mut Vec<Vec<(char, Style)>>,
+    indent: &str,
+    indent_width: usize,
+    used: &mut usize,
+) {
     let mut row = Vec::new();
     if indent_width > 0 {
         row.extend(indent.chars().map(|c| (c, Style::new())));

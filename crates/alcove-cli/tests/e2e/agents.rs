@@ -566,3 +566,31 @@ fn a_child_over_its_token_budget_is_stopped_and_says_so() {
     assert!(content.starts_with("[Agent: hungry] (incomplete: tokens over 300)\nPartial findings."), "{content}");
     assert!(content.contains("status: incomplete: budget (tokens over 300)"), "{content}");
 }
+
+#[test]
+fn a_resumed_session_numbers_new_children_after_the_old_ones() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "resumable parent",
+                vec![
+                    Step::tool_call("Agent", agent("first", "FIRST child")),
+                    Step::text("first done"),
+                    Step::tool_call("Agent", agent("second", "SECOND child")),
+                    Step::text("second done"),
+                ],
+            )
+            .conversation("FIRST child", vec![Step::text("one")])
+            .conversation("SECOND child", vec![Step::text("two")]),
+    );
+    let first = exec(&env, &server, &["--json", "resumable parent"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let session = first.events()[0]["session_id"].as_str().unwrap().to_owned();
+    let second = exec(&env, &server, &["--json", "--resume", &session, "again"]);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    let started = of_type(&second.events(), "agent_started").into_iter().cloned().collect::<Vec<_>>();
+    assert_eq!(started[0]["child"], "main/agent-2");
+    let first_transcript = of_type(&first.events(), "agent_started")[0]["transcript"].as_str().unwrap().to_owned();
+    assert_ne!(started[0]["transcript"].as_str().unwrap(), first_transcript);
+    assert!(read_jsonl(std::path::Path::new(&first_transcript)).iter().all(|line| line["agent"] == "main/agent-1"));
+}

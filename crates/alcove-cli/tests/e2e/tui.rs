@@ -22,6 +22,7 @@ const DEADLINE: Duration = Duration::from_secs(30);
 struct Pane {
     _dir: tempfile::TempDir,
     socket: PathBuf,
+    exit_file: PathBuf,
 }
 
 impl Pane {
@@ -43,11 +44,15 @@ impl Pane {
             };
         }
         tmux.env("TERM", "xterm-256color").env_remove("NO_COLOR");
+        // The shell records alcove's exit status in a file: tmux may mark
+        // the pane dead before it has reaped the process and learnt it.
+        let exit_file = dir.path().join("exit-status");
         let mut line = quote(alcove());
         for arg in args {
             line.push(' ');
             line.push_str(&quote(Path::new(arg)));
         }
+        line.push_str(&format!("; echo $? > {}", quote(&exit_file)));
         let status = tmux
             .arg("-S")
             .arg(&socket)
@@ -59,7 +64,11 @@ impl Pane {
             .status()
             .expect("tmux must be installed for the UI tests (.ci/run installs it)");
         assert!(status.success(), "tmux new-session failed");
-        Pane { _dir: dir, socket }
+        Pane {
+            _dir: dir,
+            socket,
+            exit_file,
+        }
     }
 
     fn tmux(&self, args: &[&str]) -> String {
@@ -131,9 +140,9 @@ impl Pane {
     fn wait_exit(&self) -> i32 {
         let deadline = Instant::now() + DEADLINE;
         loop {
-            let state = self.tmux(&["display-message", "-p", "-t", "t", "#{pane_dead} #{pane_dead_status}"]);
-            if let Some(code) = state.trim().strip_prefix("1 ") {
-                return code.parse().unwrap();
+            let status = std::fs::read_to_string(&self.exit_file).unwrap_or_default();
+            if status.ends_with('\n') {
+                return status.trim().parse().unwrap();
             }
             assert!(
                 Instant::now() < deadline,
@@ -152,6 +161,22 @@ impl Drop for Pane {
             .arg(&self.socket)
             .arg("kill-server")
             .output();
+    }
+}
+
+/// The pid a command wrote (waiting for the whole line).
+fn read_pid(path: &Path) -> u32 {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Ok(pid) = std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .trim()
+            .parse()
+        {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "no pid in {}", path.display());
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -205,13 +230,19 @@ fn a_session_answers_approves_a_child_is_interrupted_exits_and_resumes() {
     let asked = pane.wait_for_screen("wants to run a command");
     assert!(asked.contains("main/agent-1 (greet)"), "{asked}");
     assert!(asked.contains("$ echo child-was-here"), "{asked}");
-    assert!(asked.contains("agent-1"), "the delegation panel shows the child: {asked}");
+    assert!(
+        asked.contains("agent-1"),
+        "the delegation panel shows the child: {asked}"
+    );
     pane.key("y");
     pane.wait_for("PARENT-DONE");
 
     pane.key("C-t");
     let child_view = pane.wait_for_screen("Esc back");
-    assert!(child_view.contains("CHILD: run the greeting command"), "{child_view}");
+    assert!(
+        child_view.contains("CHILD: run the greeting command"),
+        "{child_view}"
+    );
     assert!(child_view.contains("CHILD-REPORT"), "{child_view}");
     pane.key("Escape");
     pane.wait_for_screen("Ask anything");
@@ -248,17 +279,34 @@ fn a_session_answers_approves_a_child_is_interrupted_exits_and_resumes() {
     resumed.prompt("continue please");
     resumed.wait_for("RESUMED-ANSWER");
     let last = server.requests_for("hello there").pop().unwrap();
-    assert!(last.message_count() > 6, "the whole conversation was sent again");
+    assert!(
+        last.message_count() > 6,
+        "the whole conversation was sent again"
+    );
     assert_eq!(last.last_user_text(), "continue please");
     resumed.prompt("/exit");
     assert_eq!(resumed.wait_exit(), 0);
-    assert_eq!(transcripts(&env).len(), 1, "a resumed session appends to its transcript");
+    assert_eq!(
+        transcripts(&env).len(),
+        1,
+        "a resumed session appends to its transcript"
+    );
     assert_nothing_lost(&read_jsonl(&transcripts(&env)[0]));
 }
 
 #[test]
-fn unknown_commands_say_so_and_status_shows_the_session() {
-    let (env, server) = setup(Script::new());
+fn slash_commands_status_agents_model_clear_and_unknown() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "before the switch",
+                vec![
+                    Step::text("FIRST-MODEL-ANSWER"),
+                    Step::text("SECOND-MODEL-ANSWER"),
+                ],
+            )
+            .conversation("after clearing", vec![Step::text("FRESH-ANSWER")]),
+    );
     let pane = Pane::start(&env, &server, &[]);
     pane.wait_for_screen("Ask anything");
     pane.prompt("/frobnicate");
@@ -268,13 +316,107 @@ fn unknown_commands_say_so_and_status_shows_the_session() {
     assert!(status.contains("anthropic/fake-model"), "{status}");
     pane.prompt("/agents");
     pane.wait_for("general-purpose");
+
+    pane.prompt("before the switch");
+    pane.wait_for("FIRST-MODEL-ANSWER");
+    pane.prompt("/model anthropic/second-model");
+    pane.wait_for("Model switched to anthropic/second-model");
+    pane.prompt("and now?");
+    pane.wait_for("SECOND-MODEL-ANSWER");
+    let requests = server.requests_for("before the switch");
+    assert_eq!(requests[0].model(), "fake-model");
+    assert_eq!(requests[1].model(), "second-model");
+    assert_eq!(requests[1].message_count(), 3, "the conversation went on");
+
+    pane.prompt("/clear");
+    pane.wait_for("New conversation");
+    pane.prompt("after clearing");
+    pane.wait_for("FRESH-ANSWER");
+    let fresh = server.requests_for("after clearing");
+    assert_eq!(fresh[0].message_count(), 1, "a new conversation");
     pane.key("C-d");
+    assert_eq!(pane.wait_exit(), 0);
+    assert_eq!(transcripts(&env).len(), 2, "/clear starts a new session");
+    for file in transcripts(&env) {
+        assert_nothing_lost(&read_jsonl(&file));
+    }
+}
+
+#[test]
+fn esc_interrupts_a_child_kills_its_command_and_the_session_goes_on() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "CHILD: wait for the build",
+                vec![Step::tool_call(
+                    "Bash",
+                    json!({"command": "echo $$ > child.pid; sleep 300"}),
+                )],
+            )
+            .conversation(
+                "run the build in a child",
+                vec![
+                    Step::tool_call(
+                        "Agent",
+                        json!({"description": "build", "prompt": "CHILD: wait for the build"}),
+                    ),
+                    Step::text("AFTER-THE-INTERRUPT"),
+                ],
+            ),
+    );
+    patient(&env);
+    let pane = Pane::start(&env, &server, &["--permission-mode", "bypassPermissions"]);
+    pane.wait_for_screen("Ask anything");
+    pane.prompt("run the build in a child");
+    let pid_file = env.path("child.pid");
+    wait_for_file(&pid_file);
+    let pid = read_pid(&pid_file);
+    let screen = pane.wait_for_screen("Bash echo $$");
+    assert!(screen.contains("agents · 1 running"), "{screen}");
+    pane.key("Escape");
+    pane.wait_for("Interrupted");
+    let deadline = Instant::now() + DEADLINE;
+    while process_alive(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "the child's command {pid} survived the interrupt"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    pane.prompt("go on");
+    pane.wait_for("AFTER-THE-INTERRUPT");
+    pane.prompt("/exit");
+    assert_eq!(pane.wait_exit(), 0);
+    let events = read_jsonl(&transcripts(&env)[0]);
+    assert_nothing_lost(&events);
+    let ended = of_type(&events, "agent_ended");
+    assert_eq!(ended[0]["status"], "aborted", "{ended:?}");
+}
+
+#[test]
+fn the_resume_picker_lists_this_folders_sessions() {
+    let (env, server) = setup(Script::new().conversation(
+        "an earlier question",
+        vec![Step::text("EARLIER-ANSWER"), Step::text("LATER-ANSWER")],
+    ));
+    let out = crate::support::exec(&env, &server, &["an earlier question"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let pane = Pane::start(&env, &server, &["resume"]);
+    let picker = pane.wait_for_screen("Resume a session of this folder");
+    assert!(picker.contains("an earlier question"), "{picker}");
+    pane.key("Enter");
+    let shown = pane.wait_for("Resumed session");
+    assert!(shown.contains("EARLIER-ANSWER"), "{shown}");
+    pane.prompt("and later?");
+    pane.wait_for("LATER-ANSWER");
+    pane.prompt("/exit");
     assert_eq!(pane.wait_exit(), 0);
 }
 
 #[test]
 fn without_a_terminal_it_answers_in_plain_lines() {
-    let (env, server) = setup(Script::new().conversation("plain hello", vec![Step::text("PLAIN-ANSWER")]));
+    let (env, server) =
+        setup(Script::new().conversation("plain hello", vec![Step::text("PLAIN-ANSWER")]));
     let output = env
         .command(alcove(), &server)
         .arg("plain hello")
@@ -282,7 +424,12 @@ fn without_a_terminal_it_answers_in_plain_lines() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert_eq!(stdout.trim(), "PLAIN-ANSWER");
     assert!(!stdout.contains('\u{1b}'), "no escape codes: {stdout:?}");
 }
@@ -302,30 +449,34 @@ fn closing_the_terminal_ends_the_turn_kills_its_commands_and_records_the_end() {
     pane.prompt("start the long job");
     let pid_file = env.path("job.pid");
     wait_for_file(&pid_file);
-    let pid: u32 = loop {
-        if let Ok(pid) = std::fs::read_to_string(&pid_file).unwrap().trim().parse() {
-            break pid;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let pid = read_pid(&pid_file);
     assert!(process_alive(pid));
     pane.tmux(&["kill-session", "-t", "t"]);
 
     let deadline = Instant::now() + DEADLINE;
     let events = loop {
         let files = transcripts(&env);
-        let events = files.first().map(|file| read_jsonl(file)).unwrap_or_default();
+        let events = files
+            .first()
+            .map(|file| read_jsonl(file))
+            .unwrap_or_default();
         if !of_type(&events, "session_ended").is_empty() {
             break events;
         }
-        assert!(Instant::now() < deadline, "no session_ended after SIGHUP: {events:?}");
+        assert!(
+            Instant::now() < deadline,
+            "no session_ended after SIGHUP: {events:?}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     assert_nothing_lost(&events);
     assert_eq!(of_type(&events, "session_ended")[0]["status"], "aborted");
     let deadline = Instant::now() + DEADLINE;
     while process_alive(pid) {
-        assert!(Instant::now() < deadline, "the command's process {pid} survived");
+        assert!(
+            Instant::now() < deadline,
+            "the command's process {pid} survived"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }

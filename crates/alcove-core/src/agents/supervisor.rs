@@ -111,6 +111,13 @@ impl Supervisor {
         self
     }
 
+    /// Numbers new children from `first` on (a resumed session continues
+    /// after the children it already had, so names and transcripts stay unique).
+    pub fn with_first_child_number(self, first: u64) -> Supervisor {
+        self.next_child.store(first.max(1), Ordering::Relaxed);
+        self
+    }
+
     /// Secret values to redact from child transcripts, as in the session's.
     pub fn with_redactions(mut self, redactions: Vec<String>) -> Supervisor {
         self.redactions = redactions;
