@@ -16,6 +16,7 @@ mod loader;
 mod registry;
 mod report;
 mod runner;
+mod submission;
 mod supervisor;
 
 pub use definitions::{AgentDefinition, AgentPermissions, DEFAULT_AGENT_TYPE, Definitions};
