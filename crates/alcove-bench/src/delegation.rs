@@ -52,7 +52,11 @@ fn breakdown(
             first = first.min(*a);
             last = last.max(*b);
         }
-        gaps.extend(times.windows(2).map(|w| ms(w[1].duration_since(w[0])) - latency));
+        gaps.extend(
+            times
+                .windows(2)
+                .map(|w| ms(w[1].duration_since(w[0])) - latency),
+        );
     }
     let mean = gaps.iter().sum::<f64>() / gaps.len().max(1) as f64;
     (
@@ -116,11 +120,17 @@ pub(crate) fn fan_out(bench: &Bench, widths: &[usize]) -> anyhow::Result<Vec<Fan
             }
             if run > 0 {
                 samples.push(ms(second.received_at.duration_since(first.received_at)));
-                let children: Vec<String> = (0..n).map(|i| format!("FAN {n} r{run} c{i}.")).collect();
-                parts.push(breakdown(&server, (first.received_at, second.received_at), &children));
+                let children: Vec<String> =
+                    (0..n).map(|i| format!("FAN {n} r{run} c{i}.")).collect();
+                parts.push(breakdown(
+                    &server,
+                    (first.received_at, second.received_at),
+                    &children,
+                ));
             }
         }
-        let part = |pick: fn(&(f64, f64, f64)) -> f64| median(&parts.iter().map(pick).collect::<Vec<_>>());
+        let part =
+            |pick: fn(&(f64, f64, f64)) -> f64| median(&parts.iter().map(pick).collect::<Vec<_>>());
         out.push(FanOut {
             children: n,
             ms: median(&samples),
@@ -137,9 +147,13 @@ pub(crate) fn fan_out(bench: &Bench, widths: &[usize]) -> anyhow::Result<Vec<Fan
 /// child: the mean gap between its requests beyond the scripted latency
 /// (median over the runs), in ms. It is what each turn costs besides the
 /// model's own time, so it tells fan-out overhead apart from turn overhead.
-pub(crate) fn solo_gap(bench: &Bench) -> anyhow::Result<f64> {
+pub(crate) fn solo_gap(bench: &Bench) -> anyhow::Result<(f64, f64)> {
     let mut script = Script::new();
     for run in 0..=bench.runs {
+        let bare = (0..CHILD_TURNS)
+            .map(|_| Step::text("ok").delay(LATENCY_MS))
+            .collect();
+        script = script.conversation(&format!("BARE run {run}."), bare);
         let mut steps: Vec<Step> = (1..CHILD_TURNS)
             .map(|_| Step::tool_call("Read", json!({"file_path": "small.txt"})).delay(LATENCY_MS))
             .collect();
@@ -147,7 +161,21 @@ pub(crate) fn solo_gap(bench: &Bench) -> anyhow::Result<f64> {
         script = script.conversation(&format!("SOLO run {run}."), steps);
     }
     let server = FakeServer::start(script);
-    let mut gaps = Vec::new();
+    let address = server.url().trim_start_matches("http://").to_owned();
+    let me = std::env::current_exe().context("cannot find myself")?;
+    let mean_gap = |prompt: &str| {
+        let times: Vec<_> = server
+            .requests_for(prompt)
+            .iter()
+            .map(|request| request.received_at)
+            .collect();
+        times
+            .windows(2)
+            .map(|w| ms(w[1].duration_since(w[0])) - LATENCY_MS as f64)
+            .sum::<f64>()
+            / (times.len().max(2) - 1) as f64
+    };
+    let (mut solo, mut bare) = (Vec::new(), Vec::new());
     for run in 0..=bench.runs {
         let env = TestEnv::new();
         env.write_file("small.txt", "a small file\n");
@@ -156,21 +184,24 @@ pub(crate) fn solo_gap(bench: &Bench) -> anyhow::Result<f64> {
         if !status.success() {
             bail!("the solo run failed: {status}");
         }
-        let times: Vec<_> = server
-            .requests_for(&prompt)
-            .iter()
-            .map(|request| request.received_at)
-            .collect();
+        let bare_prompt = format!("BARE run {run}.");
+        let status = std::process::Command::new(&me)
+            .args([
+                "__connect",
+                &address,
+                &CHILD_TURNS.to_string(),
+                &bare_prompt,
+            ])
+            .status()?;
+        if !status.success() {
+            bail!("the bare client failed: {status}");
+        }
         if run > 0 {
-            let mean = times
-                .windows(2)
-                .map(|w| ms(w[1].duration_since(w[0])) - LATENCY_MS as f64)
-                .sum::<f64>()
-                / (times.len().max(2) - 1) as f64;
-            gaps.push(mean);
+            solo.push(mean_gap(&prompt));
+            bare.push(mean_gap(&bare_prompt));
         }
     }
-    Ok(median(&gaps))
+    Ok((median(&solo), median(&bare)))
 }
 
 /// What the parent paid for an exploration its child did.
@@ -205,8 +236,14 @@ pub(crate) fn economy(bench: &Bench) -> anyhow::Result<Economy> {
         let mut steps: Vec<Step> = (0..PARTS / 2)
             .map(|turn| {
                 Step::reply(vec![
-                    Block::tool_call("Read", json!({"file_path": format!("explore/part{}.txt", 2 * turn)})),
-                    Block::tool_call("Read", json!({"file_path": format!("explore/part{}.txt", 2 * turn + 1)})),
+                    Block::tool_call(
+                        "Read",
+                        json!({"file_path": format!("explore/part{}.txt", 2 * turn)}),
+                    ),
+                    Block::tool_call(
+                        "Read",
+                        json!({"file_path": format!("explore/part{}.txt", 2 * turn + 1)}),
+                    ),
                 ])
             })
             .collect();
@@ -227,7 +264,9 @@ pub(crate) fn economy(bench: &Bench) -> anyhow::Result<Economy> {
             let text: String = (0..340)
                 .map(|line| match (part, line) {
                     (7, 170) => "7:170 keyword\n".to_owned(),
-                    _ => format!("{part}:{line:03} lorem ipsum dolor sit amet, consectetur adipiscing\n"),
+                    _ => format!(
+                        "{part}:{line:03} lorem ipsum dolor sit amet, consectetur adipiscing\n"
+                    ),
                 })
                 .collect();
             file_bytes += text.len();
@@ -244,7 +283,11 @@ pub(crate) fn economy(bench: &Bench) -> anyhow::Result<Economy> {
         };
         let child = server.requests_for(&format!("EXPLORE r{run}."));
         let last = child.last().context("the child never asked")?;
-        result_bytes = last.tool_results().iter().map(|(_, text, _)| text.len()).sum();
+        result_bytes = last
+            .tool_results()
+            .iter()
+            .map(|(_, text, _)| text.len())
+            .sum();
         if run > 0 {
             growth.push(second.body_len as f64 - first.body_len as f64);
         }

@@ -120,11 +120,19 @@ fn rg_once(rg: &Path, tree: &Path, query: &Query) -> anyhow::Result<(f64, String
     if !matches!(output.status.code(), Some(0 | 1)) {
         bail!("rg failed: {}", output.status);
     }
-    Ok((elapsed, String::from_utf8_lossy(&output.stdout).into_owned()))
+    Ok((
+        elapsed,
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    ))
 }
 
 /// The Grep call's (duration, result) from `alcove exec --json` events.
-fn alcove_once(bench: &Bench, tree: &Path, query: &Query, tag: &str) -> anyhow::Result<(f64, String)> {
+fn alcove_once(
+    bench: &Bench,
+    tree: &Path,
+    query: &Query,
+    tag: &str,
+) -> anyhow::Result<(f64, String)> {
     let server = FakeServer::start(Script::new().conversation(
         tag,
         vec![

@@ -82,7 +82,9 @@ fn parse(args: &[OsString]) -> anyhow::Result<Options> {
                         .collect(),
                 );
             }
-            other => bail!("unknown argument `{other}` (see the doc comment of crates/alcove-bench/src/main.rs)"),
+            other => bail!(
+                "unknown argument `{other}` (see the doc comment of crates/alcove-bench/src/main.rs)"
+            ),
         }
     }
     if options.runs == 0 {
@@ -97,7 +99,11 @@ fn machine() -> String {
     let cpuinfo = read("/proc/cpuinfo");
     let model = cpuinfo
         .lines()
-        .find_map(|line| line.strip_prefix("model name")?.split_once(':').map(|(_, v)| v.trim().to_owned()))
+        .find_map(|line| {
+            line.strip_prefix("model name")?
+                .split_once(':')
+                .map(|(_, v)| v.trim().to_owned())
+        })
         .unwrap_or_else(|| "unknown CPU".to_owned());
     let cores = std::thread::available_parallelism().map_or(0, usize::from);
     let memory = read("/proc/meminfo")
@@ -111,7 +117,10 @@ fn machine() -> String {
     format!(
         "{model}, {cores} cores, {memory} RAM, Linux {}; load average at start {}; {rustc}; alcove at {commit}",
         kernel.trim(),
-        load.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" "),
     )
 }
 
@@ -135,7 +144,12 @@ fn run(options: Options) -> anyhow::Result<()> {
         runs: options.runs,
         scratch: scratch.clone(),
     };
-    let wanted = |name: &str| options.only.as_ref().is_none_or(|only| only.iter().any(|o| o == name));
+    let wanted = |name: &str| {
+        options
+            .only
+            .as_ref()
+            .is_none_or(|only| only.iter().any(|o| o == name))
+    };
     let mut results = Results::default();
     let step = |name: &str| eprintln!("alcove-bench: {name}…");
     if wanted("startup") {
@@ -170,7 +184,8 @@ fn run(options: Options) -> anyhow::Result<()> {
     }
     let notes = match &options.notes {
         Some(path) => Some(
-            std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?,
+            std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?,
         ),
         None => None,
     };
@@ -197,8 +212,19 @@ fn main() -> ExitCode {
             Err(err) => Err(err),
         },
         Some("__connect") => match args.get(1) {
-            Some(address) => scenarios::connect_main(&address.to_string_lossy()),
-            None => Err(anyhow::anyhow!("usage: alcove-bench __connect ADDRESS")),
+            Some(address) => {
+                let count = args
+                    .get(2)
+                    .and_then(|count| count.to_str()?.parse().ok())
+                    .unwrap_or(1);
+                let prompt = args
+                    .get(3)
+                    .map_or("BASELINE probe".into(), |prompt| prompt.to_string_lossy());
+                scenarios::connect_main(&address.to_string_lossy(), count, &prompt)
+            }
+            None => Err(anyhow::anyhow!(
+                "usage: alcove-bench __connect ADDRESS [COUNT [PROMPT]]"
+            )),
         },
         _ => parse(&args).and_then(run),
     };

@@ -14,8 +14,9 @@ pub(crate) struct Results {
     pub(crate) session: Option<Session>,
     pub(crate) children: Option<LiveChildren>,
     pub(crate) fan_out: Option<Vec<FanOut>>,
-    /// The main agent's own turn overhead at the same latency, no child.
-    pub(crate) solo_gap_ms: Option<f64>,
+    /// Turn overhead at the same latency, no child: (the main agent's, a
+    /// bare client's).
+    pub(crate) solo_gap_ms: Option<(f64, f64)>,
     pub(crate) economy: Option<Economy>,
     /// The figures, or why Grep was not measured.
     pub(crate) grep: Option<Result<Vec<GrepFigure>, String>>,
@@ -35,6 +36,12 @@ fn met(ok: bool) -> &'static str {
 
 fn mb(mib: f64) -> f64 {
     mib * 1024.0 * 1024.0 / 1e6
+}
+
+/// How many Bash calls the tool turns added between sessions of `from` and
+/// `to` turns make (every fourth tool turn, see `scenarios::session_steps`).
+fn bash_calls(from: usize, to: usize) -> usize {
+    (from.max(1)..to).filter(|k| k % 4 == 0).count().max(1)
 }
 
 /// CPU per turn between two session lengths, in µs.
@@ -80,6 +87,17 @@ pub(crate) fn render(results: &Results, context: &Context) -> String {
                 at_100 / 2000.0,
                 met(at_100 <= 2000.0)
             );
+            // The same band less its Bash calls' shells (timed directly, same run).
+            let shells = session.bash_cpu_ms * 1000.0 / bash_calls(1, last.turns) as f64
+                * bash_calls(forty.turns, last.turns) as f64
+                / (last.turns - forty.turns) as f64;
+            let own = at_100 - shells;
+            let _ = writeln!(
+                md,
+                "| per-turn CPU | the same turns, less the CPU of their Bash calls' own shells | {own:.0} µs/turn | 2000 µs | {:.2}× | ≤ 2 ms per turn at 100 messages | {} |",
+                own / 2000.0,
+                met(own <= 2000.0)
+            );
             let whole = marginal_us(first, last);
             let _ = writeln!(
                 md,
@@ -107,12 +125,21 @@ pub(crate) fn render(results: &Results, context: &Context) -> String {
     }
     if let Some(fan) = &results.fan_out {
         for f in fan {
-            let target = if f.children == 16 { "≤ 1.05 × ideal" } else { "—" };
-            let verdict = if f.children == 16 { met(f.ms <= 1.05 * f.ideal_ms) } else { "" };
+            let target = if f.children == 16 {
+                "≤ 1.05 × ideal"
+            } else {
+                "—"
+            };
+            let verdict = if f.children == 16 {
+                met(f.ms <= 1.05 * f.ideal_ms)
+            } else {
+                ""
+            };
             let _ = writeln!(
                 md,
-                "| fan-out | N = {} children × 5 model turns at 200 ms | {:.0} ms | {:.0} ms ideal | {:.3}× | {target} | {verdict} |",
+                "| fan-out | N = {} {} × 5 model turns at 200 ms | {:.0} ms | {:.0} ms ideal | {:.3}× | {target} | {verdict} |",
                 f.children,
+                if f.children == 1 { "child" } else { "children" },
                 f.ms,
                 f.ideal_ms,
                 f.ms / f.ideal_ms
@@ -148,7 +175,10 @@ pub(crate) fn render(results: &Results, context: &Context) -> String {
             }
         }
         Some(Err(why)) => {
-            let _ = writeln!(md, "| Grep | not measured: {why} | | | | ≥ 0.9 × rg's speed | |");
+            let _ = writeln!(
+                md,
+                "| Grep | not measured: {why} | | | | ≥ 0.9 × rg's speed | |"
+            );
         }
         None => {}
     }
@@ -182,14 +212,19 @@ fn details(md: &mut String, results: &Results) {
                     )
                 })
                 .unwrap_or_else(|| "— (start-up and one answer)".to_owned());
+            let wall = if point.turns > 1 {
+                format!("{:.2} ms", point.turnaround_ms)
+            } else {
+                "—".to_owned()
+            };
             let _ = writeln!(
                 md,
-                "| {} turns | {} | {:.1} ms | {band} | {:.1} MB | {:.2} ms |",
+                "| {} turn{} | {} | {:.1} ms | {band} | {:.1} MB | {wall} |",
                 point.turns,
+                if point.turns == 1 { "" } else { "s" },
                 point.messages,
                 point.cpu_ms,
-                mb(point.rss_mib),
-                point.turnaround_ms
+                mb(point.rss_mib)
             );
             previous = Some(point);
         }
@@ -217,10 +252,11 @@ fn details(md: &mut String, results: &Results) {
              consecutive requests beyond the scripted 200 ms; the last child's last answer → the \
              parent's next request.\n\n| N | total | over ideal | start | per child turn | end |\n|---|---|---|---|---|---|"
         );
-        if let Some(gap) = results.solo_gap_ms {
+        if let Some((solo, bare)) = results.solo_gap_ms {
             let _ = writeln!(
                 md,
-                "| no child: the main agent makes the 5 turns itself | | | | +{gap:.1} ms | |"
+                "| no alcove: a bare client sends the 5 requests in turn | | | | +{bare:.1} ms | |\n\
+                 | no child: the main agent makes the 5 turns itself | | | | +{solo:.1} ms | |"
             );
         }
         for f in fan {

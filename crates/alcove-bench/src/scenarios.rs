@@ -53,7 +53,10 @@ fn to_first_request(server: &FakeServer, command: &mut Command) -> anyhow::Resul
     let started = Instant::now();
     let status = command.status().context("cannot start the probe")?;
     if !status.success() {
-        bail!("the startup probe {:?} failed: {status}", command.get_program());
+        bail!(
+            "the startup probe {:?} failed: {status}",
+            command.get_program()
+        );
     }
     let requests = server.requests();
     let first = requests.get(before).context("the probe sent no request")?;
@@ -95,19 +98,30 @@ pub(crate) fn startup(bench: &Bench) -> anyhow::Result<Startup> {
     })
 }
 
-/// The baseline process: connects to ADDRESS and sends one model request
-/// whose prompt is `BASELINE probe`, then reads the answer.
-pub(crate) fn connect_main(address: &str) -> anyhow::Result<()> {
+/// The baseline process: connects to ADDRESS and sends `count` model
+/// requests in turn (1 unless given) whose prompt is `prompt` (`BASELINE
+/// probe` unless given), each on a new connection, reading every answer to
+/// its end before the next request.
+pub(crate) fn connect_main(address: &str, count: usize, prompt: &str) -> anyhow::Result<()> {
     use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(address)?;
-    let body = r#"{"model":"fake-model","max_tokens":16,"stream":true,"messages":[{"role":"user","content":"BASELINE probe"}]}"#;
-    write!(
-        stream,
-        "POST /v1/messages HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    )?;
-    let mut answer = Vec::new();
-    stream.read_to_end(&mut answer)?;
+    let body = serde_json::json!({
+        "model": "fake-model",
+        "max_tokens": 16,
+        "stream": true,
+        "messages": [{"role": "user", "content": prompt}],
+    })
+    .to_string();
+    for _ in 0..count {
+        let mut stream = std::net::TcpStream::connect(address)?;
+        stream.set_nodelay(true)?;
+        write!(
+            stream,
+            "POST /v1/messages HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )?;
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer)?;
+    }
     Ok(())
 }
 
@@ -121,7 +135,9 @@ pub(crate) fn session_workspace(env: &TestEnv) {
             .collect();
         env.write_file(&format!("src/mod{file}.rs"), &text);
     }
-    let notes: String = (0..=60).map(|k| format!("- item {k}: TODO-{k}\n")).collect();
+    let notes: String = (0..=60)
+        .map(|k| format!("- item {k}: TODO-{k}\n"))
+        .collect();
     env.write_file("notes.md", &notes);
 }
 
@@ -177,7 +193,8 @@ pub(crate) fn session(bench: &Bench) -> anyhow::Result<Session> {
     let mut script = Script::new();
     for run in 0..=bench.runs {
         for turns in LENGTHS {
-            script = script.conversation(&format!("SESSION {turns} run {run}."), session_steps(turns));
+            script =
+                script.conversation(&format!("SESSION {turns} run {run}."), session_steps(turns));
         }
     }
     let server = FakeServer::start(script);
@@ -308,7 +325,10 @@ pub(crate) fn live_children(bench: &Bench) -> anyhow::Result<LiveChildren> {
             })
             .collect();
         if firsts.len() != CHILDREN {
-            bail!("only {} of {CHILDREN} children asked the model", firsts.len());
+            bail!(
+                "only {} of {CHILDREN} children asked the model",
+                firsts.len()
+            );
         }
         let (Some(first), Some(last)) = (firsts.iter().min(), firsts.iter().max()) else {
             bail!("no children");

@@ -83,18 +83,22 @@ impl Transcript {
     }
 
     fn write(&self, event: &AgentEvent) -> std::io::Result<()> {
-        let mut value = serde_json::to_value(event)?;
-        if let serde_json::Value::Object(map) = &mut value {
-            let ts = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_millis())
-                .unwrap_or(0);
-            map.insert(
-                "ts".to_owned(),
-                serde_json::Value::from(u64::try_from(ts).unwrap_or(u64::MAX)),
-            );
+        let ts = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0);
+        // The event is serialized once, straight to text, and `ts` is added
+        // before its closing brace: going through a `serde_json::Value` to
+        // insert it copied every event (whole tool results included) and was
+        // a fifth of a wide fan-out's CPU (issue 7's benchmarks).
+        let mut line = serde_json::to_string(event)?;
+        if line.ends_with('}') {
+            line.pop();
+            if line.len() > 1 {
+                line.push(',');
+            }
+            line.push_str(&format!("\"ts\":{ts}}}"));
         }
-        let mut line = serde_json::to_string(&value)?;
         for secret in &self.redactions {
             if line.contains(secret.as_str()) {
                 line = line.replace(secret.as_str(), "[REDACTED]");
@@ -107,9 +111,12 @@ impl Transcript {
             .map_err(|_| std::io::Error::other("transcript lock poisoned"))?;
         let file = match &mut *slot {
             Some(file) => file,
-            released @ None => {
-                released.insert(OpenOptions::new().create(true).append(true).open(&self.path)?)
-            }
+            released @ None => released.insert(
+                OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&self.path)?,
+            ),
         };
         file.write_all(line.as_bytes())?;
         file.flush()

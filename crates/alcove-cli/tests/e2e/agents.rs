@@ -549,22 +549,45 @@ fn a_child_over_its_wall_clock_budget_is_stopped_and_says_so() {
 fn a_child_over_its_token_budget_is_stopped_and_says_so() {
     let (env, server) = setup(
         Script::new()
-            .conversation("token parent", vec![Step::tool_call("Agent", agent("hungry", "HUNGRY child")), Step::text("ok")])
+            .conversation(
+                "token parent",
+                vec![
+                    Step::tool_call("Agent", agent("hungry", "HUNGRY child")),
+                    Step::text("ok"),
+                ],
+            )
             .conversation(
                 "HUNGRY child",
                 vec![
-                    Step::reply(vec![Block::text("Partial findings."), Block::tool_call("Glob", json!({"pattern": "*"}))])
-                        .usage(400, 100),
+                    Step::reply(vec![
+                        Block::text("Partial findings."),
+                        Block::tool_call("Glob", json!({"pattern": "*"})),
+                    ])
+                    .usage(400, 100),
                     Step::text("never requested"),
                 ],
             ),
     );
-    let out = finish(exec_command(&env, &server, &["-c", "agents.max_tokens=300", "token parent"]).spawn().unwrap());
+    let out = finish(
+        exec_command(
+            &env,
+            &server,
+            &["-c", "agents.max_tokens=300", "token parent"],
+        )
+        .spawn()
+        .unwrap(),
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(server.requests_for("HUNGRY child").len(), 1);
     let (content, _) = agent_result(&server, "token parent");
-    assert!(content.starts_with("[Agent: hungry] (incomplete: tokens over 300)\nPartial findings."), "{content}");
-    assert!(content.contains("status: incomplete: budget (tokens over 300)"), "{content}");
+    assert!(
+        content.starts_with("[Agent: hungry] (incomplete: tokens over 300)\nPartial findings."),
+        "{content}"
+    );
+    assert!(
+        content.contains("status: incomplete: budget (tokens over 300)"),
+        "{content}"
+    );
 }
 
 #[test]
@@ -588,9 +611,19 @@ fn a_resumed_session_numbers_new_children_after_the_old_ones() {
     let session = first.events()[0]["session_id"].as_str().unwrap().to_owned();
     let second = exec(&env, &server, &["--json", "--resume", &session, "again"]);
     assert_eq!(second.code, 0, "{}", second.stderr);
-    let started = of_type(&second.events(), "agent_started").into_iter().cloned().collect::<Vec<_>>();
+    let started = of_type(&second.events(), "agent_started")
+        .into_iter()
+        .cloned()
+        .collect::<Vec<_>>();
     assert_eq!(started[0]["child"], "main/agent-2");
-    let first_transcript = of_type(&first.events(), "agent_started")[0]["transcript"].as_str().unwrap().to_owned();
+    let first_transcript = of_type(&first.events(), "agent_started")[0]["transcript"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert_ne!(started[0]["transcript"].as_str().unwrap(), first_transcript);
-    assert!(read_jsonl(std::path::Path::new(&first_transcript)).iter().all(|line| line["agent"] == "main/agent-1"));
+    assert!(
+        read_jsonl(std::path::Path::new(&first_transcript))
+            .iter()
+            .all(|line| line["agent"] == "main/agent-1")
+    );
 }

@@ -326,8 +326,14 @@ fn a_hanging_child_never_hangs_wait_or_close() {
     let results = parent_results(&server, "parent of a hang");
     assert_eq!(results[1].0["timed_out"], true);
     assert_eq!(results[3].0["status"]["agent-1"], "closed");
-    assert_eq!(results[3].0["details"]["agent-1"]["last_error"], "closed while running");
-    assert_eq!(results[4].0["status"], "errored", "a run killed by close_agent resumes as errored, not completed");
+    assert_eq!(
+        results[3].0["details"]["agent-1"]["last_error"],
+        "closed while running"
+    );
+    assert_eq!(
+        results[4].0["status"], "errored",
+        "a run killed by close_agent resumes as errored, not completed"
+    );
     let durations: Vec<u64> = of_type(&out.events(), "tool_call_finished")
         .iter()
         .filter(|event| event["agent"] == "main")

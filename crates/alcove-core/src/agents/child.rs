@@ -17,7 +17,10 @@ use tokio_util::sync::CancellationToken;
 use super::definitions::{AgentDefinition, DELEGATION_CONTRACT};
 use super::report::Evidence;
 use super::supervisor::Supervisor;
-use crate::{AgentRun, EventSink, FanOut, HookScope, PermissionGate, PermissionMode, RuleSet, Runtime, Transcript};
+use crate::{
+    AgentRun, EventSink, FanOut, HookScope, PermissionGate, PermissionMode, RuleSet, Runtime,
+    Transcript,
+};
 
 /// Tools a child never inherits: delegation is offered again only through
 /// fresh tools bound to the child's own depth.
@@ -82,7 +85,10 @@ impl Supervisor {
             &format!("agent definition `{}`", definition.name),
         )
         .map_err(|err| err.to_string())?;
-        let mode = definition.permission_mode.as_deref().and_then(PermissionMode::parse);
+        let mode = definition
+            .permission_mode
+            .as_deref()
+            .and_then(PermissionMode::parse);
         let gate = parent.gate.narrowed(mode, rules);
         let (mut pool, ignored_tools) = child_pool(parent.pool, definition, tool_names);
         pool.retain(|tool| gate.offers(&tool.spec().name));

@@ -86,7 +86,8 @@ fn two_hundred_spawned_and_closed_children_leave_no_slot_task_process_or_descrip
     let handshake = |name: &str| {
         Step::tool_call(
             "Bash",
-            json!({"command": format!("echo $$ > {name}.pid; while [ ! -f {name}.go ]; do sleep 0.02; done")}),
+            // Bounded (about a minute), so a failed test leaves nothing running.
+            json!({"command": format!("echo $$ > {name}.pid; for _ in $(seq 3000); do [ -f {name}.go ] && break; sleep 0.02; done")}),
         )
     };
     let mut parent = vec![handshake("start")];
@@ -116,7 +117,8 @@ fn two_hundred_spawned_and_closed_children_leave_no_slot_task_process_or_descrip
     parent.push(Step::text("all closed"));
     let busy = Step::tool_call(
         "Bash",
-        json!({"command": "echo $$ > busy/$$.pid; exec sleep 30"}),
+        // The file's name is the pid (a shell killed at once leaves it empty).
+        json!({"command": "touch busy/$$.pid; exec sleep 30"}),
     );
     let (env, server) = setup(
         Script::new()
@@ -199,7 +201,8 @@ fn two_hundred_spawned_and_closed_children_leave_no_slot_task_process_or_descrip
     }
     assert_eq!(spawned, ROUNDS * BATCH + SLOTS);
     for entry in std::fs::read_dir(env.path("busy")).unwrap() {
-        let shell = read_pid(&entry.unwrap().path());
+        let path = entry.unwrap().path();
+        let shell: u32 = path.file_stem().unwrap().to_str().unwrap().parse().unwrap();
         poll(20, || match proc_stat(shell) {
             None => Ok(()),
             Some(_) => Err(format!("a closed child's sleep {shell} is still running")),
@@ -332,7 +335,7 @@ fn kill_9_leaves_a_valid_transcript_that_resume_continues() {
             Step::tool_call("Write", json!({"file_path": "kept.txt", "content": "kept\n"})),
             Step::tool_call(
                 "Bash",
-                json!({"command": "echo $$ > crash.pid; while [ ! -f never ]; do sleep 0.02; done"}),
+                json!({"command": "echo $$ > crash.pid; for _ in $(seq 3000); do [ -f never ] && break; sleep 0.02; done"}),
             ),
             Step::text("resumed fine"),
         ],
