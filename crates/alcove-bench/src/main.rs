@@ -9,6 +9,7 @@
 //! ```text
 //! alcove-bench [--alcove PATH] [--runs N] [--out FILE] [--tree DIR] [--rg PATH]
 //!              [--notes FILE] [--only startup,session,children,fanout,economy,grep]
+//!              [--fanout 1,4,16,64]
 //! ```
 //!
 //! Two internal modes serve the measurements: `__rusage OUT -- CMD…` (the
@@ -38,6 +39,8 @@ struct Options {
     rg: Option<PathBuf>,
     notes: Option<PathBuf>,
     only: Option<Vec<String>>,
+    /// The children counts of the fan-out figure.
+    fan_out: Vec<usize>,
     command: String,
 }
 
@@ -50,6 +53,7 @@ fn parse(args: &[OsString]) -> anyhow::Result<Options> {
         rg: None,
         notes: None,
         only: None,
+        fan_out: vec![1, 4, 16, 64],
         command: "bench/run".to_owned(),
     };
     let mut iter = args.iter();
@@ -73,6 +77,14 @@ fn parse(args: &[OsString]) -> anyhow::Result<Options> {
             "--rg" => options.rg = Some(value()?.into()),
             "--notes" => options.notes = Some(value()?.into()),
             "--command" => options.command = value()?.to_string_lossy().into_owned(),
+            "--fanout" => {
+                options.fan_out = value()?
+                    .to_string_lossy()
+                    .split(',')
+                    .map(|n| n.trim().parse::<usize>())
+                    .collect::<Result<_, _>>()
+                    .context("--fanout takes counts like 3,8")?;
+            }
             "--only" => {
                 options.only = Some(
                     value()?
@@ -166,7 +178,7 @@ fn run(options: Options) -> anyhow::Result<()> {
     }
     if wanted("fanout") {
         step("fan-out of 1, 4, 16 and 64 children");
-        results.fan_out = Some(delegation::fan_out(&bench, &[1, 4, 16, 64])?);
+        results.fan_out = Some(delegation::fan_out(&bench, &options.fan_out)?);
         results.solo_gap_ms = Some(delegation::solo_gap(&bench)?);
     }
     if wanted("economy") {

@@ -330,10 +330,33 @@ fn agent_limits(settings: &config::AgentsEntry) -> AgentLimits {
             .filter(|max| *max > 0)
             .or(settings.max_concurrent)
             .unwrap_or(defaults.max_concurrent),
+        // Not `from_secs_f64`: it panicked on `timeout_secs = inf` or `1e30`.
         timeout: settings
             .timeout_secs
-            .filter(|secs| *secs > 0.0)
-            .map(Duration::from_secs_f64),
+            .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+            .filter(|timeout| !timeout.is_zero()),
         max_tokens: settings.max_tokens,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `timeout_secs` values that are no duration (TOML allows `inf` and
+    /// `nan`) panicked in `Duration::from_secs_f64`; they mean no timeout.
+    #[test]
+    fn agent_timeouts_that_are_no_duration_are_ignored() {
+        let limits = |secs: f64| {
+            agent_limits(&config::AgentsEntry {
+                timeout_secs: Some(secs),
+                ..config::AgentsEntry::default()
+            })
+            .timeout
+        };
+        for secs in [f64::INFINITY, f64::NAN, 1e30, -1.0, 0.0, 1e-12] {
+            assert_eq!(limits(secs), None, "{secs}");
+        }
+        assert_eq!(limits(90.0), Some(Duration::from_secs(90)));
     }
 }

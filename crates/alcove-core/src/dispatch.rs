@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use alcove_protocol::{ContentBlock, EventKind};
-use alcove_tools::{Access, Tool, ToolContext, ToolOutput};
+use alcove_tools::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace};
 use futures::future::join_all;
 use serde_json::Value;
 
@@ -122,13 +122,7 @@ async fn gate_and_call(
             known.join(", ")
         ));
     };
-    if let Value::String(raw) = input {
-        return ToolOutput::error(format!(
-            "Invalid arguments for {name}: they are not valid JSON ({}). Call the tool again with a JSON object.",
-            cut(raw, 200)
-        ));
-    }
-    let invocation = match tool.inspect(input, &runtime.workspace) {
+    let invocation = match check_arguments(tool, name, input, &runtime.workspace) {
         Ok(invocation) => invocation,
         Err(reason) => return ToolOutput::error(reason),
     };
@@ -217,6 +211,24 @@ async fn gate_and_call(
         },
         None => output,
     }
+}
+
+/// Validates a call's arguments before the gate sees it: arguments the
+/// model wrote as invalid JSON (kept raw, as a string) are refused, anything
+/// else is the tool's to inspect. (Also the fuzz targets' entry, see `fuzzing`.)
+pub(crate) fn check_arguments(
+    tool: &dyn Tool,
+    name: &str,
+    input: &Value,
+    workspace: &Workspace,
+) -> Result<Invocation, String> {
+    if let Value::String(raw) = input {
+        return Err(format!(
+            "Invalid arguments for {name}: they are not valid JSON ({}). Call the tool again with a JSON object.",
+            cut(raw, 200)
+        ));
+    }
+    tool.inspect(input, workspace)
 }
 
 fn finish(

@@ -19,7 +19,7 @@ mod approval;
 mod narrowing_tests;
 mod paths;
 mod rules;
-mod shell;
+pub(crate) mod shell;
 #[cfg(test)]
 mod tests;
 mod words;

@@ -23,6 +23,8 @@ mod agents;
 mod context;
 mod dispatch;
 mod events;
+#[doc(hidden)]
+pub mod fuzzing;
 mod gate;
 mod hooks;
 mod transcript;

@@ -237,9 +237,11 @@ impl AnthropicAssembler {
     /// writes included, when it carries one.
     fn take_input_usage(&mut self, usage: &Value) {
         if let Some(input) = usage["input_tokens"].as_u64() {
+            // Saturating: the counts are the server's word, and a sum past
+            // u64::MAX panicked in debug builds (found by fuzzing).
             self.usage.input_tokens = input
-                + usage["cache_creation_input_tokens"].as_u64().unwrap_or(0)
-                + usage["cache_read_input_tokens"].as_u64().unwrap_or(0);
+                .saturating_add(usage["cache_creation_input_tokens"].as_u64().unwrap_or(0))
+                .saturating_add(usage["cache_read_input_tokens"].as_u64().unwrap_or(0));
         }
     }
 }

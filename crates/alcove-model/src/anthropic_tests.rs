@@ -247,3 +247,16 @@ fn request_body_omits_empty_system_and_tools() {
     assert!(body.get("system").is_none());
     assert!(body.get("tools").is_none());
 }
+
+/// Found by fuzzing (`sse_anthropic`): token counts whose sum passes
+/// u64::MAX overflowed (a panic in debug builds); they saturate instead.
+#[tokio::test]
+async fn huge_usage_counts_saturate_instead_of_overflowing() {
+    let start = START.replace(
+        "\"input_tokens\":25",
+        "\"input_tokens\":18446744073709551615",
+    );
+    let (response, _) = ok(&format!("{start}{TEXT}{END_TURN}")).await;
+    assert_eq!(response.usage.input_tokens, u64::MAX);
+    assert_eq!(response.usage.output_tokens, 15);
+}

@@ -21,6 +21,8 @@ use std::time::Duration;
 use alcove_protocol::{Message, StopReason, ToolSpec, Usage};
 
 mod anthropic;
+#[doc(hidden)]
+pub mod fuzzing;
 mod http;
 mod openai;
 mod retry;

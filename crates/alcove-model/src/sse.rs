@@ -85,7 +85,7 @@ where
     E: Error,
     A: Assembler,
 {
-    let events = bytes.eventsource();
+    let events = skip_leading_boms(bytes).eventsource();
     let mut events = std::pin::pin!(events);
     let mut shown = false;
     let done = loop {
@@ -133,6 +133,68 @@ where
     assembler
         .finish(done)
         .map_err(|reason| AttemptError::MidStream(ModelError::Stream(reason)))
+}
+
+/// The UTF-8 byte-order mark.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// A body chunk: passed through, or the start of the body rebuilt without
+/// its byte-order marks.
+enum Chunk<B> {
+    Passed(B),
+    Start(Vec<u8>),
+}
+
+impl<B: AsRef<[u8]>> AsRef<[u8]> for Chunk<B> {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            Chunk::Passed(bytes) => bytes.as_ref(),
+            Chunk::Start(bytes) => bytes,
+        }
+    }
+}
+
+/// `bytes` without the byte-order marks it starts with, even split across
+/// chunks. SSE allows one; eventsource-stream 0.2.3 removes it by slicing
+/// off one byte of its three and panics (found by fuzzing; upstream's fix,
+/// eventsource-stream PR 10, is not released). Every leading mark goes, not
+/// only the first, so the parser never sees one.
+fn skip_leading_boms<S, B, E>(bytes: S) -> impl Stream<Item = Result<Chunk<B>, E>>
+where
+    S: Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+{
+    // `Some(head)` until the start is settled: what came so far, marks cut.
+    let state = (Box::pin(bytes.fuse()), Some(Vec::new()));
+    futures::stream::unfold(state, |(mut bytes, mut start)| async move {
+        let Some(head) = start.as_mut() else {
+            let item = bytes.next().await?;
+            return Some((item.map(Chunk::Passed), (bytes, None)));
+        };
+        loop {
+            match bytes.next().await {
+                Some(Ok(chunk)) => {
+                    head.extend_from_slice(chunk.as_ref());
+                    while head.starts_with(BOM) {
+                        head.drain(..BOM.len());
+                    }
+                    // Empty, or maybe the first bytes of a mark: read on.
+                    if BOM.starts_with(head) {
+                        continue;
+                    }
+                    let head = std::mem::take(head);
+                    return Some((Ok(Chunk::Start(head)), (bytes, None)));
+                }
+                Some(Err(error)) => return Some((Err(error), (bytes, None))),
+                // A body that ended inside a mark keeps its bytes (not UTF-8).
+                None if !head.is_empty() => {
+                    let head = std::mem::take(head);
+                    return Some((Ok(Chunk::Start(head)), (bytes, None)));
+                }
+                None => return None,
+            }
+        }
+    })
 }
 
 /// An error's message followed by its sources' (each only when it adds
@@ -303,6 +365,39 @@ mod tests {
             result,
             Err(AttemptError::MidStream(ModelError::IdleTimeout(_)))
         ));
+    }
+
+    /// Found by fuzzing (`sse_anthropic`): a body starting with a
+    /// byte-order mark panicked inside eventsource-stream. Marks at the
+    /// start are skipped, however the chunks split them.
+    #[tokio::test]
+    async fn a_leading_byte_order_mark_is_skipped_not_a_panic() {
+        for prefix in ["\u{feff}", "\u{feff}\u{feff}"] {
+            let fixture = format!("{prefix}data: hello\n\nevent: end\ndata: {{}}\n\n");
+            for chunk in [1, 2, 3, 4, 1000] {
+                let (result, deltas) = testing::run(Echo, &fixture, chunk).await;
+                assert!(
+                    result.is_ok(),
+                    "{prefix:?} in chunks of {chunk}: {result:?}"
+                );
+                assert_eq!(deltas, vec![StreamDelta::Text("hello".into())]);
+            }
+        }
+        // A mark later on is data, and a body that is half a mark is not UTF-8.
+        let (_, deltas) = testing::run(Echo, "data: a\u{feff}\n\nevent: end\n\n", 1).await;
+        assert_eq!(deltas, vec![StreamDelta::Text("a\u{feff}".into())]);
+        let chunks: Vec<Result<&[u8], std::io::Error>> = vec![Ok(b"\xEF"), Ok(b"\xBB")];
+        let result = read_stream(
+            futures::stream::iter(chunks),
+            Echo,
+            Duration::from_secs(1),
+            &|_| {},
+        )
+        .await;
+        assert!(
+            matches!(result, Err(AttemptError::MidStream(_))),
+            "{result:?}"
+        );
     }
 
     #[test]

@@ -85,6 +85,14 @@ impl Tool for Edit {
         }
         let path = context.workspace.resolve(&input.file_path);
         let shown = context.workspace.display(&path);
+        // Opening a named pipe blocks until someone writes to it: the call would hang.
+        if let Ok(meta) = tokio::fs::metadata(&path).await
+            && !meta.is_file()
+        {
+            return ToolOutput::error(format!(
+                "{shown} is not a regular file (a directory, pipe, socket or device); Edit only changes files"
+            ));
+        }
         let bytes = match tokio::fs::read(&path).await {
             Ok(bytes) => bytes,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {

@@ -104,6 +104,12 @@ fn read_window(path: &Path, shown: &str, offset: usize, limit: usize) -> Result<
             "{shown} is a directory, not a file; use Glob or Bash `ls` to list it"
         ));
     }
+    // Opening a named pipe blocks until someone writes to it: the call would hang.
+    if !meta.is_file() {
+        return Err(format!(
+            "{shown} is not a regular file (a pipe, socket or device); Read only shows files"
+        ));
+    }
     let mut file = std::fs::File::open(path).map_err(|err| io_reason(shown, &err))?;
     let mut head = Vec::new();
     (&mut file)

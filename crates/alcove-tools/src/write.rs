@@ -68,6 +68,12 @@ impl Tool for Write {
                     "{shown} is a directory; cannot write a file there"
                 ));
             }
+            // Opening a named pipe blocks until someone reads it: the call would hang.
+            Ok(meta) if !meta.is_file() => {
+                return ToolOutput::error(format!(
+                    "{shown} is not a regular file (a pipe, socket or device); Write only writes files"
+                ));
+            }
             Ok(_) => true,
             Err(_) => false,
         };

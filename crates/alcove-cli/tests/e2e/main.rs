@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agents;
+mod bad_input;
 mod collab;
 mod exec;
 mod faults;

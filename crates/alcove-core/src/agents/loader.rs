@@ -197,12 +197,11 @@ pub fn parse_definition(
     }
     let timeout = match front.timeout {
         None => None,
-        Some(Timeout::Seconds(secs)) if secs.is_finite() && secs > 0.0 => {
-            Some(Duration::from_secs_f64(secs))
-        }
-        Some(Timeout::Seconds(secs)) => {
-            return Err(at("timeout").error(&format!("timeout must be positive, not {secs}")));
-        }
+        Some(Timeout::Seconds(secs)) => Some(positive_duration(secs).ok_or_else(|| {
+            at("timeout").error(&format!(
+                "timeout must be positive (and below 2^64 seconds), not {secs}"
+            ))
+        })?),
         Some(Timeout::Text(text)) => Some(parse_duration(&text).ok_or_else(|| {
             at("timeout").error(&format!(
                 "timeout `{text}` is not a duration (seconds, or e.g. 90s, 5m, 1h)"
@@ -320,7 +319,17 @@ fn parse_duration(text: &str) -> Option<Duration> {
         "h" => number * 3600.0,
         _ => return None,
     };
-    (seconds.is_finite() && seconds > 0.0).then(|| Duration::from_secs_f64(seconds))
+    positive_duration(seconds)
+}
+
+/// `seconds` as a duration when it is one that is not zero: not negative,
+/// NaN, infinite, rounded to nothing, or past `Duration`'s range (where
+/// `Duration::from_secs_f64` panics: `timeout: 1e30` crashed the loader,
+/// found by fuzzing).
+fn positive_duration(seconds: f64) -> Option<Duration> {
+    Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|duration| !duration.is_zero())
 }
 
 /// Loads the `*.md` definitions of `dirs`, lowest precedence first, on top

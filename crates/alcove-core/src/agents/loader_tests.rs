@@ -165,3 +165,26 @@ fn later_folders_win_broken_files_are_skipped_and_builtins_can_be_replaced() {
         "{warnings:?}"
     );
 }
+
+/// Found by fuzzing (`agent_definition`): a timeout past `Duration`'s range
+/// panicked in `Duration::from_secs_f64`; it is now refused like any other
+/// bad timeout, and so is one that rounds to zero.
+#[test]
+fn timeouts_too_large_or_too_small_for_a_duration_are_refused() {
+    for timeout in [
+        "1e30",
+        "99999999999999999999999",
+        "99999999999999999999999h",
+        "1e-12",
+        "0.0000000001s",
+    ] {
+        let error = parse(&format!(
+            "---\ndescription: d\ntimeout: {timeout}\n---\nbody"
+        ))
+        .expect_err(timeout);
+        assert_eq!(error.line, 3, "{timeout}: {error:?}");
+        assert!(error.message.contains("timeout"), "{timeout}: {error:?}");
+    }
+    let (definition, _) = parse("---\ndescription: d\ntimeout: 1e9\n---\nbody").unwrap();
+    assert_eq!(definition.timeout, Some(Duration::from_secs(1_000_000_000)));
+}

@@ -415,8 +415,13 @@ pub(crate) fn suggestions(facts: &CallFacts<'_>) -> Vec<String> {
         (tool, _) => match family {
             Some(family) if !facts.paths.is_empty() => {
                 for path in facts.paths {
+                    // A relative rule never reaches through a symlink out of
+                    // the workspace (see `allows`): name such a path absolutely.
                     let shown = match path.strip_prefix(facts.paths_context.root) {
-                        Ok(relative) if !relative.as_os_str().is_empty() => {
+                        Ok(relative)
+                            if !relative.as_os_str().is_empty()
+                                && facts.workspace.contains(path) =>
+                        {
                             relative.display().to_string()
                         }
                         _ => path.display().to_string(),

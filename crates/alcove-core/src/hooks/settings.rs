@@ -250,8 +250,12 @@ fn command_of(handler: &HookHandler, origin: &str) -> Result<HookCommand, String
         .ok_or_else(|| "an entry has no `command`".to_owned())?;
     let timeout = match handler.timeout {
         None => DEFAULT_HOOK_TIMEOUT,
-        Some(secs) if secs.is_finite() && secs > 0.0 => Duration::from_secs_f64(secs),
-        Some(secs) => return Err(format!("timeout {secs} of `{command}` must be positive")),
+        Some(secs) => match Duration::try_from_secs_f64(secs) {
+            Ok(timeout) if !timeout.is_zero() => timeout,
+            // Negative, NaN, infinite, rounded to nothing, or past `Duration`'s
+            // range, where `from_secs_f64` panicked (`"timeout": 1e30`).
+            _ => return Err(format!("timeout {secs} of `{command}` must be positive")),
+        },
     };
     Ok(HookCommand {
         command: command.to_owned(),
@@ -321,6 +325,30 @@ mod tests {
             .add_settings_json("{\n  \"hooks\": [", "s.json")
             .unwrap_err();
         assert!(err.contains("s.json") && err.contains("line"), "{err}");
+    }
+
+    /// A timeout past `Duration`'s range panicked while settings loaded (the
+    /// class of bug fuzzing found in agent definitions); it is a warning.
+    #[test]
+    fn timeouts_that_are_no_duration_are_warnings_not_panics() {
+        let mut config = HookConfig::default();
+        let warnings = config
+            .add_settings_json(
+                r#"{"hooks": {"PreToolUse": [{"hooks": [
+                    {"command": "huge", "timeout": 1e30},
+                    {"command": "tiny", "timeout": 1e-12},
+                    {"command": "fine", "timeout": 1e9}]}]}}"#,
+                "s.json",
+            )
+            .unwrap();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings.iter().all(|w| w.contains("must be positive")),
+            "{warnings:?}"
+        );
+        let loaded = config.matching(HookEvent::PreToolUse, "Bash");
+        assert_eq!(loaded.len(), 1);
+        assert_eq!(loaded[0].timeout, Duration::from_secs(1_000_000_000));
     }
 
     #[test]

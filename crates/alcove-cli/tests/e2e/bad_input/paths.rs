@@ -1,0 +1,219 @@
+//! Paths that try to leave the workspace (`..`, symlinks to outside, in the
+//! main agent and in a child, with an allow rule naming the link), files that
+//! are not text (binary, named pipes) and file names that are not UTF-8.
+//! Writes outside are refused even in acceptEdits; everything else ends as a
+//! clear result, never a hang.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::symlink;
+
+use alcove_testkit::{Block, Script, Step};
+use serde_json::{Value, json};
+
+use super::{ACCEPT_EDITS, Case, assert_error, end_status};
+
+fn reply(calls: &[(&str, Value)]) -> Step {
+    Step::reply(
+        calls
+            .iter()
+            .map(|(name, input)| Block::tool_call(name, input.clone()))
+            .collect(),
+    )
+}
+
+fn write(path: &str) -> (&'static str, Value) {
+    ("Write", json!({"file_path": path, "content": "escaped\n"}))
+}
+
+fn edit(path: &str) -> (&'static str, Value) {
+    (
+        "Edit",
+        json!({"file_path": path, "old_string": "untouched", "new_string": "touched"}),
+    )
+}
+
+#[test]
+fn dot_dot_paths_never_write_outside_the_workspace_even_with_accept_edits() {
+    let case = Case::build(|case| {
+        let absolute = format!("{}/../outside/absolute.txt", case.ws("").display());
+        let from_root = format!("/../../..{}", case.outside("rooted.txt").display());
+        let calls = [
+        write("../outside/new.txt"),
+        write("sub/../../outside/new.txt"),
+        write("./../escaped.txt"),
+        write("a/b/../../../escaped.txt"),
+        write(&absolute),
+        write(&from_root),
+        edit("../outside/sentinel.txt"),
+        edit("sub/../../outside/sentinel.txt"),
+        write("inner/../kept.txt"),
+        write(""),
+        write("."),
+        write("nul\u{0}byte.txt"),
+        ];
+        Script::new().conversation("dot dot", vec![reply(&calls), Step::text("done")])
+    });
+    let out = case.run(&[ACCEPT_EDITS[0], ACCEPT_EDITS[1], "dot dot"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(end_status(&out), "completed");
+    let results = case.results("dot dot", 1);
+    for result in &results[..8] {
+        assert_error(result, &["outside the workspace"]);
+    }
+    assert_eq!(results[8], ("Created kept.txt (8 bytes)".to_owned(), false));
+    assert_error(&results[9], &["is a directory"]);
+    assert_error(&results[10], &["is a directory"]);
+    assert_error(&results[11], &["unexpected NUL byte"]);
+    assert_eq!(case.ws_files(), ["kept.txt"]);
+}
+
+#[test]
+fn write_and_edit_through_symlinks_out_of_the_workspace_are_refused_even_in_accept_edits() {
+    let calls = [
+        write("link-dir/new.txt"),
+        edit("link-dir/sentinel.txt"),
+        write("link-file"),
+        edit("link-file"),
+        write("dangling"),
+        write("chain/deeper/new.txt"),
+        write("loop/x.txt"),
+        write("link-dir/../beside.txt"),
+    ];
+    let case = Case::new(
+        Script::new()
+            .conversation(
+                "symlinks out",
+                vec![
+                    reply(&calls),
+                    Step::tool_call(
+                        "Agent",
+                        json!({"description": "escape", "prompt": "LINK child"}),
+                    ),
+                    Step::text("done"),
+                ],
+            )
+            .conversation(
+                "LINK child",
+                vec![reply(&calls[..2]), Step::text("child done")],
+            )
+            .conversation(
+                "allowed by rule",
+                vec![reply(&calls[..2]), Step::text("done")],
+            ),
+    );
+    symlink(case.outside(""), case.ws("link-dir")).unwrap();
+    symlink(case.outside("sentinel.txt"), case.ws("link-file")).unwrap();
+    symlink(case.outside("not-yet.txt"), case.ws("dangling")).unwrap();
+    symlink(case.ws("link-dir"), case.ws("chain")).unwrap();
+    symlink(case.ws("loop"), case.ws("loop")).unwrap();
+    let out = case.run(&[ACCEPT_EDITS[0], ACCEPT_EDITS[1], "symlinks out"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = case.results("symlinks out", 1);
+    for result in &results[..6] {
+        assert_error(result, &["Permission denied", "outside the workspace"]);
+    }
+    assert_error(&results[6], &["Cannot create the folder loop"]);
+    assert_eq!(
+        results[7],
+        ("Created beside.txt (8 bytes)".to_owned(), false),
+        "`..` after a link is resolved in the workspace, as the gate saw it"
+    );
+    // A child inherits the confinement.
+    for result in case.results("LINK child", 1) {
+        assert_error(&result, &["Permission denied", "outside the workspace"]);
+    }
+    // An allow rule relative to the workspace never reaches through a link;
+    // the refusal names the rule that would (absolute, deliberate).
+    let out = case.run(&["--allow", "Edit(link-dir/**)", "allowed by rule"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = case.results("allowed by rule", 1);
+    let root = case.ws("").canonicalize().unwrap();
+    for (result, file) in results.iter().zip(["new.txt", "sentinel.txt"]) {
+        let hint = format!("--allow 'Edit({}/link-dir/{file})'", root.display());
+        assert_error(result, &["outside the workspace", &hint]);
+    }
+    assert_eq!(
+        case.ws_files(),
+        ["beside.txt", "chain", "dangling", "link-dir", "link-file", "loop"]
+    );
+}
+
+#[test]
+fn binary_files_are_refused_by_read_and_edit_and_skipped_by_grep() {
+    let calls = [
+        ("Read", json!({"file_path": "blob.bin"})),
+        ("Read", json!({"file_path": "latin1.txt"})),
+        ("Grep", json!({"pattern": "needle"})),
+        ("Glob", json!({"pattern": "*.bin"})),
+        ("Read", json!({"file_path": "/dev/zero"})),
+        (
+            "Edit",
+            json!({"file_path": "blob.bin", "old_string": "needle", "new_string": "pin"}),
+        ),
+        (
+            "Edit",
+            json!({"file_path": "latin1.txt", "old_string": "caf", "new_string": "tea"}),
+        ),
+    ];
+    let case = Case::new(
+        Script::new().conversation("binary", vec![reply(&calls), Step::text("done")]),
+    );
+    let mut blob = b"\x7fELF\x00\x01\xff\xfe needle ".to_vec();
+    blob.extend((0..=255u8).cycle().take(64 * 1024));
+    case.write("blob.bin", &blob);
+    case.write("latin1.txt", b"caf\xe9 needle\n");
+    let out = case.run(&[ACCEPT_EDITS[0], ACCEPT_EDITS[1], "binary"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for r in case.results("binary", 1) { eprintln!("{r:?}"); }
+}
+
+#[test]
+fn file_names_that_are_not_utf8_are_listed_searched_and_refused_cleanly() {
+    let calls = [
+        ("Glob", json!({"pattern": "**/*.txt"})),
+        ("Grep", json!({"pattern": "needle"})),
+        ("Grep", json!({"pattern": "needle", "output_mode": "content"})),
+        ("Grep", json!({"pattern": "needle", "output_mode": "count"})),
+        ("Read", json!({"file_path": "bad\u{FFFD}.txt"})),
+        ("Glob", json!({"pattern": "*", "path": "dir\u{FFFD}"})),
+        (
+            "Edit",
+            json!({"file_path": "bad\u{FFFD}.txt", "old_string": "needle", "new_string": "pin"}),
+        ),
+    ];
+    let case = Case::new(
+        Script::new().conversation("odd names", vec![reply(&calls), Step::text("done")]),
+    );
+    let name = |bytes: &[u8]| case.ws("").join(OsStr::from_bytes(bytes));
+    std::fs::write(name(b"bad\xff.txt"), "needle in a bad name\n").unwrap();
+    std::fs::create_dir(name(b"dir\xfe")).unwrap();
+    std::fs::write(name(b"dir\xfe/inner.txt"), "needle inside\n").unwrap();
+    case.write("good.txt", "needle in a good name\n");
+    let out = case.run(&[ACCEPT_EDITS[0], ACCEPT_EDITS[1], "odd names"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for r in case.results("odd names", 1) { eprintln!("{r:?}"); }
+    assert_eq!(std::fs::read_to_string(name(b"bad\xff.txt")).unwrap(), "needle in a bad name\n");
+}
+
+#[test]
+fn named_pipes_are_refused_instead_of_hanging_the_session() {
+    let calls = [
+        ("Read", json!({"file_path": "pipe"})),
+        ("Grep", json!({"pattern": "x", "path": "pipe"})),
+        ("Glob", json!({"pattern": "*", "path": "pipe"})),
+        ("Edit", json!({"file_path": "pipe", "old_string": "a", "new_string": "b"})),
+        ("Write", json!({"file_path": "pipe", "content": "x"})),
+    ];
+    let case = Case::new(
+        Script::new().conversation("pipes", vec![reply(&calls), Step::text("done")]),
+    );
+    let made = std::process::Command::new("mkfifo")
+        .arg(case.ws("pipe"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out = case.run(&[ACCEPT_EDITS[0], ACCEPT_EDITS[1], "pipes"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for r in case.results("pipes", 1) { eprintln!("{r:?}"); }
+}
