@@ -130,20 +130,30 @@ impl Dirs {
 /// Loads and merges the layers for a workspace.
 pub(crate) fn load(dirs: &Dirs, workspace: &Path, overrides: &[String]) -> anyhow::Result<Config> {
     let mut merged = toml::Table::new();
-    for path in [
+    let files = [
         dirs.config.join("config.toml"),
         workspace.join(".alcove/config.toml"),
-    ] {
-        if let Some(table) = read_table(&path)? {
+    ];
+    for path in &files {
+        if let Some(table) = read_table(path)? {
             merge(&mut merged, table);
         }
     }
     for item in overrides {
         merge(&mut merged, parse_override(item)?);
     }
-    let config =
-        Config::deserialize(toml::Value::Table(merged)).context("invalid configuration")?;
-    Ok(config)
+    Config::deserialize(toml::Value::Table(merged)).map_err(|err| {
+        // The merged table has no lines: name the file (and line) of a bad
+        // value when one file alone shows it.
+        files
+            .iter()
+            .filter_map(|path| Some((path, std::fs::read_to_string(path).ok()?)))
+            .find_map(|(path, text)| {
+                let err = toml::from_str::<Config>(&text).err()?;
+                Some(anyhow::anyhow!("{}: {err}", path.display()))
+            })
+            .unwrap_or_else(|| anyhow::Error::new(err).context("invalid configuration"))
+    })
 }
 
 pub(crate) fn read_table(path: &Path) -> anyhow::Result<Option<toml::Table>> {

@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use alcove_protocol::{ContentBlock, EventKind};
-use alcove_tools::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace};
+use alcove_tools::{Access, HiddenPaths, Invocation, Tool, ToolContext, ToolOutput, Workspace};
 use futures::future::join_all;
 use serde_json::Value;
 
@@ -186,6 +186,7 @@ async fn gate_and_call(
         agent: run.path.clone(),
         depth: run.depth,
         call_id: id.to_owned(),
+        hidden: hidden_from_reads(run, runtime),
     };
     let call = tool.call(input.clone(), &context);
     tokio::pin!(call);
@@ -255,6 +256,16 @@ fn finish(
         content,
         is_error: output.is_error,
     }
+}
+
+/// The paths this agent's Read deny rules cover, so searches skip them.
+fn hidden_from_reads(run: &AgentRun, runtime: &Runtime) -> HiddenPaths {
+    if !run.gate.denies_some_reads() {
+        return HiddenPaths::default();
+    }
+    let gate = run.gate.clone();
+    let workspace = runtime.workspace.clone();
+    HiddenPaths::new(move |path| gate.read_denied(path, &workspace))
 }
 
 /// Keeps the head and tail of a result longer than `limit` bytes and says how

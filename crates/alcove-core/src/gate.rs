@@ -250,6 +250,41 @@ impl PermissionGate {
             .collect()
     }
 
+    /// Whether any `Read(...)` deny rule applies here or above.
+    pub fn denies_some_reads(&self) -> bool {
+        self.rules.denies_reads()
+            || self
+                .parent
+                .as_ref()
+                .is_some_and(|parent| parent.denies_some_reads())
+    }
+
+    /// Whether a `Read(...)` deny rule here or above covers `path`: searches
+    /// skip such paths, so Grep and Glob cannot read around the rule.
+    pub fn read_denied(&self, path: &Path, workspace: &Workspace) -> bool {
+        let paths = [path.to_path_buf()];
+        let facts = CallFacts {
+            tool: "Read",
+            input: &Value::Null,
+            paths: &paths,
+            shell: None,
+            command: None,
+            paths_context: PathContext {
+                root: workspace.root(),
+                home: self.home(),
+            },
+            workspace,
+        };
+        let mut level = Some(self);
+        while let Some(gate) = level {
+            if gate.rules.denies(&facts) {
+                return true;
+            }
+            level = gate.parent.as_deref();
+        }
+        false
+    }
+
     /// Checks one validated call of `tool` with arguments `input`.
     pub fn check(
         &self,

@@ -15,7 +15,10 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for};
+use crate::{
+    Access, HiddenPaths, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input,
+    spec_for,
+};
 
 const NAME: &str = "Glob";
 const DESCRIPTION: &str = "Fast file pattern matching. Supports glob patterns like \"**/*.js\" or \
@@ -134,8 +137,9 @@ impl Tool for Glob {
         }
         let cancel = context.cancel.clone();
         let workspace = context.workspace.clone();
+        let hidden = context.hidden.clone();
         let job = tokio::task::spawn_blocking(move || {
-            let found = find(&plan, &cancel);
+            let found = find(&plan, &cancel, &hidden);
             (found, cancel.is_cancelled())
         });
         let (mut found, cancelled) = match job.await {
@@ -167,16 +171,23 @@ impl Tool for Glob {
 }
 
 /// Walks `plan.base` and returns every matching file with its mtime.
-fn find(plan: &Plan, cancel: &CancellationToken) -> Vec<(PathBuf, SystemTime)> {
+fn find(
+    plan: &Plan,
+    cancel: &CancellationToken,
+    hidden: &HiddenPaths,
+) -> Vec<(PathBuf, SystemTime)> {
     let mut found = Vec::new();
     if !plan.base.is_dir() {
         return found;
     }
+    let hidden = hidden.clone();
     let walker = ignore::WalkBuilder::new(&plan.base)
         // Without this, `ignore` honours .gitignore only inside a git
         // repository; a workspace that is not (yet) one still has its
         // .gitignore respected, as the user expects.
         .require_git(false)
+        // Folders and files a Read deny rule covers are not listed (nor entered).
+        .filter_entry(move |entry| !hidden.hides(entry.path()))
         .build();
     for entry in walker {
         if cancel.is_cancelled() {

@@ -20,7 +20,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::read::cut_line;
-use crate::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for};
+use crate::{
+    Access, HiddenPaths, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input,
+    spec_for,
+};
 
 const NAME: &str = "Grep";
 const DESCRIPTION: &str = "A powerful search tool built on ripgrep. Searches file contents with \
@@ -242,8 +245,9 @@ impl Tool for Grep {
         }
         let workspace = context.workspace.clone();
         let cancel = context.cancel.clone();
+        let hidden = context.hidden.clone();
         let job = tokio::task::spawn_blocking(move || {
-            let found = search(&plan, &workspace, &cancel);
+            let found = search(&plan, &workspace, &cancel, &hidden);
             if cancel.is_cancelled() {
                 return ToolOutput::error("Grep cancelled");
             }
@@ -273,10 +277,18 @@ struct Found {
 }
 
 /// Searches every file under `plan.path` in parallel.
-fn search(plan: &Plan, workspace: &Arc<Workspace>, cancel: &CancellationToken) -> Found {
+fn search(
+    plan: &Plan,
+    workspace: &Arc<Workspace>,
+    cancel: &CancellationToken,
+    hidden: &HiddenPaths,
+) -> Found {
     let mut walker = ignore::WalkBuilder::new(&plan.path);
     // Honour .gitignore even when the workspace is not a git repository.
     walker.require_git(false);
+    // Folders and files a Read deny rule covers are not searched (nor entered).
+    let hidden = hidden.clone();
+    walker.filter_entry(move |entry| !hidden.hides(entry.path()));
     if let Some(overrides) = &plan.overrides {
         walker.overrides(overrides.clone());
     }

@@ -13,7 +13,7 @@
 //! resolves against the [`Workspace`] root they are given.
 #![deny(missing_docs)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use alcove_protocol::{AgentPath, ToolSpec};
@@ -117,6 +117,35 @@ pub struct ToolContext {
     pub depth: u32,
     /// The model's id for this call.
     pub call_id: String,
+    /// Paths the call must not reveal (those a `Read(...)` deny rule covers):
+    /// searches skip them, so a search from the root cannot read around a rule.
+    pub hidden: HiddenPaths,
+}
+
+/// A test for paths a call must not reveal; empty hides nothing.
+#[derive(Clone, Default)]
+pub struct HiddenPaths(Option<Arc<dyn Fn(&Path) -> bool + Send + Sync>>);
+
+impl HiddenPaths {
+    /// Hides the paths for which `hides` returns true.
+    pub fn new(hides: impl Fn(&Path) -> bool + Send + Sync + 'static) -> HiddenPaths {
+        HiddenPaths(Some(Arc::new(hides)))
+    }
+
+    /// Whether `path` must not be revealed.
+    pub fn hides(&self, path: &Path) -> bool {
+        self.0.as_ref().is_some_and(|hides| hides(path))
+    }
+}
+
+impl std::fmt::Debug for HiddenPaths {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "HiddenPaths(filter)"
+        } else {
+            "HiddenPaths(none)"
+        })
+    }
 }
 
 /// A capability the model can call.

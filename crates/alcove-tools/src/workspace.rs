@@ -53,7 +53,13 @@ impl Workspace {
     /// rest appended; a dangling symlink on the way is followed to where it
     /// points, since writing through it would create its target.
     pub fn contains(&self, path: &Path) -> bool {
-        real_path(&self.root.join(path), 0).starts_with(&self.root)
+        self.real_path(path).starts_with(&self.root)
+    }
+
+    /// Where a call on `path` really lands: `..` and symlinks resolved as in
+    /// [`Workspace::contains`] (a relative `path` is taken relative to the root).
+    pub fn real_path(&self, path: &Path) -> PathBuf {
+        real_path(&self.root.join(path), 0)
     }
 
     /// The path as shown to the model and the user: relative to the root when

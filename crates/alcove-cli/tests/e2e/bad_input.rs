@@ -2,20 +2,24 @@
 //! types, missing fields, huge values, `..` paths, symlinks out of the
 //! workspace, binary files and invalid UTF-8 file names; config and
 //! agent-definition files with syntax errors; hook scripts that time out,
-//! print garbage or exit oddly. The other suites test what works; this one
-//! proves that what is wrong ends as a clear error, never a panic or a lost
-//! call, and never as a write outside the workspace.
+//! print garbage or exit oddly. Where `faults` and `reliability` break the
+//! model server and the processes, this suite breaks the input, and proves
+//! that it ends as a clear error — never a panic, a hang or a lost call, and
+//! never a write outside the workspace.
 //!
 //! Every run goes through [`Case::run`], which makes those checks itself:
 //! alcove works in `ws/` of the test's folder (`--cd ws`), and everything
 //! else in that folder — `outside/` with its sentinel file, targets of the
 //! symlinks — is snapshotted before the run and compared after it; stderr
-//! never says "panicked"; the JSON events and every transcript parse and
-//! pair each tool_use with one result.
+//! never says "panicked"; the JSON events (of a run that got past its
+//! configuration) and every transcript parse and pair each tool_use with one
+//! result.
 //!
 //! - `tool_args`: wrong types, missing fields and huge values, tool by tool.
-//! - `paths`: `..`, symlinks out, binary files, invalid UTF-8 names.
-//! - `files`: broken config, settings and agent-definition files.
+//! - `paths`: `..`, symlinks out, deny rules through links, binary files,
+//!   named pipes, invalid UTF-8 names.
+//! - `files`: broken config, settings and agent-definition files, and a
+//!   definition that asks for more than its parent has.
 //! - `hooks`: hooks that time out, print garbage, exit 1/3/255 or die by a signal.
 
 mod files;
@@ -81,9 +85,7 @@ impl Case {
         let before = snapshot_outside(self.env.workspace());
         let mut all = vec!["--cd", "ws", "--json"];
         all.extend_from_slice(args);
-        let t = std::time::Instant::now();
         let out = exec(&self.env, &self.server, &all);
-        eprintln!("exec {:?}", t.elapsed());
         assert!(
             !out.stderr.contains("panicked"),
             "alcove panicked: {}",
@@ -117,12 +119,14 @@ impl Case {
             .collect()
     }
 
-    /// Every file under the workspace, relative and sorted (symlinks not followed).
+    /// Everything but folders under the workspace, relative and sorted
+    /// (symlinks are listed, not followed).
     pub(crate) fn ws_files(&self) -> Vec<String> {
         let root = self.ws("");
         let mut out: Vec<String> = walk(&root)
-            .into_keys()
-            .map(|path| {
+            .into_iter()
+            .filter(|(_, held)| held != DIR)
+            .map(|(path, _)| {
                 Path::new(&path)
                     .strip_prefix(&root)
                     .unwrap()
@@ -135,8 +139,7 @@ impl Case {
     }
 }
 
-/// Everything in the test folder except the workspace: path → content (for
-/// files) or `-> target` (for symlinks) or `dir`.
+/// Everything in the test folder except the workspace, as [`walk`] records it.
 fn snapshot_outside(folder: &Path) -> BTreeMap<String, Vec<u8>> {
     let ws = folder.join("ws");
     walk(folder)
@@ -145,8 +148,13 @@ fn snapshot_outside(folder: &Path) -> BTreeMap<String, Vec<u8>> {
         .collect()
 }
 
-/// Path → what it holds, for everything below `dir` (symlinks not followed;
-/// names are shown lossily, which is enough to see a change).
+/// What [`walk`] records for a folder.
+const DIR: &[u8] = b"\0folder";
+
+/// Path → what it holds, for everything below `dir`: a file's bytes, a
+/// symlink's target (not followed), [`DIR`] for a folder, the type of
+/// anything else (a pipe is never opened). Names are shown lossily, which is
+/// enough to see a change.
 fn walk(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -159,10 +167,12 @@ fn walk(dir: &Path) -> BTreeMap<String, Vec<u8>> {
                 let target = std::fs::read_link(&path).unwrap();
                 out.insert(key, format!("-> {}", target.display()).into_bytes());
             } else if meta.is_dir() {
-                out.insert(key, b"dir".to_vec());
+                out.insert(key, DIR.to_vec());
                 stack.push(path);
-            } else {
+            } else if meta.is_file() {
                 out.insert(key, std::fs::read(&path).unwrap());
+            } else {
+                out.insert(key, format!("{:?}", meta.file_type()).into_bytes());
             }
         }
     }

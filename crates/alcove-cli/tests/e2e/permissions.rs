@@ -431,3 +431,53 @@ fn config_show_names_where_each_value_came_from() {
         "{text}"
     );
 }
+
+#[test]
+fn searches_from_the_root_skip_what_a_read_deny_rule_covers() {
+    let (env, server) = setup(Script::new().conversation(
+        "search everything",
+        vec![
+            Step::reply(vec![
+                Block::tool_call(
+                    "Grep",
+                    json!({"pattern": "TOPSECRET", "output_mode": "content"}),
+                ),
+                Block::tool_call("Glob", json!({"pattern": "**/*.txt"})),
+                Block::tool_call("Read", json!({"file_path": "secrets/key.txt"})),
+            ]),
+            Step::text("done"),
+        ],
+    ));
+    env.write_file("secrets/key.txt", "TOPSECRET value\n");
+    env.write_file(
+        "public/readme.txt",
+        "TOPSECRET is a word in this public file\n",
+    );
+    let out = exec(
+        &env,
+        &server,
+        &["--deny", "Read(./secrets/**)", "search everything"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = server.requests()[1].tool_results();
+    assert!(
+        results[0].1.contains("public/readme.txt"),
+        "{:?}",
+        results[0]
+    );
+    assert!(
+        !results[0].1.contains("secrets"),
+        "Grep read around the deny rule: {:?}",
+        results[0]
+    );
+    assert!(
+        results[1].1.contains("public/readme.txt") && !results[1].1.contains("secrets"),
+        "{:?}",
+        results[1]
+    );
+    assert!(
+        results[2].2 && results[2].1.contains("Read(./secrets/**)"),
+        "{:?}",
+        results[2]
+    );
+}

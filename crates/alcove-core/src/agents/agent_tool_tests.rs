@@ -66,6 +66,7 @@ fn context(dir: &std::path::Path, depth: u32) -> ToolContext {
         agent: AgentPath::main(),
         depth,
         call_id: "call-1".to_owned(),
+        hidden: Default::default(),
     }
 }
 

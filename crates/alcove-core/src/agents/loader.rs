@@ -222,6 +222,11 @@ pub fn parse_definition(
         }
     };
     let rules = front.permissions.unwrap_or_default();
+    // A rule that does not parse would fail every child of this type: skip now.
+    for text in rules.allow.iter().chain(&rules.ask).chain(&rules.deny) {
+        crate::Rule::parse(text, "permissions")
+            .map_err(|err| at("permissions").error(&err.to_string()))?;
+    }
     let definition = AgentDefinition {
         name,
         description,

@@ -228,10 +228,12 @@ impl Rule {
         }
         match &self.spec {
             Spec::Any => true,
-            Spec::Path(pattern) => facts
-                .paths
-                .iter()
-                .any(|path| pattern.matches(path, facts.paths_context)),
+            // The path as named, and where it lands: a symlink to a denied
+            // file is denied too.
+            Spec::Path(pattern) => facts.paths.iter().any(|path| {
+                pattern.matches(path, facts.paths_context)
+                    || pattern.matches(&facts.workspace.real_path(path), facts.paths_context)
+            }),
             Spec::Agent(name) => name.eq_ignore_ascii_case(&facts.agent_type()),
             Spec::Bash(pattern) => match (facts.shell, facts.command) {
                 (Some(Shell::Parts(parts)), _) => parts.iter().any(|part| match part {
@@ -367,6 +369,18 @@ impl RuleSet {
             .iter()
             .chain(&self.ask)
             .any(Rule::is_bash_specific)
+    }
+
+    /// Whether a deny rule of this level catches the call.
+    pub(crate) fn denies(&self, facts: &CallFacts<'_>) -> bool {
+        self.deny.iter().any(|rule| rule.catches(facts))
+    }
+
+    /// Whether some deny rule of this level is about reading paths.
+    pub(crate) fn denies_reads(&self) -> bool {
+        self.deny
+            .iter()
+            .any(|rule| rule.covers_tool("Read") && !rule.is_bare())
     }
 
     /// Deny, then ask, then allow; the first match wins. `session` holds

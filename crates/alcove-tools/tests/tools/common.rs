@@ -24,6 +24,7 @@ impl Env {
             agent: AgentPath::main(),
             depth: 0,
             call_id: "call-1".to_owned(),
+            hidden: Default::default(),
         };
         Env { _dir: dir, context }
     }

@@ -1,8 +1,9 @@
 //! Paths that try to leave the workspace (`..`, symlinks to outside, in the
-//! main agent and in a child, with an allow rule naming the link), files that
-//! are not text (binary, named pipes) and file names that are not UTF-8.
-//! Writes outside are refused even in acceptEdits; everything else ends as a
-//! clear result, never a hang.
+//! main agent and in a child, with an allow rule naming the link) or to slip
+//! past a deny rule through a symlink, files that are not text (binary,
+//! named pipes, devices) and file names that are not UTF-8. Writes outside
+//! are refused even in acceptEdits; everything else ends as a clear result,
+//! never a hang.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -39,18 +40,18 @@ fn dot_dot_paths_never_write_outside_the_workspace_even_with_accept_edits() {
         let absolute = format!("{}/../outside/absolute.txt", case.ws("").display());
         let from_root = format!("/../../..{}", case.outside("rooted.txt").display());
         let calls = [
-        write("../outside/new.txt"),
-        write("sub/../../outside/new.txt"),
-        write("./../escaped.txt"),
-        write("a/b/../../../escaped.txt"),
-        write(&absolute),
-        write(&from_root),
-        edit("../outside/sentinel.txt"),
-        edit("sub/../../outside/sentinel.txt"),
-        write("inner/../kept.txt"),
-        write(""),
-        write("."),
-        write("nul\u{0}byte.txt"),
+            write("../outside/new.txt"),
+            write("sub/../../outside/new.txt"),
+            write("./../escaped.txt"),
+            write("a/b/../../../escaped.txt"),
+            write(&absolute),
+            write(&from_root),
+            edit("../outside/sentinel.txt"),
+            edit("sub/../../outside/sentinel.txt"),
+            write("inner/../kept.txt"),
+            write(""),
+            write("."),
+            write("nul\u{0}byte.txt"),
         ];
         Script::new().conversation("dot dot", vec![reply(&calls), Step::text("done")])
     });
@@ -135,7 +136,14 @@ fn write_and_edit_through_symlinks_out_of_the_workspace_are_refused_even_in_acce
     }
     assert_eq!(
         case.ws_files(),
-        ["beside.txt", "chain", "dangling", "link-dir", "link-file", "loop"]
+        [
+            "beside.txt",
+            "chain",
+            "dangling",
+            "link-dir",
+            "link-file",
+            "loop"
+        ]
     );
 }
 
@@ -156,16 +164,32 @@ fn binary_files_are_refused_by_read_and_edit_and_skipped_by_grep() {
             json!({"file_path": "latin1.txt", "old_string": "caf", "new_string": "tea"}),
         ),
     ];
-    let case = Case::new(
-        Script::new().conversation("binary", vec![reply(&calls), Step::text("done")]),
-    );
+    let case =
+        Case::new(Script::new().conversation("binary", vec![reply(&calls), Step::text("done")]));
     let mut blob = b"\x7fELF\x00\x01\xff\xfe needle ".to_vec();
     blob.extend((0..=255u8).cycle().take(64 * 1024));
     case.write("blob.bin", &blob);
     case.write("latin1.txt", b"caf\xe9 needle\n");
     let out = case.run(&[ACCEPT_EDITS[0], ACCEPT_EDITS[1], "binary"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    for r in case.results("binary", 1) { eprintln!("{r:?}"); }
+    let results = case.results("binary", 1);
+    assert_error(&results[0], &["blob.bin looks like a binary file"]);
+    assert_eq!(
+        results[1],
+        ("     1\tcaf\u{FFFD} needle".to_owned(), false),
+        "text that is not UTF-8 is shown lossily"
+    );
+    assert_eq!(
+        results[2],
+        ("Found 1 file\nlatin1.txt".to_owned(), false),
+        "Grep skips binary files"
+    );
+    assert_eq!(results[3], ("blob.bin".to_owned(), false));
+    assert_error(&results[4], &["/dev/zero is not a regular file"]);
+    assert_error(&results[5], &["blob.bin is not valid UTF-8 text"]);
+    assert_error(&results[6], &["latin1.txt is not valid UTF-8 text"]);
+    assert_eq!(std::fs::read(case.ws("blob.bin")).unwrap(), blob);
+    assert_eq!(case.ws_files(), ["blob.bin", "latin1.txt"]);
 }
 
 #[test]
@@ -173,7 +197,10 @@ fn file_names_that_are_not_utf8_are_listed_searched_and_refused_cleanly() {
     let calls = [
         ("Glob", json!({"pattern": "**/*.txt"})),
         ("Grep", json!({"pattern": "needle"})),
-        ("Grep", json!({"pattern": "needle", "output_mode": "content"})),
+        (
+            "Grep",
+            json!({"pattern": "needle", "output_mode": "content"}),
+        ),
         ("Grep", json!({"pattern": "needle", "output_mode": "count"})),
         ("Read", json!({"file_path": "bad\u{FFFD}.txt"})),
         ("Glob", json!({"pattern": "*", "path": "dir\u{FFFD}"})),
@@ -182,9 +209,8 @@ fn file_names_that_are_not_utf8_are_listed_searched_and_refused_cleanly() {
             json!({"file_path": "bad\u{FFFD}.txt", "old_string": "needle", "new_string": "pin"}),
         ),
     ];
-    let case = Case::new(
-        Script::new().conversation("odd names", vec![reply(&calls), Step::text("done")]),
-    );
+    let case =
+        Case::new(Script::new().conversation("odd names", vec![reply(&calls), Step::text("done")]));
     let name = |bytes: &[u8]| case.ws("").join(OsStr::from_bytes(bytes));
     std::fs::write(name(b"bad\xff.txt"), "needle in a bad name\n").unwrap();
     std::fs::create_dir(name(b"dir\xfe")).unwrap();
@@ -192,8 +218,31 @@ fn file_names_that_are_not_utf8_are_listed_searched_and_refused_cleanly() {
     case.write("good.txt", "needle in a good name\n");
     let out = case.run(&[ACCEPT_EDITS[0], ACCEPT_EDITS[1], "odd names"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    for r in case.results("odd names", 1) { eprintln!("{r:?}"); }
-    assert_eq!(std::fs::read_to_string(name(b"bad\xff.txt")).unwrap(), "needle in a bad name\n");
+    let results: Vec<String> = case
+        .results("odd names", 1)
+        .into_iter()
+        .map(|(text, is_error)| format!("{}{text}", if is_error { "error: " } else { "" }))
+        .collect();
+    let bad = "bad\u{FFFD}.txt";
+    let inner = "dir\u{FFFD}/inner.txt";
+    assert_eq!(
+        results,
+        [
+            format!("good.txt\n{bad}\n{inner}"),
+            format!("Found 3 files\ngood.txt\n{bad}\n{inner}"),
+            format!(
+                "{bad}:1:needle in a bad name\n{inner}:1:needle inside\ngood.txt:1:needle in a good name"
+            ),
+            format!("{bad}:1\n{inner}:1\ngood.txt:1\n\nFound 3 matching lines in 3 files"),
+            format!("error: File does not exist: {bad}"),
+            "error: Directory does not exist: dir\u{FFFD}".to_owned(),
+            format!("error: File does not exist: {bad} (use Write to create it)"),
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(name(b"bad\xff.txt")).unwrap(),
+        "needle in a bad name\n"
+    );
 }
 
 #[test]
@@ -202,18 +251,81 @@ fn named_pipes_are_refused_instead_of_hanging_the_session() {
         ("Read", json!({"file_path": "pipe"})),
         ("Grep", json!({"pattern": "x", "path": "pipe"})),
         ("Glob", json!({"pattern": "*", "path": "pipe"})),
-        ("Edit", json!({"file_path": "pipe", "old_string": "a", "new_string": "b"})),
+        (
+            "Edit",
+            json!({"file_path": "pipe", "old_string": "a", "new_string": "b"}),
+        ),
         ("Write", json!({"file_path": "pipe", "content": "x"})),
     ];
-    let case = Case::new(
-        Script::new().conversation("pipes", vec![reply(&calls), Step::text("done")]),
-    );
+    let case =
+        Case::new(Script::new().conversation("pipes", vec![reply(&calls), Step::text("done")]));
     let made = std::process::Command::new("mkfifo")
         .arg(case.ws("pipe"))
         .status()
         .unwrap();
     assert!(made.success());
+    // Before the tools checked for regular files, opening the pipe blocked
+    // forever and so did the session.
     let out = case.run(&[ACCEPT_EDITS[0], ACCEPT_EDITS[1], "pipes"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    for r in case.results("pipes", 1) { eprintln!("{r:?}"); }
+    let results = case.results("pipes", 1);
+    assert_error(
+        &results[0],
+        &["pipe is not a regular file", "Read only shows files"],
+    );
+    assert_eq!(results[1], ("No matches found".to_owned(), false));
+    assert_error(&results[2], &["pipe is not a directory"]);
+    assert_error(
+        &results[3],
+        &["pipe is not a regular file", "Edit only changes files"],
+    );
+    assert_error(
+        &results[4],
+        &["pipe is not a regular file", "Write only writes files"],
+    );
+}
+
+#[test]
+fn deny_rules_hold_through_symlinks_to_what_they_deny() {
+    let calls = [
+        ("Read", json!({"file_path": "secrets/key.txt"})),
+        ("Read", json!({"file_path": "innocent/key.txt"})),
+        ("Read", json!({"file_path": "alias.txt"})),
+        edit("alias.txt"),
+        write("innocent/new.txt"),
+        ("Read", json!({"file_path": "notes.txt"})),
+    ];
+    let case = Case::new(
+        Script::new().conversation("deny links", vec![reply(&calls), Step::text("done")]),
+    );
+    case.write("secrets/key.txt", "untouched TOPSECRET\n");
+    case.write("notes.txt", "notes\n");
+    symlink(case.ws("secrets"), case.ws("innocent")).unwrap();
+    symlink(case.ws("secrets/key.txt"), case.ws("alias.txt")).unwrap();
+    let out = case.run(&[
+        ACCEPT_EDITS[0],
+        ACCEPT_EDITS[1],
+        "--deny",
+        "Read(./secrets/**)",
+        "--deny",
+        "Edit(./secrets/**)",
+        "deny links",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = case.results("deny links", 1);
+    for (result, rule) in results[..5]
+        .iter()
+        .zip(["Read", "Read", "Read", "Edit", "Edit"])
+    {
+        assert_error(
+            result,
+            &[&format!("denied by rule {rule}(./secrets/**) from --deny")],
+        );
+    }
+    assert_eq!(results[5], ("     1\tnotes".to_owned(), false));
+    assert_eq!(
+        std::fs::read_to_string(case.ws("secrets/key.txt")).unwrap(),
+        "untouched TOPSECRET\n"
+    );
+    assert!(!case.ws("secrets/new.txt").exists());
 }
