@@ -124,7 +124,10 @@ pub struct ToolContext {
 
 /// A test for paths a call must not reveal; empty hides nothing.
 #[derive(Clone, Default)]
-pub struct HiddenPaths(Option<Arc<dyn Fn(&Path) -> bool + Send + Sync>>);
+pub struct HiddenPaths(Option<Arc<PathTest>>);
+
+/// A yes/no question about a path.
+type PathTest = dyn Fn(&Path) -> bool + Send + Sync;
 
 impl HiddenPaths {
     /// Hides the paths for which `hides` returns true.
