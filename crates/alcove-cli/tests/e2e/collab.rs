@@ -355,7 +355,9 @@ fn a_finished_child_is_announced_in_the_parents_next_request() {
                 "parent keeps working",
                 vec![
                     spawn("QUICK child"),
-                    Step::tool_call("Glob", json!({"pattern": "*"})).delay(1500),
+                    // Deterministic: `wait` returns once the child is final, and the
+                    // notice is left before waiters are woken.
+                    wait_for(&["agent-1"], 10_000),
                     Step::text("done"),
                 ],
             )
