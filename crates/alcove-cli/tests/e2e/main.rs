@@ -8,6 +8,7 @@
 //! - `reliability`: faults, load, crashes and signals with nothing lost (issue 7).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod agent_limits;
 mod agents;
 mod bad_input;
 mod collab;
