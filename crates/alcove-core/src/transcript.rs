@@ -1,4 +1,8 @@
-//! The session transcript: an append-only JSONL record of every event.
+//! The session transcript: an append-only JSONL record of every event but
+//! the streamed text pieces (`text_delta`), whose text the `assistant_text`
+//! and `message` events carry whole: a real model streams hundreds of pieces
+//! a turn, and writing each (to the session's and the child's transcript)
+//! was the largest per-turn cost of a child.
 //!
 //! Each event is one line, written and flushed as it happens, so a process
 //! killed at any moment leaves a file whose complete lines all parse. Lines
@@ -12,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use alcove_protocol::AgentEvent;
+use alcove_protocol::{AgentEvent, EventKind};
 
 use crate::EventSink;
 
@@ -125,6 +129,9 @@ impl Transcript {
 
 impl EventSink for Transcript {
     fn emit(&self, event: &AgentEvent) {
+        if matches!(event.kind, EventKind::TextDelta { .. }) {
+            return;
+        }
         if let Err(err) = self.write(event)
             && let Ok(mut failure) = self.failure.lock()
         {
