@@ -124,11 +124,16 @@ impl Session {
                 })?
                 .with_redactions(redactions.clone()),
         );
-        let mut sinks = FanOut::default().with(transcript.clone());
+        let mut observers = FanOut::default();
         for sink in front_end.sinks {
-            sinks = sinks.with(sink);
+            observers = observers.with(sink);
         }
-        let events: Arc<dyn EventSink> = Arc::new(sinks);
+        let observers: Arc<dyn EventSink> = Arc::new(observers);
+        let events: Arc<dyn EventSink> = Arc::new(
+            FanOut::default()
+                .with(transcript.clone())
+                .with(observers.clone()),
+        );
         let hooks = hook_setup::build(
             hook_config,
             HookSession {
@@ -177,6 +182,7 @@ impl Session {
             .with_model_factory(model_factory)
             .with_project_instructions(project.text.clone())
             .with_redactions(redactions)
+            .with_observers(observers)
             .with_first_child_number(next_child_number(&dirs.data.join("sessions").join(&id)))
             .with_command(
                 env_var("ALCOVE_SUBAGENT_COMMAND").or_else(|| config.agents.command.clone()),

@@ -262,7 +262,13 @@ fn a_session_answers_approves_a_child_is_interrupted_exits_and_resumes() {
     assert_eq!(files.len(), 1, "{files:?}");
     let events = read_jsonl(&files[0]);
     assert_nothing_lost(&events);
-    let bash = of_type(&events, "tool_call_finished")
+    // The child's calls are in its own transcript, which the session's names.
+    let started = of_type(&events, "agent_started")[0].clone();
+    let child_events = read_jsonl(std::path::Path::new(
+        started["transcript"].as_str().unwrap(),
+    ));
+    assert_nothing_lost(&child_events);
+    let bash = of_type(&child_events, "tool_call_finished")
         .into_iter()
         .find(|event| event["name"] == "Bash")
         .cloned()

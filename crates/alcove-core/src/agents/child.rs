@@ -112,9 +112,13 @@ impl Supervisor {
             .map(|transcript| transcript.with_redactions(self.redactions.clone()))
             .map(Arc::new);
         let evidence = Arc::new(Evidence::new(path.clone(), self.runtime.workspace.root()));
-        let mut sinks = FanOut::default()
-            .with(self.runtime.events.clone())
-            .with(evidence.clone());
+        // A child's events go to the front end (not the session transcript:
+        // the child's own transcript holds them), its evidence and its transcript.
+        let observers = self
+            .observers
+            .clone()
+            .unwrap_or_else(|| self.runtime.events.clone());
+        let mut sinks = FanOut::default().with(observers).with(evidence.clone());
         if let Some(transcript) = &transcript {
             sinks = sinks.with(transcript.clone());
         }

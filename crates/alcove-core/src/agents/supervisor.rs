@@ -19,7 +19,7 @@ use super::agent_tool::AgentTool;
 use super::collab::{Collab, collab_tools};
 use super::definitions::Definitions;
 use super::registry::Registry;
-use crate::{PermissionGate, Runtime};
+use crate::{EventSink, PermissionGate, Runtime};
 
 /// Limits on delegation.
 #[derive(Debug, Clone, Copy)]
@@ -79,6 +79,9 @@ pub struct Supervisor {
     pub(crate) command: Option<String>,
     /// Secret values child transcripts must not contain.
     pub(crate) redactions: Vec<String>,
+    /// Where children's events go besides their own transcripts (the front
+    /// end's sinks); the session's events when unset.
+    pub(crate) observers: Option<Arc<dyn EventSink>>,
 }
 
 impl Supervisor {
@@ -102,6 +105,7 @@ impl Supervisor {
             registry: Registry::default(),
             command: None,
             redactions: Vec::new(),
+            observers: None,
         }
     }
 
@@ -115,6 +119,13 @@ impl Supervisor {
     /// after the children it already had, so names and transcripts stay unique).
     pub fn with_first_child_number(self, first: u64) -> Supervisor {
         self.next_child.store(first.max(1), Ordering::Relaxed);
+        self
+    }
+
+    /// Sends children's events to `observers` (the front end) and their own
+    /// transcripts, instead of also to the session transcript.
+    pub fn with_observers(mut self, observers: Arc<dyn EventSink>) -> Supervisor {
+        self.observers = Some(observers);
         self
     }
 
