@@ -168,17 +168,21 @@ mod tests {
     use super::*;
     use alcove_protocol::{AgentPath, EventKind, Message};
 
+    fn user_says_hi() -> AgentEvent {
+        AgentEvent {
+            agent: AgentPath::main(),
+            kind: EventKind::Message {
+                message: Message::user_text("hi"),
+            },
+        }
+    }
+
     #[test]
     fn events_round_trip_and_a_torn_last_line_is_skipped() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sessions/s.jsonl");
         let transcript = Transcript::create(&path).unwrap();
-        let event = AgentEvent {
-            agent: AgentPath::main(),
-            kind: EventKind::Message {
-                message: Message::user_text("hi"),
-            },
-        };
+        let event = user_says_hi();
         transcript.emit(&event);
         transcript.emit(&event);
         let mut file = OpenOptions::new().append(true).open(&path).unwrap();
@@ -196,12 +200,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
         let transcript = Transcript::create(&path).unwrap();
-        let event = AgentEvent {
-            agent: AgentPath::main(),
-            kind: EventKind::Message {
-                message: Message::user_text("hi"),
-            },
-        };
+        let event = user_says_hi();
         transcript.emit(&event);
         transcript.release();
         assert!(transcript.file.lock().unwrap().is_none());
