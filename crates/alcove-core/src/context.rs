@@ -1,9 +1,10 @@
 //! Project instructions and the system prompt.
 //!
 //! Users already keep instructions for agents in `AGENTS.md` (or Claude
-//! Code's `CLAUDE.md`). Every such file from the git root down to the
-//! workspace folder goes into the main agent's system prompt, outermost
-//! first, within a stated size cap.
+//! Code's `CLAUDE.md`, plus the personal `CLAUDE.local.md`). Every such file
+//! from the git root down to the workspace folder goes into the main agent's
+//! system prompt, outermost first, within a stated size cap. The agent's own
+//! notes are a different file (`memory.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -17,7 +18,8 @@ pub struct ProjectContext {
 }
 
 impl ProjectContext {
-    /// Reads `AGENTS.md` (or, where a folder has none, `CLAUDE.md`) in every
+    /// Reads `AGENTS.md` (or, where a folder has none, `CLAUDE.md`), then
+    /// `CLAUDE.local.md`, in every
     /// folder from the git root containing `workspace` down to `workspace`
     /// itself (only `workspace` when it is not in a git repository), keeping
     /// at most `cap` bytes and saying so when more was there.
@@ -34,20 +36,25 @@ impl ProjectContext {
 
         let mut context = ProjectContext::default();
         for folder in folders {
-            let Some((path, content)) = ["AGENTS.md", "CLAUDE.md"].iter().find_map(|name| {
+            let shared = ["AGENTS.md", "CLAUDE.md"].iter().find_map(|name| {
                 let path = folder.join(name);
                 std::fs::read_to_string(&path)
                     .ok()
                     .map(|content| (path, content))
-            }) else {
-                continue;
-            };
-            context.text.push_str(&format!(
-                "## {}\n\n{}\n\n",
-                path.display(),
-                content.trim_end()
-            ));
-            context.files.push(path);
+            });
+            // Claude Code's personal, usually git-ignored, instructions.
+            let local = folder.join("CLAUDE.local.md");
+            let local = std::fs::read_to_string(&local)
+                .ok()
+                .map(|content| (local, content));
+            for (path, content) in shared.into_iter().chain(local) {
+                context.text.push_str(&format!(
+                    "## {}\n\n{}\n\n",
+                    path.display(),
+                    content.trim_end()
+                ));
+                context.files.push(path);
+            }
         }
         if context.text.len() > cap {
             let total = context.text.len();
@@ -98,10 +105,15 @@ mod tests {
         std::fs::write(root.join("AGENTS.md"), "root rules").unwrap();
         std::fs::write(root.join("CLAUDE.md"), "ignored: AGENTS.md wins").unwrap();
         std::fs::write(root.join("pkg/CLAUDE.md"), "pkg rules").unwrap();
+        std::fs::write(root.join("pkg/CLAUDE.local.md"), "my rules").unwrap();
         let context = ProjectContext::load(&root.join("pkg/sub"), 64 * 1024);
         assert_eq!(
             context.files,
-            vec![root.join("AGENTS.md"), root.join("pkg/CLAUDE.md")]
+            vec![
+                root.join("AGENTS.md"),
+                root.join("pkg/CLAUDE.md"),
+                root.join("pkg/CLAUDE.local.md")
+            ]
         );
         let root_at = context.text.find("root rules").unwrap();
         let pkg_at = context.text.find("pkg rules").unwrap();

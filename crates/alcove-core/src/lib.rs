@@ -20,9 +20,13 @@
 
 mod agent_loop;
 mod agents;
+mod commands;
 mod context;
 mod dispatch;
 mod events;
+mod frontmatter;
+mod memory;
+mod skills;
 #[doc(hidden)]
 pub mod fuzzing;
 mod gate;
@@ -34,8 +38,12 @@ pub use agents::{
     AgentDefinition, AgentLimits, DEFAULT_AGENT_TYPE, Definitions, ModelFactory, Supervisor,
 };
 pub use agents::{AgentPermissions, DefinitionError, load_definitions, parse_definition};
+pub use commands::{Commands, CustomCommand, Expansion, expand, load_commands, parse_command};
 pub use context::{ProjectContext, system_prompt};
 pub use events::{EventSink, FanOut};
+pub use frontmatter::substitute_arguments;
+pub use memory::{MEMORY_CAP, MEMORY_FILE, Memory};
+pub use skills::{SKILL_BODY_CAP, Skill, SkillTool, Skills, load_skills, parse_skill};
 pub use gate::{
     Approval, ApprovalRequest, Approver, Decision, NoApprover, PermissionGate, PermissionMode,
 };

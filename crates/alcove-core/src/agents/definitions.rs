@@ -42,7 +42,9 @@ pub struct AgentDefinition {
     pub tools: Option<Vec<String>>,
     /// Tools never offered.
     pub disallowed_tools: Vec<String>,
-    /// `provider/name`, overriding the parent's model.
+    /// `provider/name` overriding the parent's model, or an alias as
+    /// written (`sonnet`) until the session resolves it
+    /// ([`Definitions::resolve_models`]).
     pub model: Option<String>,
     /// Its turn cap, overriding `agents.max_turns`.
     pub max_turns: Option<u32>,
@@ -54,6 +56,8 @@ pub struct AgentDefinition {
     pub permissions: AgentPermissions,
     /// Its wall-clock budget, overriding `agents.timeout_secs`.
     pub timeout: Option<Duration>,
+    /// Skills (by name) whose bodies are preloaded into its system prompt.
+    pub skills: Vec<String>,
     /// The file it was loaded from (`None` for a built-in).
     pub source: Option<PathBuf>,
 }
@@ -155,6 +159,14 @@ impl Definitions {
         self.definitions
             .iter()
             .find(|definition| name_key(&definition.name) == key)
+    }
+
+    /// Rewrites every definition's model with `resolve` (an alias becomes
+    /// `provider/name`, or `None`: the parent's model).
+    pub fn resolve_models(&mut self, mut resolve: impl FnMut(&str) -> Option<String>) {
+        for definition in &mut self.definitions {
+            definition.model = definition.model.as_deref().and_then(&mut resolve);
+        }
     }
 
     /// All definitions, in order.

@@ -7,10 +7,11 @@
 //! description: Reviews a diff for bugs; read-only.
 //! tools: Read, Grep, Glob          # or a YAML list
 //! disallowedTools: [Bash]
-//! model: anthropic/claude-sonnet-4-5   # provider/name; `inherit` = the parent's
+//! model: anthropic/claude-sonnet-4-5   # provider/name, sonnet/opus/haiku, or inherit
 //! permissionMode: plan
 //! maxTurns: 20
 //! timeout: 5m                      # seconds, or 90s / 5m / 1h
+//! skills: [release-notes]          # skills whose bodies are preloaded
 //! permissions:                     # alcove's own key
 //!   allow: ["Bash(cargo test:*)"]
 //!   deny: ["Edit"]
@@ -22,7 +23,7 @@
 //! environment, so the CLI finds them); a later folder's definition replaces
 //! an earlier one of the same name, built-ins included. A file that cannot be
 //! read or parsed is skipped with a warning naming the file and line; the
-//! rest load. Unknown keys (Claude Code's `color`, `skills`, `hooks`, …) are
+//! rest load. Unknown keys (Claude Code's `color`, `hooks`, …) are
 //! ignored.
 
 use std::path::{Path, PathBuf};
@@ -31,35 +32,22 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::definitions::{AgentDefinition, AgentPermissions, Definitions};
+pub use crate::frontmatter::DefinitionError;
+use crate::frontmatter::{self, Document, Names};
 
-/// A string or a list of strings (`tools: Read, Grep` or `tools: [Read, Grep]`).
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum Names {
-    One(String),
-    Many(Vec<String>),
-}
-
-impl Names {
-    fn into_vec(self) -> Vec<String> {
-        let items = match self {
-            Names::One(text) => text.split(',').map(str::to_owned).collect(),
-            Names::Many(items) => items,
-        };
-        items
-            .into_iter()
-            .map(|item| item.trim().to_owned())
-            .filter(|item| !item.is_empty())
-            // Claude Code's old name for the delegation tool.
-            .map(|item| {
-                if item == "Task" {
-                    "Agent".to_owned()
-                } else {
-                    item
-                }
-            })
-            .collect()
-    }
+/// Claude Code's old name for the delegation tool is `Task`.
+fn tool_names(names: Names) -> Vec<String> {
+    names
+        .into_vec()
+        .into_iter()
+        .map(|item| {
+            if item == "Task" {
+                "Agent".to_owned()
+            } else {
+                item
+            }
+        })
+        .collect()
 }
 
 /// `timeout: 90` (seconds) or `timeout: 90s` / `5m` / `1h` / `500ms`.
@@ -93,15 +81,7 @@ struct FrontMatter {
     max_turns: Option<u32>,
     timeout: Option<Timeout>,
     permissions: Option<Rules>,
-}
-
-/// Why a file was skipped: the 1-based line, and what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DefinitionError {
-    /// The line of the file the problem is on.
-    pub line: usize,
-    /// What is wrong.
-    pub message: String,
+    skills: Option<Names>,
 }
 
 const MODES: [&str; 5] = [
@@ -119,53 +99,13 @@ pub fn parse_definition(
     text: &str,
     stem: &str,
 ) -> Result<(AgentDefinition, Vec<String>), DefinitionError> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut lines = text.split_inclusive('\n');
-    let first = lines.next().unwrap_or_default();
-    if first.trim_end() != "---" {
-        return Err(DefinitionError {
-            line: 1,
-            message: "no YAML front matter: the file must start with a `---` line".to_owned(),
-        });
-    }
-    let mut yaml = String::new();
-    let mut closed_at = None;
-    let mut offset = first.len();
-    for (idx, line) in lines.enumerate() {
-        offset += line.len();
-        if line.trim_end() == "---" {
-            closed_at = Some(idx + 2);
-            break;
-        }
-        yaml.push_str(line);
-    }
-    let Some(closing_line) = closed_at else {
-        return Err(DefinitionError {
-            line: 1,
-            message: "the front matter is never closed by a `---` line".to_owned(),
-        });
-    };
-    let body = text[offset..].trim().to_owned();
-
-    let front: FrontMatter = if yaml.trim().is_empty() {
-        FrontMatter::default()
-    } else {
-        let strict = yaml_serde::from_str(&yaml);
-        // Claude Code accepts `description: Use when: …` unquoted; strict
-        // YAML does not. Retry with such values quoted before giving up.
-        let repaired =
-            || quote_colon_values(&yaml).and_then(|fixed| yaml_serde::from_str(&fixed).ok());
-        match strict {
-            Ok(front) => front,
-            Err(err) => repaired().ok_or_else(|| DefinitionError {
-                // YAML lines count from the line after the opening `---`.
-                line: err.location().map_or(1, |location| location.line() + 1),
-                message: strip_location(&err.to_string()),
-            })?,
-        }
-    };
+    let document = frontmatter::split(text, true)?;
+    let front: FrontMatter = frontmatter::parse(&document.yaml)?;
+    let closing_line = document.closing_line;
+    let body = document.body.to_owned();
     let at = |key: &str| DefinitionErrorAt {
-        line: key_line(&yaml, key).map_or(closing_line, |line| line + 1),
+        document: &document,
+        key: key.to_owned(),
     };
 
     let name = front
@@ -209,18 +149,14 @@ pub fn parse_definition(
         })?),
     };
 
-    let mut notes = Vec::new();
-    let model = match front.model.map(|model| model.trim().to_owned()) {
-        None => None,
-        Some(model) if model.is_empty() || model == "inherit" => None,
-        Some(model) if model.contains('/') => Some(model),
-        Some(model) => {
-            notes.push(format!(
-                "model `{model}` is not written provider/name; the parent's model is used"
-            ));
-            None
-        }
-    };
+    // `inherit` is the parent's model; a family alias (`sonnet`, `opus`,
+    // `haiku`) is kept as written and resolved per session (the provider
+    // decides what it means: see the CLI's `model_aliases`).
+    let notes = Vec::new();
+    let model = front
+        .model
+        .map(|model| model.trim().to_owned())
+        .filter(|model| !model.is_empty() && model != "inherit");
     let rules = front.permissions.unwrap_or_default();
     // A rule that does not parse would fail every child of this type: skip now.
     for text in rules.allow.iter().chain(&rules.ask).chain(&rules.deny) {
@@ -231,10 +167,10 @@ pub fn parse_definition(
         name,
         description,
         system_prompt: body,
-        tools: front.tools.map(Names::into_vec),
+        tools: front.tools.map(tool_names),
         disallowed_tools: front
             .disallowed_tools
-            .map(Names::into_vec)
+            .map(tool_names)
             .unwrap_or_default(),
         model,
         max_turns: front.max_turns,
@@ -245,68 +181,20 @@ pub fn parse_definition(
             deny: rules.deny,
         },
         timeout,
+        skills: front.skills.map(Names::into_vec).unwrap_or_default(),
         source: None,
     };
     Ok((definition, notes))
 }
 
-struct DefinitionErrorAt {
-    line: usize,
+struct DefinitionErrorAt<'a> {
+    document: &'a Document<'a>,
+    key: String,
 }
 
-impl DefinitionErrorAt {
+impl DefinitionErrorAt<'_> {
     fn error(&self, message: &str) -> DefinitionError {
-        DefinitionError {
-            line: self.line,
-            message: message.to_owned(),
-        }
-    }
-}
-
-/// The 1-based line of the file where top-level `key:` is written (the
-/// front matter starts on the file's second line).
-fn key_line(yaml: &str, key: &str) -> Option<usize> {
-    yaml.lines()
-        .position(|line| {
-            line.strip_prefix(key)
-                .is_some_and(|rest| rest.trim_start().starts_with(':'))
-        })
-        .map(|idx| idx + 1)
-}
-
-/// The front matter with every top-level plain value that contains `: `
-/// single-quoted, or `None` when there is none to quote.
-fn quote_colon_values(yaml: &str) -> Option<String> {
-    let mut changed = false;
-    let lines: Vec<String> = yaml
-        .lines()
-        .map(|line| {
-            let Some((key, value)) = line.split_once(": ") else {
-                return line.to_owned();
-            };
-            let value = value.trim();
-            let plain_key = !key.is_empty()
-                && key
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-            let quoted = value.starts_with(['\'', '"', '[', '{', '|', '>', '&', '*', '!']);
-            if plain_key && !quoted && value.contains(": ") {
-                changed = true;
-                format!("{key}: '{}'", value.replace('\'', "''"))
-            } else {
-                line.to_owned()
-            }
-        })
-        .collect();
-    changed.then(|| lines.join("\n"))
-}
-
-/// YAML errors end with " at line L column C" counted inside the front
-/// matter; the warning states the file's line instead.
-fn strip_location(message: &str) -> String {
-    match message.find(" at line ") {
-        Some(idx) => message[..idx].to_owned(),
-        None => message.to_owned(),
+        self.document.error_at(&self.key, message)
     }
 }
 

@@ -72,6 +72,8 @@ pub struct Supervisor {
     pub(crate) transcripts: Option<PathBuf>,
     pub(crate) model_factory: Option<Arc<ModelFactory>>,
     pub(crate) project_instructions: String,
+    /// The session's skills, shared by reference (seed 000, A6).
+    pub(crate) skills: Arc<crate::Skills>,
     /// Spawned agents (the asynchronous face).
     pub(crate) registry: Registry,
     /// When set, spawned agents' submissions run this shell command (the
@@ -102,6 +104,7 @@ impl Supervisor {
             transcripts,
             model_factory: None,
             project_instructions: String::new(),
+            skills: Arc::default(),
             registry: Registry::default(),
             command: None,
             redactions: Vec::new(),
@@ -144,6 +147,13 @@ impl Supervisor {
     /// Project instructions children receive in their system prompt.
     pub fn with_project_instructions(mut self, text: String) -> Supervisor {
         self.project_instructions = text;
+        self
+    }
+
+    /// The session's skills: children whose pool has `Skill` see their
+    /// catalog, and a definition's `skills:` are preloaded from them.
+    pub fn with_skills(mut self, skills: Arc<crate::Skills>) -> Supervisor {
+        self.skills = skills;
         self
     }
 
