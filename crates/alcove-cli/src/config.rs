@@ -38,6 +38,9 @@ pub(crate) struct Config {
     pub(crate) permissions: crate::permission_setup::PermissionsEntry,
     /// `[env]`: which environment variables Bash commands see.
     pub(crate) env: crate::permission_setup::EnvEntry,
+    /// `[model_aliases]`: what `model: opus` (etc.) in agent definitions,
+    /// skills and commands means (`opus = "anthropic/claude-opus-4-5"`).
+    pub(crate) model_aliases: BTreeMap<String, String>,
 }
 
 /// `[agents]`: delegation limits.

@@ -51,6 +51,8 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
     };
     let session = Session::open(common, front_end).await?;
     session.runtime.hooks.session_start().await;
+    // `/init`, `/<command> args` and `/<skill> args` become their prompts.
+    let (prompt, runtime) = crate::init::prepare(&session, prompt);
     let prompt = match session.runtime.hooks.user_prompt_submit(&prompt).await {
         Ok(None) => prompt,
         Ok(Some(context)) => format!("{prompt}\n\n[hook context]\n{context}"),
@@ -61,7 +63,7 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
     let signal = tokio::spawn(watch_signals(cancel.clone()));
     let run = session.main_run(cancel);
     let outcome = run_agent(
-        &session.runtime,
+        &runtime,
         &run,
         // A resumed session killed mid-turn ends with tool calls that have no
         // results; they get error results so the conversation stays valid.

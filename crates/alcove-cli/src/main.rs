@@ -9,11 +9,14 @@ mod config;
 mod config_show;
 mod exec;
 mod hook_setup;
+mod init;
+mod model_aliases;
 mod output;
 mod permission_setup;
 mod provider;
 mod resume;
 mod session;
+mod skills_cmd;
 mod tui;
 
 use std::path::PathBuf;
@@ -63,6 +66,8 @@ enum Command {
     Exec(exec::ExecArgs),
     /// List the agent definitions with their source files and effective tools.
     Agents(agents_cmd::AgentsArgs),
+    /// List the skills and custom commands with their source files.
+    Skills(skills_cmd::SkillsArgs),
     /// Inspect the configuration (`alcove config show`).
     Config(config_show::ConfigArgs),
     /// Continue an earlier session of this folder: pick one, `--last`, or give its id.
@@ -97,6 +102,7 @@ fn main() -> ExitCode {
         match cli.command {
             Some(Command::Exec(args)) => exec::run(&cli.common, args).await,
             Some(Command::Agents(args)) => agents_cmd::run(&cli.common, &args),
+            Some(Command::Skills(args)) => skills_cmd::run(&cli.common, &args),
             Some(Command::Config(args)) => config_show::run(&cli.common, &args),
             Some(Command::Resume(args)) => tui::resume(&cli.common, args).await,
             None => tui::run(&cli.common, cli.prompt).await,

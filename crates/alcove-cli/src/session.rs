@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alcove_core::{
-    AgentLimits, AgentRun, Approver, EventSink, FanOut, HookSession, Limits, ModelFactory,
-    PermissionGate, PermissionMode, ProjectContext, Runtime, Supervisor, Transcript,
-    read_transcript, system_prompt,
+    AgentLimits, AgentRun, Approver, Commands, EventSink, FanOut, HookSession, Limits, Memory,
+    ModelFactory, PermissionGate, PermissionMode, ProjectContext, Runtime, SkillTool, Skills,
+    Supervisor, Transcript, read_transcript, system_prompt,
 };
 use alcove_protocol::{AgentPath, EventKind, Message};
 use alcove_tools::Workspace;
@@ -20,8 +20,10 @@ use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, Config, Dirs};
+use crate::model_aliases::Aliases;
 use crate::{
     CommonArgs, UsageError, agents_cmd, config_show, hook_setup, permission_setup, provider,
+    skills_cmd,
 };
 
 /// Project instructions beyond this many bytes are cut (and the cut is stated).
@@ -57,8 +59,17 @@ pub(crate) struct Session {
     pub(crate) supervisor: Arc<Supervisor>,
     pub(crate) gate: Arc<PermissionGate>,
     pub(crate) transcript: Arc<Transcript>,
+    /// The main agent's system prompt without the memory section, which
+    /// [`Session::main_run`] appends (re-read only when the file changed).
     pub(crate) system_prompt: String,
     pub(crate) max_turns: u32,
+    pub(crate) skills: Arc<Skills>,
+    pub(crate) commands: Arc<Commands>,
+    pub(crate) memory: Arc<Memory>,
+    /// The `Skill` tool, when there is a skill the model may invoke.
+    skill_tool: Option<Arc<dyn alcove_tools::Tool>>,
+    /// Builds a client for another `provider/name` (a command's `model`).
+    model_factory: Arc<ModelFactory>,
     pub(crate) config: Config,
     pub(crate) dirs: Dirs,
     /// The main agent's conversation so far (empty unless resumed).
@@ -104,13 +115,25 @@ impl Session {
         let mut provider_config = provider::resolve(common.model.as_deref(), &config).await?;
         apply_retry_settings(&mut provider_config.retry, &config.retry);
         let model_name = format!("{}/{}", provider_config.id, provider_config.model);
+        let mut aliases = Aliases::new(
+            &provider_config.id,
+            provider_config.protocol,
+            &config.model_aliases,
+        );
         let redactions = permission_setup::redactions(provider_config.api_key.as_deref());
         let model =
             alcove_model::connect(provider_config).map_err(|err| UsageError(err.to_string()))?;
 
         let (hook_config, mut setup_warnings) = hook_setup::load(&layers, workspace.root())?;
-        let (definitions, definition_warnings) = agents_cmd::load(&dirs, workspace.root());
+        let (mut definitions, definition_warnings) = agents_cmd::load(&dirs, workspace.root());
         setup_warnings.extend(definition_warnings);
+        let (mut skills, mut commands, skill_warnings) = skills_cmd::load(&dirs, workspace.root());
+        setup_warnings.extend(skill_warnings);
+        definitions.resolve_models(|spec| aliases.resolve(spec));
+        skills.resolve_models(|spec| aliases.resolve(spec));
+        commands.resolve_models(|spec| aliases.resolve(spec));
+        setup_warnings.extend(aliases.warning());
+        let skills = Arc::new(skills);
 
         let (id, history) = match &front_end.resume {
             Some(id) => (id.clone(), resumed_history(&dirs, id)?),
@@ -179,8 +202,9 @@ impl Session {
                 definitions,
                 Some(dirs.data.join("sessions").join(&id)),
             )
-            .with_model_factory(model_factory)
+            .with_model_factory(model_factory.clone())
             .with_project_instructions(project.text.clone())
+            .with_skills(skills.clone())
             .with_redactions(redactions)
             .with_observers(observers)
             .with_first_child_number(next_child_number(&dirs.data.join("sessions").join(&id)))
@@ -200,9 +224,29 @@ impl Session {
         for message in setup_warnings {
             runtime.emit(&AgentPath::main(), EventKind::Warning { message });
         }
+        let skill_tool: Option<Arc<dyn alcove_tools::Tool>> = skills
+            .all()
+            .iter()
+            .any(|skill| !skill.disable_model_invocation)
+            .then(|| {
+                Arc::new(SkillTool::new(
+                    skills.clone(),
+                    runtime.approver.clone(),
+                    gate.clone(),
+                )) as Arc<dyn alcove_tools::Tool>
+            });
+        // Instructions, then the skill catalog; the memory section comes last
+        // (see `main_run`), so its changes leave the rest of the prefix as it was.
+        let mut prompt = system_prompt(runtime.workspace.root(), &project);
+        prompt.push_str(&skills.catalog());
         Ok(Session {
             id,
-            system_prompt: system_prompt(runtime.workspace.root(), &project),
+            system_prompt: prompt,
+            memory: Arc::new(Memory::new(runtime.workspace.root())),
+            skills,
+            commands: Arc::new(commands),
+            skill_tool,
+            model_factory,
             runtime,
             supervisor,
             gate,
@@ -228,6 +272,7 @@ impl Session {
                 let env = permission_setup::env_policy(&self.config);
                 let pool = alcove_tools::builtin_tools_with_env(env)
                     .into_iter()
+                    .chain(self.skill_tool.clone())
                     .filter(offered)
                     .collect();
                 self.supervisor
@@ -237,11 +282,24 @@ impl Session {
                     .collect()
             },
             gate: self.gate.clone(),
-            system_prompt: self.system_prompt.clone(),
+            system_prompt: format!("{}{}", self.system_prompt, self.memory.section()),
             max_turns: self.max_turns,
             cancel,
             token_budget: None,
         }
+    }
+}
+
+impl Session {
+    /// The session's runtime, on the model `spec` (`provider/name`) when
+    /// given: a custom command or skill run by the user may ask for one.
+    pub(crate) fn runtime_on(&self, spec: Option<&str>) -> Result<Runtime, String> {
+        let mut runtime = self.runtime.clone();
+        if let Some(spec) = spec {
+            runtime.model =
+                (self.model_factory)(spec).map_err(|err| format!("model {spec}: {err}"))?;
+        }
+        Ok(runtime)
     }
 }
 

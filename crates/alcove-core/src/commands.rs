@@ -221,7 +221,11 @@ mod tests {
             "Just a prompt, no front matter."
         );
         let notes = expand("/notes the API", &commands, &skills).unwrap();
-        assert!(notes.prompt.contains("Write notes about the API."), "{}", notes.prompt);
+        assert!(
+            notes.prompt.contains("Write notes about the API."),
+            "{}",
+            notes.prompt
+        );
         assert_eq!(expand("/nothing here", &commands, &skills), None);
         assert_eq!(expand("no slash", &commands, &skills), None);
         assert!(parse_command("---\ndescription: [\n---\nbody", "bad").is_err());

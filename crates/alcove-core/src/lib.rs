@@ -25,12 +25,12 @@ mod context;
 mod dispatch;
 mod events;
 mod frontmatter;
-mod memory;
-mod skills;
 #[doc(hidden)]
 pub mod fuzzing;
 mod gate;
 mod hooks;
+mod memory;
+mod skills;
 mod transcript;
 
 pub use agent_loop::{AgentOutcome, AgentRun, Inbox, Limits, Runtime, run_agent};
@@ -42,8 +42,6 @@ pub use commands::{Commands, CustomCommand, Expansion, expand, load_commands, pa
 pub use context::{ProjectContext, system_prompt};
 pub use events::{EventSink, FanOut};
 pub use frontmatter::substitute_arguments;
-pub use memory::{MEMORY_CAP, MEMORY_FILE, Memory};
-pub use skills::{SKILL_BODY_CAP, Skill, SkillTool, Skills, load_skills, parse_skill};
 pub use gate::{
     Approval, ApprovalRequest, Approver, Decision, NoApprover, PermissionGate, PermissionMode,
 };
@@ -53,4 +51,6 @@ pub use hooks::{
     HookSession,
 };
 pub use hooks::{HookCall, HookScope, Hooks, NoHooks, PostToolNote, PreToolVerdict};
+pub use memory::{MEMORY_CAP, MEMORY_FILE, Memory};
+pub use skills::{SKILL_BODY_CAP, Skill, SkillTool, Skills, load_skills, parse_skill};
 pub use transcript::{Transcript, read_transcript};

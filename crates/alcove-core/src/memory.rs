@@ -140,7 +140,11 @@ mod tests {
         assert!(memory.section().contains("- prefer small modules"));
         std::fs::write(memory.path(), "y".repeat(40 * 1024)).unwrap();
         let section = memory.section();
-        assert!(section.contains("[memory cut at 32768 bytes"), "{}", &section[..200]);
+        assert!(
+            section.contains("[memory cut at 32768 bytes"),
+            "{}",
+            &section[..200]
+        );
         assert!(section.len() < MEMORY_CAP + 1024);
     }
 
@@ -150,7 +154,10 @@ mod tests {
         let memory = Memory::new(dir.path());
         memory.append("first").unwrap();
         let before = memory.section();
-        let modified = std::fs::metadata(memory.path()).unwrap().modified().unwrap();
+        let modified = std::fs::metadata(memory.path())
+            .unwrap()
+            .modified()
+            .unwrap();
         // Same size, same modification time: the cached section stays.
         std::fs::write(memory.path(), "- FIRST\n").unwrap();
         std::fs::File::options()

@@ -197,7 +197,11 @@ impl Skills {
         );
         let mut listed = 0;
         for skill in &offered {
-            let mut description = skill.description.split_whitespace().collect::<Vec<_>>().join(" ");
+            let mut description = skill
+                .description
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
             if description.chars().count() > CATALOG_DESCRIPTION {
                 description = description.chars().take(CATALOG_DESCRIPTION).collect();
                 description.push('…');
@@ -343,7 +347,10 @@ impl SkillTool {
             agent: context.agent.clone(),
             agent_description: None,
             tool: "Skill".to_owned(),
-            summary: format!("skill `{}` asks to allow for this session: {list}", skill.name),
+            summary: format!(
+                "skill `{}` asks to allow for this session: {list}",
+                skill.name
+            ),
             input: serde_json::json!({"skill": skill.name, "allowed-tools": skill.allowed_tools}),
             reason: format!(
                 "the skill's allowed-tools ({list}) become session allow rules only if you approve"

@@ -33,6 +33,8 @@ pub(crate) struct Facts {
     pub(crate) transcript: Option<String>,
     /// Agent types: name and description.
     pub(crate) definitions: Vec<(String, String)>,
+    /// Custom commands and skills the user can run: `/name` and description.
+    pub(crate) prompts: Vec<(String, String)>,
 }
 
 /// What the loop must do after a key.
@@ -47,6 +49,10 @@ pub(crate) enum Action {
     Clear,
     /// Continue with another model.
     SwitchModel(String),
+    /// Show the memory file.
+    ShowMemory,
+    /// Append a line to the memory file.
+    Remember(String),
 }
 
 /// What the viewport shows besides the conversation.
@@ -289,7 +295,8 @@ impl App {
             }
             KeyCode::Char('d') if ctrl && self.editor.is_empty() => return Some(Action::Exit),
             KeyCode::Tab => {
-                if let Some(command) = commands::complete(&self.editor.text()) {
+                if let Some(command) = commands::complete(&self.editor.text(), &self.facts.prompts)
+                {
                     self.editor.set_text(&format!("{command} "));
                 }
                 return None;
@@ -299,8 +306,19 @@ impl App {
         let EditorAction::Submit(text) = self.editor.on_key(key) else {
             return None;
         };
+        if let Some(note) = commands::memory_note(&text) {
+            return Some(Action::Remember(note.to_owned()));
+        }
         if let Some(command) = commands::parse(&text) {
-            return self.run_command(command, now);
+            let custom = match &command {
+                Command::Init => true,
+                Command::Unknown(name) => self.facts.prompts.iter().any(|(known, _)| known == name),
+                _ => false,
+            };
+            // `/init`, custom commands and skills are prompts, expanded when the turn starts.
+            if !custom {
+                return self.run_command(command, now);
+            }
         }
         if self.running() {
             self.queued.push_back(text);
@@ -408,7 +426,11 @@ impl App {
         let theme = self.theme;
         match command {
             Command::Help => self.commit(
-                Cell::Lines(commands::help_lines(usize::from(self.width), theme)),
+                Cell::Lines(commands::help_lines(
+                    usize::from(self.width),
+                    theme,
+                    &self.facts.prompts,
+                )),
                 now,
             ),
             Command::Agents => {
@@ -436,6 +458,8 @@ impl App {
             Command::Model(Some(spec)) => return Some(Action::SwitchModel(spec)),
             Command::Clear => return Some(Action::Clear),
             Command::Exit => return Some(Action::Exit),
+            Command::Memory => return Some(Action::ShowMemory),
+            Command::Init => {}
             Command::Unknown(name) => {
                 self.notice(
                     NoticeKind::Error,

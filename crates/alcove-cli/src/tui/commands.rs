@@ -21,6 +21,10 @@ pub(crate) enum Command {
     /// `/model`, or `/model provider/name` to switch.
     Model(Option<String>),
     Status,
+    /// `/memory`: the memory file and its path.
+    Memory,
+    /// `/init [focus]`: write or update AGENTS.md (a prompt for the model).
+    Init,
     Exit,
     /// Something that looks like a command but is none.
     Unknown(String),
@@ -42,6 +46,14 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
         "show the model; /model provider/name switches for the next turns",
     ),
     ("/status", "model, permission mode, session, tokens used"),
+    (
+        "/memory",
+        "the agent's memory file (.agents/memory/MEMORY.md); `# text` adds a line to it",
+    ),
+    (
+        "/init",
+        "explore the repository (through a child) and write or update AGENTS.md",
+    ),
     (
         "/exit",
         "leave (Ctrl+C twice or Ctrl+D on an empty prompt also do)",
@@ -88,24 +100,65 @@ pub(crate) fn parse(input: &str) -> Option<Command> {
         "clear" | "new" => Command::Clear,
         "model" => Command::Model((!argument.is_empty()).then(|| argument.to_owned())),
         "status" => Command::Status,
+        "memory" => Command::Memory,
+        "init" => Command::Init,
         "exit" | "quit" => Command::Exit,
         _ => Command::Unknown(format!("/{word}")),
     };
     Some(command)
 }
 
-/// The one command `prefix` starts, for Tab completion.
-pub(crate) fn complete(prefix: &str) -> Option<&'static str> {
+/// The one command `prefix` starts, for Tab completion: the UI's own, or
+/// one of `custom` (custom commands and skills, `/name`).
+pub(crate) fn complete(prefix: &str, custom: &[(String, String)]) -> Option<String> {
     if !prefix.starts_with('/') || prefix.contains(char::is_whitespace) {
         return None;
     }
-    let mut matches = COMMANDS.iter().filter(|(name, _)| name.starts_with(prefix));
-    let (first, _) = matches.next()?;
-    matches.next().is_none().then_some(*first)
+    let mut matches = COMMANDS
+        .iter()
+        .map(|(name, _)| *name)
+        .chain(custom.iter().map(|(name, _)| name.as_str()))
+        .filter(|name| name.starts_with(prefix));
+    let first = matches.next()?;
+    matches.next().is_none().then(|| first.to_owned())
 }
 
-/// `/help`, `width` columns wide.
-pub(crate) fn help_lines(width: usize, theme: Theme) -> Vec<Line<'static>> {
+/// A `# text` line: text to append to the memory file.
+pub(crate) fn memory_note(input: &str) -> Option<&str> {
+    let note = input.trim().strip_prefix('#')?.trim();
+    (!note.is_empty() && !input.trim().contains('\n')).then_some(note)
+}
+
+/// `/memory`: where the file is and what it says.
+pub(crate) fn memory_lines(
+    path: &std::path::Path,
+    text: &str,
+    width: usize,
+    theme: Theme,
+) -> Vec<Line<'static>> {
+    let mut out = vec![Line::from(vec![
+        Span::styled("Agent memory ", theme.strong()),
+        Span::styled(path.display().to_string(), theme.dim()),
+    ])];
+    if text.trim().is_empty() {
+        out.push(Line::styled(
+            "  (empty; type `# something to remember` to add a line)",
+            theme.dim(),
+        ));
+    }
+    for line in text.lines() {
+        let line = Line::styled(format!("  {line}"), theme.text());
+        out.extend(wrap_line(&line, width, "  "));
+    }
+    out
+}
+
+/// `/help`, `width` columns wide, with the custom commands and skills.
+pub(crate) fn help_lines(
+    width: usize,
+    theme: Theme,
+    custom: &[(String, String)],
+) -> Vec<Line<'static>> {
     let mut out = vec![Line::styled("Commands", theme.strong())];
     for (name, what) in COMMANDS {
         let line = Line::from(vec![
@@ -113,6 +166,16 @@ pub(crate) fn help_lines(width: usize, theme: Theme) -> Vec<Line<'static>> {
             Span::styled(what.to_string(), theme.text()),
         ]);
         out.extend(wrap_line(&line, width, &" ".repeat(11)));
+    }
+    if !custom.is_empty() {
+        out.push(Line::styled("Custom commands and skills", theme.strong()));
+    }
+    for (name, what) in custom {
+        let line = Line::from(vec![
+            Span::styled(format!("  {name} "), theme.accent()),
+            Span::styled(what.clone(), theme.text()),
+        ]);
+        out.extend(wrap_line(&line, width, "    "));
     }
     out.push(Line::styled("Keys", theme.strong()));
     for (keys, what) in KEYS {
@@ -207,7 +270,18 @@ mod tests {
         );
         assert_eq!(parse("/etc/hosts: what is this?"), None);
         assert_eq!(parse("fix /help"), None);
-        assert_eq!(complete("/ag"), Some("/agents"));
-        assert_eq!(complete("/"), None);
+        assert_eq!(complete("/ag", &[]), Some("/agents".to_owned()));
+        assert_eq!(complete("/", &[]), None);
+        let custom = [("/review-pr".to_owned(), "Review a PR".to_owned())];
+        assert_eq!(complete("/rev", &custom), Some("/review-pr".to_owned()));
+        assert_eq!(complete("/m", &custom), None, "/model and /memory");
+        assert_eq!(parse("/memory"), Some(Command::Memory));
+        assert_eq!(
+            memory_note("# use cargo nextest "),
+            Some("use cargo nextest")
+        );
+        assert_eq!(memory_note("#"), None);
+        assert_eq!(memory_note("# title\nbody"), None);
+        assert_eq!(memory_note("not # a note"), None);
     }
 }

@@ -249,6 +249,27 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
                 app.begin_turn(&prompt, now);
                 turn = Some(start_turn(&session, history.clone(), prompt));
             }
+            Some(Action::ShowMemory) => {
+                let lines = super::commands::memory_lines(
+                    session.memory.path(),
+                    &session.memory.read(),
+                    usize::from(app.width),
+                    app.theme,
+                );
+                app.commit(super::cells::Cell::Lines(lines), now);
+            }
+            Some(Action::Remember(note)) => match session.memory.append(&note) {
+                Ok(()) => app.notice(
+                    NoticeKind::Info,
+                    format!("Noted in {}", session.memory.path().display()),
+                    now,
+                ),
+                Err(err) => app.notice(
+                    NoticeKind::Error,
+                    format!("Cannot write {}: {err}", session.memory.path().display()),
+                    now,
+                ),
+            },
             Some(Action::Interrupt) => {
                 if let Some(turn) = &turn {
                     turn.cancel.cancel();
@@ -376,7 +397,35 @@ fn facts(session: &Session) -> Facts {
             .iter()
             .map(|definition| (definition.name.clone(), definition.description.clone()))
             .collect(),
+        prompts: prompts(session),
     }
+}
+
+/// The custom commands and skills the user can run, for `/help` and Tab.
+pub(crate) fn prompts(session: &Session) -> Vec<(String, String)> {
+    let commands = session.commands.all().iter().map(|command| {
+        let hint = command.argument_hint.as_deref().unwrap_or_default();
+        let description = command.description.as_deref().unwrap_or("custom command");
+        (
+            format!("/{}", command.name),
+            format!(
+                "{hint}{}{description}",
+                if hint.is_empty() { "" } else { "  " }
+            ),
+        )
+    });
+    let skills = session
+        .skills
+        .all()
+        .iter()
+        .filter(|skill| session.commands.get(&skill.name).is_none())
+        .map(|skill| {
+            (
+                format!("/{}", skill.name),
+                format!("skill: {}", skill.description),
+            )
+        });
+    commands.chain(skills).collect()
 }
 
 /// The resume picker; `None` when the user left it.

@@ -152,10 +152,24 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
         if prompt.trim().is_empty() {
             continue;
         }
+        if let Some(note) = commands::memory_note(&prompt) {
+            match session.memory.append(note) {
+                Ok(()) => println!("Noted in {}", session.memory.path().display()),
+                Err(err) => eprintln!("Cannot write {}: {err}", session.memory.path().display()),
+            }
+            continue;
+        }
+        let custom = crate::init::expand_prompt(&session, &prompt).is_some();
         match commands::parse(&prompt) {
+            _ if custom => {}
             Some(Command::Exit) => break,
+            Some(Command::Memory) => {
+                println!("Agent memory {}", session.memory.path().display());
+                print!("{}", session.memory.read());
+                continue;
+            }
             Some(Command::Unknown(name)) => {
-                eprintln!("Unknown command {name}. Commands: /status, /exit.");
+                eprintln!("Unknown command {name}. Commands: /status, /memory, /init, /exit.");
                 continue;
             }
             Some(_) => {

@@ -29,6 +29,7 @@ fn app(workspace: &Path, color: bool) -> App {
         workspace: workspace.to_owned(),
         transcript: None,
         definitions: vec![("general-purpose".to_owned(), "A capable agent.".to_owned())],
+        prompts: Vec::new(),
     };
     App::new(
         Theme::new(color),

@@ -168,10 +168,7 @@ pub fn parse_definition(
         description,
         system_prompt: body,
         tools: front.tools.map(tool_names),
-        disallowed_tools: front
-            .disallowed_tools
-            .map(tool_names)
-            .unwrap_or_default(),
+        disallowed_tools: front.disallowed_tools.map(tool_names).unwrap_or_default(),
         model,
         max_turns: front.max_turns,
         permission_mode: front.permission_mode,
