@@ -216,6 +216,15 @@ mod tests {
     }
 
     #[test]
+    fn only_unquoted_values_with_colons_are_repaired() {
+        assert_eq!(quote_colon_values("a: b\nc: [d]"), None);
+        assert_eq!(
+            quote_colon_values("description: Use when: x").as_deref(),
+            Some("description: 'Use when: x'")
+        );
+    }
+
+    #[test]
     fn a_missing_front_matter_is_an_error_only_when_required() {
         assert_eq!(split("plain", true).unwrap_err().line, 1);
         let document = split("plain text\n", false).unwrap();

@@ -6,6 +6,7 @@
 //! - `faults`: bad model output, HTTP errors, broken streams, cancellation.
 //! - `agents`: the `Agent` tool (seeds 000 and 004, and beyond).
 //! - `reliability`: faults, load, crashes and signals with nothing lost (issue 7).
+//! - `skills`, `memory`: skills, custom commands, `/init`, model aliases and the memory file (issue 15).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agent_limits;
@@ -15,9 +16,11 @@ mod collab;
 mod exec;
 mod faults;
 mod hooks;
+mod memory;
 mod permissions;
 mod reliability;
 mod roles;
+mod skills;
 mod support;
 mod tools;
 mod tui;

@@ -19,14 +19,14 @@ use crate::support::{
 const DEADLINE: Duration = Duration::from_secs(30);
 
 /// One tmux server (on its own socket) with one 80×24 pane running alcove.
-struct Pane {
+pub(crate) struct Pane {
     _dir: tempfile::TempDir,
     socket: PathBuf,
     exit_file: PathBuf,
 }
 
 impl Pane {
-    fn start(env: &TestEnv, server: &FakeServer, args: &[&str]) -> Pane {
+    pub(crate) fn start(env: &TestEnv, server: &FakeServer, args: &[&str]) -> Pane {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("tmux.sock");
         let conf = dir.path().join("tmux.conf");
@@ -82,16 +82,16 @@ impl Pane {
     }
 
     /// The screen and its scrollback.
-    fn capture(&self) -> String {
+    pub(crate) fn capture(&self) -> String {
         self.tmux(&["capture-pane", "-p", "-J", "-t", "t", "-S", "-"])
     }
 
     /// The visible screen only.
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         self.tmux(&["capture-pane", "-p", "-t", "t"])
     }
 
-    fn wait_for(&self, needle: &str) -> String {
+    pub(crate) fn wait_for(&self, needle: &str) -> String {
         let deadline = Instant::now() + DEADLINE;
         loop {
             let text = self.capture();
@@ -106,7 +106,7 @@ impl Pane {
         }
     }
 
-    fn wait_for_screen(&self, needle: &str) -> String {
+    pub(crate) fn wait_for_screen(&self, needle: &str) -> String {
         let deadline = Instant::now() + DEADLINE;
         loop {
             let text = self.screen();
@@ -121,23 +121,23 @@ impl Pane {
         }
     }
 
-    fn type_text(&self, text: &str) {
+    pub(crate) fn type_text(&self, text: &str) {
         self.tmux(&["send-keys", "-t", "t", "-l", text]);
     }
 
-    fn key(&self, key: &str) {
+    pub(crate) fn key(&self, key: &str) {
         self.tmux(&["send-keys", "-t", "t", key]);
     }
 
     /// Types a prompt and sends it.
-    fn prompt(&self, text: &str) {
+    pub(crate) fn prompt(&self, text: &str) {
         self.type_text(text);
         self.wait_for_screen(text);
         self.key("Enter");
     }
 
     /// Waits for alcove to exit; returns its exit status.
-    fn wait_exit(&self) -> i32 {
+    pub(crate) fn wait_exit(&self) -> i32 {
         let deadline = Instant::now() + DEADLINE;
         loop {
             let status = std::fs::read_to_string(&self.exit_file).unwrap_or_default();
@@ -185,7 +185,7 @@ fn quote(path: &Path) -> String {
 }
 
 /// A config whose stalls are not retried while the test looks at them.
-fn patient(env: &TestEnv) {
+pub(crate) fn patient(env: &TestEnv) {
     std::fs::write(
         env.home().join("config.toml"),
         "[retry]\nbase_delay_ms = 10\nmax_delay_ms = 3000\nidle_timeout_ms = 120000\n",

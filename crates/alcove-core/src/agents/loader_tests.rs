@@ -52,10 +52,12 @@ fn name_defaults_to_the_file_stem_and_tools_may_be_a_list() {
 }
 
 #[test]
-fn claude_model_aliases_fall_back_to_the_parent_with_a_note() {
-    let (definition, notes) = parse("---\ndescription: d\nmodel: sonnet\n---\nbody").unwrap();
-    assert_eq!(definition.model, None);
-    assert!(notes[0].contains("model `sonnet`"), "{notes:?}");
+fn claude_model_aliases_are_kept_for_the_session_to_resolve_and_skills_are_read() {
+    let (definition, notes) =
+        parse("---\ndescription: d\nmodel: sonnet\nskills: [a, b]\n---\nbody").unwrap();
+    assert_eq!(definition.model.as_deref(), Some("sonnet"));
+    assert_eq!(definition.skills, ["a", "b"]);
+    assert!(notes.is_empty(), "{notes:?}");
     let (definition, notes) = parse("---\ndescription: d\nmodel: inherit\n---\nbody").unwrap();
     assert_eq!(definition.model, None);
     assert!(notes.is_empty());
@@ -106,7 +108,6 @@ fn unquoted_colons_in_values_are_read_as_claude_code_reads_them() {
         definition.description,
         "Use this agent when: the user asks. It's fine."
     );
-    assert_eq!(quote_colon_values("a: b\nc: [d]"), None);
 }
 
 #[test]
