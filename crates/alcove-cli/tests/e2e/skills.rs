@@ -450,3 +450,81 @@ fn other_providers_use_the_parents_model_with_one_warning_per_session() {
     assert!(listed.status.success());
     assert_eq!(String::from_utf8_lossy(&listed.stderr), "");
 }
+
+#[test]
+fn in_the_ui_a_skill_runs_by_its_slash_name_and_its_allowed_tools_need_the_users_yes() {
+    let (env, server) = setup(Script::new().conversation(
+        "SKILL-BODY-MARKER",
+        vec![
+            Step::tool_call("Skill", json!({"skill": "release-notes"})),
+            Step::tool_call(
+                "Bash",
+                json!({"command": "sh .claude/skills/release-notes/scripts/collect.sh"}),
+            ),
+            Step::text("NOTES-DONE"),
+        ],
+    ));
+    crate::tui::patient(&env);
+    claude_code_skill(&env);
+    let pane = crate::tui::Pane::start(&env, &server, &[]);
+    pane.wait_for_screen("Ask anything");
+    pane.prompt("/release-notes v3");
+    let asked = pane.wait_for_screen("wants to use Skill");
+    assert!(asked.contains("asks to allow"), "{asked}");
+    pane.key("y");
+    // The approved `Bash(sh:*)` lets the script run without a second question.
+    pane.wait_for("NOTES-DONE");
+    assert_eq!(env.read_file("collected.txt"), "collected\n");
+    let first = server.requests_for("SKILL-BODY-MARKER")[0].first_user_text();
+    assert!(first.contains("collect changes since v3"), "{first}");
+    pane.type_text("/exit");
+    pane.key("Enter");
+    assert_eq!(pane.wait_exit(), 0);
+}
+
+#[test]
+fn a_user_only_skill_is_left_out_of_the_catalog_and_a_commands_model_is_used_for_its_turn() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "try the deploy skill",
+                vec![
+                    Step::tool_call("Skill", json!({"skill": "deploy"})),
+                    Step::text("refused"),
+                ],
+            )
+            .conversation("DEPLOY-BODY", vec![Step::text("deployed")])
+            .conversation("QUICK-COMMAND", vec![Step::text("quick")]),
+    );
+    claude_code_skill(&env);
+    env.write_file(
+        ".claude/skills/deploy/SKILL.md",
+        "---\ndescription: Deploys.\ndisable-model-invocation: true\n---\nDEPLOY-BODY to $ARGUMENTS\n",
+    );
+    env.write_file(
+        ".claude/commands/quick.md",
+        "---\nmodel: haiku\n---\nQUICK-COMMAND $ARGUMENTS\n",
+    );
+    let out = exec_home(&env, &server, &["try the deploy skill"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let requests = server.requests_for("try the deploy skill");
+    assert!(!requests[0].system_prompt().contains("- deploy:"));
+    let (_, content, is_error) = requests[1].tool_results().remove(0);
+    assert!(is_error, "{content}");
+    assert!(content.contains("only be run by the user"), "{content}");
+
+    let out = exec_home(&env, &server, &["/deploy staging"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        server.requests_for("DEPLOY-BODY")[0]
+            .first_user_text()
+            .contains("DEPLOY-BODY to staging")
+    );
+
+    let out = exec_home(&env, &server, &["/quick now"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        server.requests_for("QUICK-COMMAND")[0].model(),
+        "claude-haiku-4-5"
+    );
+}
