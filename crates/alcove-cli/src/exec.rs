@@ -52,7 +52,7 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
     let session = Session::open(common, front_end).await?;
     session.runtime.hooks.session_start().await;
     // `/init`, `/<command> args` and `/<skill> args` become their prompts.
-    let (prompt, runtime) = crate::init::prepare(&session, prompt);
+    let (prompt, runtime) = crate::commands::prepare(&session, prompt);
     let prompt = match session.runtime.hooks.user_prompt_submit(&prompt).await {
         Ok(None) => prompt,
         Ok(Some(context)) => format!("{prompt}\n\n[hook context]\n{context}"),

@@ -5,11 +5,12 @@
 //! comes later on the same event stream.
 
 mod agents_cmd;
+mod commands;
 mod config;
 mod config_show;
 mod exec;
 mod hook_setup;
-mod init;
+
 mod model_aliases;
 mod output;
 mod permission_setup;

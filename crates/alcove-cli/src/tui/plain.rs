@@ -159,7 +159,7 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
             }
             continue;
         }
-        let custom = crate::init::expand_prompt(&session, &prompt).is_some();
+        let custom = crate::commands::expand_prompt(&session, &prompt).is_some();
         match commands::parse(&prompt) {
             _ if custom => {}
             Some(Command::Exit) => break,

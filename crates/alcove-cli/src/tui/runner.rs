@@ -78,7 +78,7 @@ pub(crate) fn start_turn(session: &Session, history: Vec<Message>, prompt: Strin
     let cancel = CancellationToken::new();
     let run = session.main_run(cancel.clone());
     // `/init`, `/<command> args` and `/<skill> args` become their prompts.
-    let (prompt, runtime) = crate::init::prepare(session, prompt);
+    let (prompt, runtime) = crate::commands::prepare(session, prompt);
     let handle = tokio::spawn(async move {
         let prompt = match runtime.hooks.user_prompt_submit(&prompt).await {
             Ok(None) => prompt,
