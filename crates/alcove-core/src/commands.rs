@@ -146,7 +146,8 @@ pub fn expand(input: &str, commands: &Commands, skills: &Skills) -> Option<Expan
     })
 }
 
-/// Loads the `*.md` commands of `dirs`, lowest precedence first. Missing
+/// Loads the `*.md` commands of `dirs` (and of their subfolders, Claude
+/// Code's namespaces), lowest precedence first. Missing
 /// folders are skipped silently; a broken file with a warning naming the
 /// file and line.
 pub fn load_commands(dirs: &[PathBuf]) -> (Commands, Vec<String>) {
@@ -156,12 +157,22 @@ pub fn load_commands(dirs: &[PathBuf]) -> (Commands, Vec<String>) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             continue;
         };
-        let mut files: Vec<PathBuf> = entries
+        let entries: Vec<PathBuf> = entries
             .filter_map(Result::ok)
             .map(|entry| entry.path())
+            .collect();
+        // Claude Code's namespaces: `frontend/component.md` is `/component`.
+        let nested = entries
+            .iter()
+            .filter(|path| path.is_dir())
+            .filter_map(|sub| std::fs::read_dir(sub).ok())
+            .flat_map(|entries| entries.filter_map(Result::ok).map(|entry| entry.path()));
+        let mut files: Vec<PathBuf> = nested
+            .chain(entries.iter().cloned())
             .filter(|path| path.extension().is_some_and(|ext| ext == "md") && path.is_file())
             .collect();
-        files.sort();
+        // Subfolders first, so a top-level file of the same name wins.
+        files.sort_by_key(|path| (path.parent() == Some(dir.as_path()), path.clone()));
         for path in files {
             match load_command(&path) {
                 Ok(command) => commands.insert(command),

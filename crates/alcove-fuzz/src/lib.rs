@@ -216,9 +216,27 @@ pub fn tool_arguments(data: &[u8]) {
 /// parent's gate.
 ///
 /// Properties: a definition that loads has a description, a body, rules
-/// that parse and, when it has a timeout, a positive one.
+/// that parse and, when it has a timeout, a positive one. The same text read
+/// as a skill (`SKILL.md`) or a custom command — the same front-matter
+/// parser — loads with a description and a capped body, or a non-empty
+/// prompt, and substituting arguments into it never panics.
 pub fn agent_definition(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
+    if let Ok(skill) = alcove_core::parse_skill(&text, "fuzz") {
+        assert!(
+            !skill.description.trim().is_empty(),
+            "a skill without a description"
+        );
+        assert!(
+            skill.body.len() <= alcove_core::SKILL_BODY_CAP + 200,
+            "an uncapped skill body"
+        );
+        let _ = alcove_core::Skills::render(&skill, &text);
+    }
+    if let Ok(command) = alcove_core::parse_command(&text, "fuzz") {
+        assert!(!command.body.trim().is_empty(), "an empty command");
+        let _ = alcove_core::substitute_arguments(&command.body, &text);
+    }
     let Ok((definition, _notes)) = parse_definition(&text, "fuzz") else {
         return;
     };

@@ -203,6 +203,10 @@ fn claude_code_commands_run_from_exec_with_their_arguments() {
          Review pull request $1, focusing on $2 (all: $ARGUMENTS).\n",
     );
     env.write_file(".alcove/commands/plain.md", "No front matter at all.\n");
+    env.write_file(
+        ".claude/commands/frontend/component.md",
+        "Make a component.\n",
+    );
     let out = exec_home(&env, &server, &["/review-pr 42 tests"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(
@@ -231,7 +235,7 @@ fn claude_code_commands_run_from_exec_with_their_arguments() {
         .iter()
         .map(|command| command["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["review-pr", "plain"]);
+    assert_eq!(names, ["component", "review-pr", "plain"]);
 }
 
 #[test]
