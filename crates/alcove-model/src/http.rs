@@ -30,7 +30,7 @@ impl Http {
         base_url: &str,
         policy: RetryPolicy,
     ) -> Result<Http, ModelError> {
-        let client = client_builder()
+        let client = client_builder(&[base_url])
             .connect_timeout(policy.connect_timeout)
             .build()
             .map_err(|e| ModelError::Connect {
@@ -120,11 +120,28 @@ impl Http {
     }
 }
 
-/// A reqwest client builder with the TLS provider installed.
-pub(crate) fn client_builder() -> reqwest::ClientBuilder {
+/// A reqwest client builder with the TLS provider installed, for requests to
+/// `bases`.
+///
+/// When every base is plain `http://` (a local server, the fake server) the
+/// client trusts no certificate at all instead of loading the system store:
+/// parsing the store's PEM files was three quarters of alcove's start-up
+/// instructions, spent on TLS that such a client never speaks.
+pub(crate) fn client_builder(bases: &[&str]) -> reqwest::ClientBuilder {
     // Installing twice is harmless: the second call just reports the first.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
+    let builder = reqwest::Client::builder();
+    if bases.iter().all(|base| is_plain_http(base)) {
+        builder.tls_certs_only(std::iter::empty())
+    } else {
+        builder
+    }
+}
+
+/// Whether `url` is plain HTTP (case-insensitive scheme).
+fn is_plain_http(url: &str) -> bool {
+    url.get(..7)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"))
 }
 
 /// Classifies an error from sending a request (before any response).
@@ -148,5 +165,19 @@ fn send_error(url: &str, error: &reqwest::Error) -> AttemptError {
         error,
         retry_after: None,
         shown: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_plain_http;
+
+    #[test]
+    fn only_http_urls_skip_the_certificate_store() {
+        assert!(is_plain_http("http://127.0.0.1:8080/v1"));
+        assert!(is_plain_http("HTTP://localhost"));
+        assert!(!is_plain_http("https://api.example.com"));
+        assert!(!is_plain_http("http:/"));
+        assert!(!is_plain_http(""));
     }
 }

@@ -316,7 +316,7 @@ pub(crate) async fn discover_local(timeout: Duration) -> Option<LocalServer> {
 /// base, in the given order, that answered 2xx within `timeout`, with the
 /// model ids it lists.
 pub(crate) async fn discover_among(bases: &[&str], timeout: Duration) -> Option<LocalServer> {
-    let client = client_builder()
+    let client = client_builder(bases)
         .no_proxy()
         .timeout(timeout)
         .connect_timeout(timeout)
