@@ -57,6 +57,13 @@ pub(crate) struct AgentsEntry {
     pub(crate) timeout_secs: Option<f64>,
     /// A child's token budget (input plus output).
     pub(crate) max_tokens: Option<u64>,
+    /// What all children together may use, in tokens (input plus output).
+    pub(crate) tree_max_tokens: Option<u64>,
+    /// What all children together may use, in model turns.
+    pub(crate) tree_max_turns: Option<u32>,
+    /// Whether `exec` waits for spawned agents still running when the main
+    /// agent ends and gives it one more run with their results (default true).
+    pub(crate) wait_on_exit: Option<bool>,
     /// Whether spawn_agent / send_input / wait / close_agent / resume_agent are offered (default true).
     pub(crate) collab: Option<bool>,
     /// A shell command that runs each spawned agent's submission (the process runner).

@@ -61,8 +61,8 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
 
     let cancel = CancellationToken::new();
     let signal = tokio::spawn(watch_signals(cancel.clone()));
-    let run = session.main_run(cancel);
-    let outcome = run_agent(
+    let run = session.main_run(cancel.clone());
+    let mut outcome = run_agent(
         &runtime,
         &run,
         // A resumed session killed mid-turn ends with tool calls that have no
@@ -71,6 +71,9 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
         Message::user_text(prompt),
     )
     .await;
+    if outcome.status == RunStatus::Completed && session.supervisor.limits().wait_on_exit {
+        outcome = finish_spawned(&session, &runtime, &run, &cancel, outcome).await;
+    }
     let signal_code = if outcome.status == RunStatus::Aborted {
         signal.await.ok().flatten()
     } else {
@@ -140,6 +143,35 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
             Ok(1)
         }
     }
+}
+
+/// The main agent ended while spawned agents still ran: waits for them
+/// (within their own budgets) and gives it one more run with their results.
+async fn finish_spawned(
+    session: &Session,
+    runtime: &alcove_core::Runtime,
+    run: &alcove_core::AgentRun,
+    cancel: &CancellationToken,
+    outcome: alcove_core::AgentOutcome,
+) -> alcove_core::AgentOutcome {
+    let Some(results) = session.supervisor.wait_for_running(cancel).await else {
+        return outcome;
+    };
+    // Their end notices are in the message below.
+    let _ = runtime.inbox.take(&AgentPath::main());
+    let text = format!(
+        "[alcove] You ended while spawned agents were still running; alcove waited for them. \
+         Their results (as `wait` reports them):\n{}\nFinish your answer with them.",
+        serde_json::to_string_pretty(&results).unwrap_or_default()
+    );
+    let mut more = run.clone();
+    more.max_turns = run.max_turns.saturating_sub(outcome.turns).max(1);
+    let (turns, mut usage) = (outcome.turns, outcome.usage);
+    let mut next = run_agent(runtime, &more, outcome.messages, Message::user_text(text)).await;
+    usage.add(next.usage);
+    next.turns += turns;
+    next.usage = usage;
+    next
 }
 
 /// A UserPromptSubmit hook refused the prompt: nothing runs; exit 1.

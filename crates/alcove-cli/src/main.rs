@@ -59,6 +59,10 @@ struct CommonArgs {
     /// also hides the tool (repeatable).
     #[arg(long, global = true, value_name = "RULE")]
     deny: Vec<String>,
+    /// The permissions of the agent that started this process (set by a
+    /// parent alcove's process runner); this session narrows them, never loosens them.
+    #[arg(long, global = true, value_name = "POLICY", hide = true)]
+    parent_policy: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -65,6 +65,7 @@ impl EventSink for Trace {
                 is_error,
                 duration_ms,
                 content,
+                ..
             } => {
                 if let Some(collab) = collab_trace(name, content, *is_error) {
                     eprintln!("[trace] {collab} agent={agent}");

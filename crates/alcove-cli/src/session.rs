@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use alcove_core::{
     AgentLimits, AgentRun, Approver, Commands, EventSink, FanOut, HookSession, Limits, Memory,
-    ModelFactory, PermissionGate, PermissionMode, ProjectContext, Runtime, SkillTool, Skills,
-    Supervisor, Transcript, read_transcript, system_prompt,
+    ModelFactory, POLICY_ENV, ParentPolicy, PermissionGate, PermissionMode, ProjectContext,
+    Runtime, SkillTool, Skills, Supervisor, Transcript, read_transcript, system_prompt,
 };
 use alcove_protocol::{AgentPath, EventKind, Message};
 use alcove_tools::Workspace;
@@ -103,7 +103,16 @@ impl Session {
         };
         let layers = config_show::layers(&dirs, workspace.root(), &common.overrides)
             .map_err(|err| UsageError(format!("{err:#}")))?;
-        let gate = Arc::new(permission_setup::gate(mode, &layers, common)?);
+        let gate = permission_setup::gate(mode, &layers, common)?;
+        // An alcove started by another's process runner narrows the policy
+        // its parent passed, never loosens it.
+        let gate = match parent_policy(common)? {
+            Some(policy) => policy
+                .gate(std::env::var_os("HOME").map(PathBuf::from))
+                .map_err(UsageError)?
+                .narrowed(Some(gate.mode()), gate.rules().clone()),
+            None => Arc::new(gate),
+        };
         let max_turns = front_end
             .max_turns
             .or(config.max_turns)
@@ -197,7 +206,6 @@ impl Session {
         });
         let supervisor = Arc::new(
             Supervisor::new(
-                runtime.clone(),
                 agent_limits(&config.agents),
                 definitions,
                 Some(dirs.data.join("sessions").join(&id)),
@@ -286,6 +294,7 @@ impl Session {
             max_turns: self.max_turns,
             cancel,
             token_budget: None,
+            lineage: None,
         }
     }
 }
@@ -360,6 +369,14 @@ fn apply_retry_settings(retry: &mut alcove_model::RetryPolicy, settings: &config
     }
 }
 
+/// The policy a parent alcove passed (`--parent-policy`, or
+/// `ALCOVE_PARENT_POLICY` when the flag is absent).
+fn parent_policy(common: &CommonArgs) -> Result<Option<ParentPolicy>, UsageError> {
+    let text = common.parent_policy.clone().or_else(|| env_var(POLICY_ENV));
+    text.map(|text| ParentPolicy::parse(&text).map_err(UsageError))
+        .transpose()
+}
+
 /// Reads an environment variable, treating empty as unset.
 fn env_var(name: &str) -> Option<String> {
     std::env::var(name)
@@ -400,6 +417,9 @@ fn agent_limits(settings: &config::AgentsEntry) -> AgentLimits {
             .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
             .filter(|timeout| !timeout.is_zero()),
         max_tokens: settings.max_tokens,
+        tree_max_tokens: settings.tree_max_tokens,
+        tree_max_turns: settings.tree_max_turns,
+        wait_on_exit: settings.wait_on_exit.unwrap_or(defaults.wait_on_exit),
     }
 }
 

@@ -14,7 +14,7 @@ use alcove_tools::{Tool, Workspace};
 use tokio_util::sync::CancellationToken;
 
 use crate::dispatch::run_tool_calls;
-use crate::{Approver, EventSink, HookScope, Hooks, PermissionGate};
+use crate::{Approver, EventSink, HookScope, Hooks, PermissionGate, ToolCall};
 
 /// What every agent of a session shares by reference.
 #[derive(Clone)]
@@ -105,6 +105,10 @@ pub struct AgentRun {
     pub cancel: CancellationToken,
     /// The most tokens (input plus output) it may use; checked between turns.
     pub token_budget: Option<u64>,
+    /// Where its descendants' events go: its own evidence (for a child) and
+    /// then its ancestors', up to the front end. `None` at the root, whose
+    /// descendants' events go to the supervisor's observers.
+    pub lineage: Option<Arc<dyn EventSink>>,
 }
 
 impl AgentRun {
@@ -250,10 +254,10 @@ pub async fn run_agent(
             },
         );
 
-        let calls: Vec<(String, String, serde_json::Value)> = response
+        let calls: Vec<ToolCall> = response
             .message
             .tool_uses()
-            .map(|(id, name, input)| (id.to_owned(), name.to_owned(), input.clone()))
+            .map(|(id, name, input)| ToolCall::from_use(id, name, input))
             .collect();
         append(runtime, run, &mut outcome.messages, response.message);
 

@@ -17,7 +17,11 @@ use alcove_tools::{Access, HiddenPaths, Invocation, Tool, ToolContext, ToolOutpu
 use futures::future::join_all;
 use serde_json::Value;
 
-use crate::{AgentRun, Approval, ApprovalRequest, Decision, HookCall, PreToolVerdict, Runtime};
+use crate::agents::AgentScope;
+use crate::{
+    AgentRun, Approval, ApprovalRequest, CallInput, Decision, HookCall, PreToolVerdict, Runtime,
+    ToolCall,
+};
 
 /// How long a tool gets to stop by itself after its run was cancelled before
 /// its future is dropped.
@@ -28,33 +32,33 @@ const CANCEL_GRACE: Duration = Duration::from_secs(2);
 pub(crate) async fn run_tool_calls(
     runtime: &Runtime,
     run: &AgentRun,
-    calls: &[(String, String, Value)],
+    calls: &[ToolCall],
 ) -> Vec<ContentBlock> {
     let mut results = Vec::with_capacity(calls.len());
     for group in groups(run, calls) {
         // A group's calls are announced together, then run together.
         let started = Instant::now();
-        for (id, name, input) in group {
+        for call in group {
             runtime.emit(
                 &run.path,
                 EventKind::ToolCallStarted {
-                    id: id.clone(),
-                    name: name.clone(),
-                    input: input.clone(),
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    input: call.input_value(),
                 },
             );
         }
         if run.cancel.is_cancelled() {
-            for (id, name, _) in group {
+            for call in group {
                 let output =
                     ToolOutput::error("Skipped: the run was cancelled before this call started.");
-                results.push(finish(runtime, run, id, name, output, started));
+                results.push(finish(runtime, run, call, output, started));
             }
             continue;
         }
-        let outputs = join_all(group.iter().map(|(id, name, input)| async move {
-            let output = gate_and_call(runtime, run, id, name, input).await;
-            finish(runtime, run, id, name, output, started)
+        let outputs = join_all(group.iter().map(|call| async move {
+            let output = gate_and_call(runtime, run, call).await;
+            finish(runtime, run, call, output, started)
         }))
         .await;
         results.extend(outputs);
@@ -64,10 +68,7 @@ pub(crate) async fn run_tool_calls(
 
 /// Splits calls into groups that may run together: a run of consecutive
 /// concurrency-safe calls, a run of consecutive delegations, or one call.
-fn groups<'a>(
-    run: &AgentRun,
-    calls: &'a [(String, String, Value)],
-) -> Vec<&'a [(String, String, Value)]> {
+fn groups<'a>(run: &AgentRun, calls: &'a [ToolCall]) -> Vec<&'a [ToolCall]> {
     #[derive(PartialEq)]
     enum Class {
         Parallel,
@@ -86,8 +87,8 @@ fn groups<'a>(
     let mut start = 0;
     for idx in 1..=calls.len() {
         let boundary = idx == calls.len() || {
-            let previous = class(&calls[idx - 1].1);
-            previous == Class::Alone || previous != class(&calls[idx].1)
+            let previous = class(&calls[idx - 1].name);
+            previous == Class::Alone || previous != class(&calls[idx].name)
         };
         if boundary {
             groups.push(&calls[start..idx]);
@@ -104,13 +105,8 @@ fn find<'a>(run: &'a AgentRun, name: &str) -> Option<&'a dyn Tool> {
         .map(|tool| tool.as_ref())
 }
 
-async fn gate_and_call(
-    runtime: &Runtime,
-    run: &AgentRun,
-    id: &str,
-    name: &str,
-    input: &Value,
-) -> ToolOutput {
+async fn gate_and_call(runtime: &Runtime, run: &AgentRun, call: &ToolCall) -> ToolOutput {
+    let (id, name) = (call.id.as_str(), call.name.as_str());
     let Some(tool) = find(run, name) else {
         let known: Vec<&str> = run
             .tools
@@ -122,8 +118,8 @@ async fn gate_and_call(
             known.join(", ")
         ));
     };
-    let invocation = match check_arguments(tool, name, input, &runtime.workspace) {
-        Ok(invocation) => invocation,
+    let (input, invocation) = match check_arguments(tool, call, &runtime.workspace) {
+        Ok(checked) => checked,
         Err(reason) => return ToolOutput::error(reason),
     };
     let decision = run.gate.check(
@@ -187,6 +183,10 @@ async fn gate_and_call(
         depth: run.depth,
         call_id: id.to_owned(),
         hidden: hidden_from_reads(run, runtime),
+        // The call acts on the paths the gate checked.
+        paths: invocation.paths,
+        // Delegation tools learn their caller from its scope, lent per call.
+        scope: (tool.access() == Access::Delegate).then(|| AgentScope::lend(runtime, run)),
     };
     let call = tool.call(input.clone(), &context);
     tokio::pin!(call);
@@ -208,35 +208,34 @@ async fn gate_and_call(
     match note.additional_context {
         Some(context) => ToolOutput {
             content: format!("{}\n\n[PostToolUse hook]\n{context}", output.content),
-            is_error: output.is_error,
+            ..output
         },
         None => output,
     }
 }
 
 /// Validates a call's arguments before the gate sees it: arguments the
-/// model wrote as invalid JSON (kept raw, as a string) are refused, anything
-/// else is the tool's to inspect. (Also the fuzz targets' entry, see `fuzzing`.)
-pub(crate) fn check_arguments(
+/// model wrote as invalid JSON are refused, anything else is the tool's to
+/// inspect. (Also the fuzz targets' entry, see `fuzzing`.)
+pub(crate) fn check_arguments<'a>(
     tool: &dyn Tool,
-    name: &str,
-    input: &Value,
+    call: &'a ToolCall,
     workspace: &Workspace,
-) -> Result<Invocation, String> {
-    if let Value::String(raw) = input {
-        return Err(format!(
-            "Invalid arguments for {name}: they are not valid JSON ({}). Call the tool again with a JSON object.",
+) -> Result<(&'a Value, Invocation), String> {
+    match &call.input {
+        CallInput::Invalid(raw) => Err(format!(
+            "Invalid arguments for {}: they are not valid JSON ({}). Call the tool again with a JSON object.",
+            call.name,
             cut(raw, 200)
-        ));
+        )),
+        CallInput::Json(input) => Ok((input, tool.inspect(input, workspace)?)),
     }
-    tool.inspect(input, workspace)
 }
 
 fn finish(
     runtime: &Runtime,
     run: &AgentRun,
-    id: &str,
-    name: &str,
+    call: &ToolCall,
     output: ToolOutput,
     started: Instant,
 ) -> ContentBlock {
@@ -244,15 +243,16 @@ fn finish(
     runtime.emit(
         &run.path,
         EventKind::ToolCallFinished {
-            id: id.to_owned(),
-            name: name.to_owned(),
+            id: call.id.clone(),
+            name: call.name.clone(),
             content: content.clone(),
             is_error: output.is_error,
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            effects: output.effects,
         },
     );
     ContentBlock::ToolResult {
-        tool_use_id: id.to_owned(),
+        tool_use_id: call.id.clone(),
         content,
         is_error: output.is_error,
     }

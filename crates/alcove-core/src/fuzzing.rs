@@ -41,5 +41,6 @@ pub fn check_arguments(
     input: &Value,
     workspace: &Workspace,
 ) -> Result<Invocation, String> {
-    crate::dispatch::check_arguments(tool, name, input, workspace)
+    let call = crate::ToolCall::from_use("fuzz", name, input);
+    crate::dispatch::check_arguments(tool, &call, workspace).map(|(_, invocation)| invocation)
 }

@@ -10,7 +10,8 @@
 //! none matches, the mode decides. A child's gate *narrows* its parent's: it
 //! links to the parent (never copies it), a parent's deny or ask always
 //! holds, a child's allow never widens what the parent allows, and the
-//! child's mode is the stricter of the two. Only config, flags and the user
+//! child's mode is the stricter of the two. In plan mode nothing that edits
+//! or executes runs, whatever any level's allow rules say. Only config, flags and the user
 //! (through "allow always for this session") change rules; nothing a tool
 //! returns or a model writes can.
 
@@ -315,6 +316,14 @@ impl PermissionGate {
         };
         match self.decide(&check) {
             Outcome::Deny(reason) => Decision::Deny(reason),
+            // A gate in plan mode (its own, or inherited as the stricter) runs
+            // no command and writes nothing, whatever a rule above allows or
+            // would ask about.
+            _ if self.mode == PermissionMode::Plan
+                && matches!(access, Access::Edit | Access::Execute) =>
+            {
+                Decision::Deny(plan_denial(tool))
+            }
             Outcome::Ask(reason) => Decision::Ask(reason),
             // Even a bare `Bash` allow: the deny and ask rules beside it could not be checked.
             Outcome::Allow { .. }

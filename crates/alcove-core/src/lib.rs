@@ -20,6 +20,7 @@
 
 mod agent_loop;
 mod agents;
+mod call;
 mod commands;
 mod context;
 mod dispatch;
@@ -35,9 +36,11 @@ mod transcript;
 
 pub use agent_loop::{AgentOutcome, AgentRun, Inbox, Limits, Runtime, run_agent};
 pub use agents::{
-    AgentDefinition, AgentLimits, DEFAULT_AGENT_TYPE, Definitions, ModelFactory, Supervisor,
+    AgentDefinition, AgentLimits, DEFAULT_AGENT_TYPE, Definitions, ModelFactory, POLICY_ENV,
+    ParentPolicy, Supervisor, TreeBudget, TreeUsage,
 };
 pub use agents::{AgentPermissions, DefinitionError, load_definitions, parse_definition};
+pub use call::{CallInput, ToolCall};
 pub use commands::{Commands, CustomCommand, Expansion, expand, load_commands, parse_command};
 pub use context::{ProjectContext, system_prompt};
 pub use events::{EventSink, FanOut};

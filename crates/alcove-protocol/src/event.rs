@@ -9,6 +9,31 @@ use serde_json::Value;
 
 use crate::{Message, Usage};
 
+/// What one tool call did, as data next to the text the model reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Effects {
+    /// Files the call read, workspace-relative where inside it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files_read: Vec<String>,
+    /// Files the call created or changed, workspace-relative where inside it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files_written: Vec<String>,
+    /// A command's exit code (`None` when it ran no command, or was killed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The bytes the call read, wrote or a command printed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+}
+
+impl Effects {
+    /// Whether nothing is recorded.
+    pub fn is_empty(&self) -> bool {
+        self == &Effects::default()
+    }
+}
+
 /// Where an agent sits in the delegation tree: `main`, `main/a1`,
 /// `main/a1/a2`, …
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -177,6 +202,11 @@ pub enum EventKind {
         is_error: bool,
         /// Wall time of the call.
         duration_ms: u64,
+        /// What the call did, as the tool reported it (files read and
+        /// written, exit code, bytes); the evidence footer reads this, never
+        /// the result text. Absent when the call did nothing a tool reports.
+        #[serde(default, skip_serializing_if = "Effects::is_empty")]
+        effects: Effects,
     },
     /// A model turn ended.
     TurnEnded {

@@ -16,5 +16,5 @@
 mod event;
 mod message;
 
-pub use event::{AgentEvent, AgentPath, EventKind, RunStatus};
+pub use event::{AgentEvent, AgentPath, Effects, EventKind, RunStatus};
 pub use message::{ContentBlock, Message, Role, StopReason, ToolSpec, Usage};

@@ -26,7 +26,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    Access, EnvPolicy, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for,
+    Access, Effects, EnvPolicy, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input,
+    spec_for,
 };
 
 const NAME: &str = "Bash";
@@ -286,14 +287,26 @@ async fn run(
     }
     guard.disarm();
 
+    let printed = capture.total;
     let text = capture.render();
     let mut content = if text.trim().is_empty() {
         "(no output)".to_owned()
     } else {
         text.trim_end().to_owned()
     };
+    let effects = |exit_code| Effects {
+        exit_code,
+        bytes: Some(printed),
+        ..Effects::default()
+    };
+    let exit_code = match &outcome {
+        Outcome::Exited(Ok(status)) => status.code(),
+        _ => None,
+    };
     let status_line = match outcome {
-        Outcome::Exited(Ok(status)) if status.success() => return ToolOutput::ok(content),
+        Outcome::Exited(Ok(status)) if status.success() => {
+            return ToolOutput::ok(content).with_effects(effects(Some(0)));
+        }
         Outcome::Exited(Ok(status)) => match (status.code(), signal_of(&status)) {
             (Some(code), _) => format!("Exit code: {code}"),
             (None, Some(signal)) => format!("Killed by signal {signal}"),
@@ -307,7 +320,7 @@ async fn run(
     };
     content.push('\n');
     content.push_str(&status_line);
-    ToolOutput::error(content)
+    ToolOutput::error(content).with_effects(effects(exit_code))
 }
 
 fn signal_of(status: &ExitStatus) -> Option<i32> {
@@ -324,6 +337,8 @@ struct Capture {
     /// Characters dropped between head and tail.
     dropped_chars: usize,
     dropped_any: bool,
+    /// Every byte the command printed.
+    total: u64,
 }
 
 /// Characters in UTF-8 bytes (bytes that do not continue a character).
@@ -333,6 +348,7 @@ fn count_chars(bytes: impl IntoIterator<Item = u8>) -> usize {
 
 impl Capture {
     fn push(&mut self, chunk: &[u8]) {
+        self.total += u64::try_from(chunk.len()).unwrap_or(u64::MAX);
         let room = KEEP_BYTES.saturating_sub(self.head.len()).min(chunk.len());
         self.head.extend_from_slice(&chunk[..room]);
         let rest = &chunk[room..];

@@ -10,7 +10,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for};
+use crate::{
+    Access, Effects, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for,
+};
 
 const NAME: &str = "Edit";
 const DESCRIPTION: &str = "Performs an exact string replacement in a file. old_string must match \
@@ -83,7 +85,7 @@ impl Tool for Edit {
         if let Err(reason) = validate(&input) {
             return ToolOutput::error(reason);
         }
-        let path = context.workspace.resolve(&input.file_path);
+        let path = context.file_path(&input.file_path);
         let shown = context.workspace.display(&path);
         // Opening a named pipe blocks until someone writes to it: the call would hang.
         if let Ok(meta) = tokio::fs::metadata(&path).await
@@ -121,7 +123,12 @@ impl Tool for Edit {
         } else {
             "occurrences"
         };
-        ToolOutput::ok(format!("Edited {shown}: replaced {count} {noun}"))
+        let written = updated.len();
+        ToolOutput::ok(format!("Edited {shown}: replaced {count} {noun}")).with_effects(Effects {
+            files_written: vec![shown],
+            bytes: u64::try_from(written).ok(),
+            ..Effects::default()
+        })
     }
 }
 

@@ -16,6 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use alcove_protocol::Effects;
 use alcove_protocol::{AgentPath, ToolSpec};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -76,13 +77,16 @@ impl Invocation {
     }
 }
 
-/// The result of a call, as the model will read it.
+/// The result of a call: the text the model reads, and what the call did
+/// as data (the evidence footer and the UI read `effects`, never the text).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
     /// The text.
     pub content: String,
     /// Whether the call failed.
     pub is_error: bool,
+    /// What the call did: files read and written, exit code, bytes.
+    pub effects: Effects,
 }
 
 impl ToolOutput {
@@ -91,6 +95,7 @@ impl ToolOutput {
         ToolOutput {
             content: content.into(),
             is_error: false,
+            effects: Effects::default(),
         }
     }
 
@@ -99,12 +104,19 @@ impl ToolOutput {
         ToolOutput {
             content: content.into(),
             is_error: true,
+            effects: Effects::default(),
         }
+    }
+
+    /// The same result with `effects` recorded.
+    pub fn with_effects(mut self, effects: Effects) -> ToolOutput {
+        self.effects = effects;
+        self
     }
 }
 
 /// What a call runs with. Shared state is held by reference.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ToolContext {
     /// The workspace every relative path resolves against.
     pub workspace: Arc<Workspace>,
@@ -120,6 +132,39 @@ pub struct ToolContext {
     /// Paths the call must not reveal (those a `Read(...)` deny rule covers):
     /// searches skip them, so a search from the root cannot read around a rule.
     pub hidden: HiddenPaths,
+    /// The resolved paths [`Tool::inspect`] returned for this call, which the
+    /// permission gate checked: a tool acts on these, never on a path it
+    /// resolves again (the path checked is the path used).
+    pub paths: Vec<PathBuf>,
+    /// The caller's wiring, opaque here: `alcove-core` lends its delegation
+    /// tools the calling agent's scope (gate, tools, depth, path, event sink)
+    /// through it, so no tool captures its caller's state when built.
+    pub scope: Option<Scope>,
+}
+
+/// The caller's wiring a delegation tool downcasts (see [`ToolContext::scope`]).
+pub type Scope = Arc<dyn std::any::Any + Send + Sync>;
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("agent", &self.agent)
+            .field("depth", &self.depth)
+            .field("call_id", &self.call_id)
+            .field("paths", &self.paths)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolContext {
+    /// The path `inspect` resolved for a one-file call, or `file_path`
+    /// resolved now when the call was not inspected first (direct calls in tests).
+    pub fn file_path(&self, file_path: &str) -> PathBuf {
+        self.paths
+            .first()
+            .cloned()
+            .unwrap_or_else(|| self.workspace.resolve(file_path))
+    }
 }
 
 /// A test for paths a call must not reveal; empty hides nothing.

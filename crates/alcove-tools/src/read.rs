@@ -12,7 +12,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for};
+use crate::{
+    Access, Effects, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for,
+};
 
 const NAME: &str = "Read";
 const DESCRIPTION: &str = "Reads a text file from the local filesystem and returns its lines \
@@ -76,8 +78,12 @@ impl Tool for Read {
             Ok(input) => input,
             Err(reason) => return ToolOutput::error(reason),
         };
-        let path = context.workspace.resolve(&input.file_path);
+        let path = context.file_path(&input.file_path);
         let shown = context.workspace.display(&path);
+        let effects = Effects {
+            files_read: vec![shown.clone()],
+            ..Effects::default()
+        };
         let offset = clamp_usize(input.offset).max(1);
         let limit = match clamp_usize(input.limit) {
             0 => DEFAULT_LIMIT,
@@ -85,7 +91,10 @@ impl Tool for Read {
         };
         let job = tokio::task::spawn_blocking(move || read_window(&path, &shown, offset, limit));
         match job.await {
-            Ok(Ok(text)) => ToolOutput::ok(text),
+            Ok(Ok(text)) => {
+                let bytes = u64::try_from(text.len()).ok();
+                ToolOutput::ok(text).with_effects(Effects { bytes, ..effects })
+            }
             Ok(Err(reason)) => ToolOutput::error(reason),
             Err(err) => ToolOutput::error(format!("Read failed: {err}")),
         }

@@ -10,7 +10,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for};
+use crate::{
+    Access, Effects, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for,
+};
 
 const NAME: &str = "Write";
 const DESCRIPTION: &str = "Writes a file to the local filesystem, replacing it if it exists and \
@@ -60,7 +62,7 @@ impl Tool for Write {
             Ok(input) => input,
             Err(reason) => return ToolOutput::error(reason),
         };
-        let path = context.workspace.resolve(&input.file_path);
+        let path = context.file_path(&input.file_path);
         let shown = context.workspace.display(&path);
         let existed = match tokio::fs::metadata(&path).await {
             Ok(meta) if meta.is_dir() => {
@@ -90,6 +92,10 @@ impl Tool for Write {
         }
         let bytes = input.content.len();
         let verb = if existed { "Updated" } else { "Created" };
-        ToolOutput::ok(format!("{verb} {shown} ({bytes} bytes)"))
+        ToolOutput::ok(format!("{verb} {shown} ({bytes} bytes)")).with_effects(Effects {
+            files_written: vec![shown],
+            bytes: u64::try_from(bytes).ok(),
+            ..Effects::default()
+        })
     }
 }

@@ -106,6 +106,7 @@ fn tool_finished(agent: &str, id: &str, name: &str, content: &str, ms: u64) -> A
             content: content.to_owned(),
             is_error: false,
             duration_ms: ms,
+            effects: Default::default(),
         },
     )
 }

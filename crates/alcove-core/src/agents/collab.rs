@@ -2,10 +2,18 @@
 //! `wait`, `close_agent`, `resume_agent`.
 //!
 //! The parent starts a child and goes on working; the child runs as a task
-//! (or, with `agents.command`, a process) on the supervisor's slots. Results
-//! are JSON text the model reads; every error is an error result.
+//! (or, with `agents.command`, a process) through the one lifecycle
+//! (`lifecycle`). Results are JSON text the model reads; every error is an
+//! error result. The tools hold the supervisor weakly and nothing of their
+//! caller's: who calls is the scope dispatch lends them.
+//!
+//! With the process runner, `spawn_agent` is an `Execute` call: it starts a
+//! command, so the mode, the rules (`Agent(<type>)`) and the hooks decide it
+//! as they decide Bash. Allowing the spawn allows that agent's later
+//! submissions (`send_input` continues the same agent in the same kind of
+//! process).
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use alcove_protocol::ToolSpec;
@@ -16,19 +24,12 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::child::Parent;
+use super::child::ChildRequest;
 use super::definitions::DEFAULT_AGENT_TYPE;
-use super::registry::{Record, State, now};
-use super::supervisor::Supervisor;
-use crate::PermissionGate;
-
-/// What every collab tool of one agent shares: its caller's pool and gate.
-#[derive(Clone)]
-pub(crate) struct Collab {
-    pub(crate) supervisor: Arc<Supervisor>,
-    pub(crate) pool: Vec<Arc<dyn Tool>>,
-    pub(crate) gate: Arc<PermissionGate>,
-}
+use super::lifecycle::SlotWait;
+use super::registry::{Record, Registry, State, next_sequence, now};
+use super::scope::AgentScope;
+use super::supervisor::{Supervisor, upgrade};
 
 #[derive(Deserialize, JsonSchema)]
 struct SpawnInput {
@@ -37,6 +38,9 @@ struct SpawnInput {
     /// The kind of agent (default "general-purpose").
     #[serde(default)]
     agent_type: Option<String>,
+    /// A different model for this agent, written provider/name.
+    #[serde(default)]
+    model: Option<String>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -65,15 +69,19 @@ struct IdInput {
     id: String,
 }
 
-/// The five tools, in the order they are offered.
-pub(crate) fn collab_tools(collab: Collab) -> Vec<Arc<dyn Tool>> {
-    vec![
-        Arc::new(CollabTool::new(collab.clone(), Kind::Spawn)),
-        Arc::new(CollabTool::new(collab.clone(), Kind::Send)),
-        Arc::new(CollabTool::new(collab.clone(), Kind::Resume)),
-        Arc::new(CollabTool::new(collab.clone(), Kind::Wait)),
-        Arc::new(CollabTool::new(collab, Kind::Close)),
+/// The five tools, in the order they are offered; `runner` says whether
+/// spawned agents run as commands (the process runner).
+pub(crate) fn collab_tools(supervisor: &Weak<Supervisor>, runner: bool) -> Vec<Arc<dyn Tool>> {
+    [
+        Kind::Spawn,
+        Kind::Send,
+        Kind::Resume,
+        Kind::Wait,
+        Kind::Close,
     ]
+    .into_iter()
+    .map(|kind| Arc::new(CollabTool::new(supervisor.clone(), kind, runner)) as Arc<dyn Tool>)
+    .collect()
 }
 
 #[derive(Clone, Copy)]
@@ -86,13 +94,14 @@ enum Kind {
 }
 
 struct CollabTool {
-    collab: Collab,
+    supervisor: Weak<Supervisor>,
     kind: Kind,
+    runner: bool,
     spec: ToolSpec,
 }
 
 impl CollabTool {
-    fn new(collab: Collab, kind: Kind) -> CollabTool {
+    fn new(supervisor: Weak<Supervisor>, kind: Kind, runner: bool) -> CollabTool {
         let spec = match kind {
             Kind::Spawn => spec_for::<SpawnInput>(
                 "spawn_agent",
@@ -120,7 +129,12 @@ impl CollabTool {
                 "Close an agent, stopping any work it is doing.",
             ),
         };
-        CollabTool { collab, kind, spec }
+        CollabTool {
+            supervisor,
+            kind,
+            runner,
+            spec,
+        }
     }
 }
 
@@ -131,7 +145,11 @@ impl Tool for CollabTool {
     }
 
     fn access(&self) -> Access {
-        Access::Delegate
+        match self.kind {
+            // Starting a command is gated like Bash.
+            Kind::Spawn if self.runner => Access::Execute,
+            _ => Access::Delegate,
+        }
     }
 
     fn concurrency_safe(&self) -> bool {
@@ -155,14 +173,13 @@ impl Tool for CollabTool {
 
     async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
         let name = self.spec.name.as_str();
-        let supervisor = &self.collab.supervisor;
+        let supervisor = match upgrade(&self.supervisor) {
+            Ok(supervisor) => supervisor,
+            Err(reason) => return ToolOutput::error(format!("{name} failed: {reason}")),
+        };
         let result = match self.kind {
             Kind::Spawn => match parse_input::<SpawnInput>(name, &input) {
-                Ok(input) => {
-                    supervisor
-                        .spawn(&self.collab, context, input.message, input.agent_type)
-                        .await
-                }
+                Ok(input) => supervisor.spawn(context, input).await,
                 Err(reason) => Err(reason),
             },
             Kind::Send => match parse_input::<SendInput>(name, &input) {
@@ -196,69 +213,56 @@ impl Tool for CollabTool {
 impl Supervisor {
     async fn spawn(
         self: &Arc<Self>,
-        collab: &Collab,
         context: &ToolContext,
-        message: String,
-        agent_type: Option<String>,
+        input: SpawnInput,
     ) -> Result<Value, String> {
-        let message = message.trim().to_owned();
+        let message = input.message.trim().to_owned();
         if message.is_empty() {
             return Err("spawn_agent failed: message must not be empty".to_owned());
         }
-        if context.depth >= self.limits.max_depth {
-            return Err(format!(
-                "spawn_agent failed: Agent nesting depth exceeded (max {})",
-                self.limits.max_depth
-            ));
-        }
-        let type_name = agent_type.as_deref().unwrap_or(DEFAULT_AGENT_TYPE);
+        let scope =
+            AgentScope::of(context).map_err(|reason| format!("spawn_agent failed: {reason}"))?;
+        let type_name = input.agent_type.as_deref().unwrap_or(DEFAULT_AGENT_TYPE);
         let definition = self.definitions.get(type_name).cloned().ok_or_else(|| {
             format!(
                 "spawn_agent failed: unknown agent_type `{type_name}`; known: {}",
                 self.definitions.names()
             )
         })?;
-        if self.slots.available_permits() == 0 {
-            return Err(format!(
-                "spawn_agent failed: subagent concurrency limit reached ({})",
-                self.limits.max_concurrent
-            ));
-        }
-        let id = self.next_child_name();
-        let parent = Parent {
-            path: &context.agent,
-            depth: context.depth,
-            pool: &collab.pool,
-            gate: &collab.gate,
-            call_id: &context.call_id,
+        let request = ChildRequest {
+            description: message.clone(),
+            tool_names: None,
+            model: input.model,
         };
-        let description: String = message
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .chars()
-            .take(60)
-            .collect();
-        // Spawned children outlive the call: they hang off the parent's run, not the call.
-        let parent_cancel = context.cancel.clone();
-        let child = self
-            .prepare_child(
-                parent,
-                &id,
+        // Spawned children outlive the call: they hang off the spawning
+        // agent's run token, so interrupting that agent stops them.
+        let parent_cancel = scope.run.cancel.clone();
+        let started = self
+            .start_child(
+                scope,
+                &context.call_id,
                 &definition,
-                &description,
-                None,
-                None,
+                &request,
+                SlotWait::Now,
                 parent_cancel.child_token(),
             )
             .await
             .map_err(|reason| format!("spawn_agent failed: {reason}"))?;
+        let id = started
+            .child
+            .path
+            .as_str()
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        let warnings = started.child.warnings.clone();
         let created_at = now();
         let record = Record {
             id: id.clone(),
-            parent: context.agent.clone(),
             created_at,
             updated_at: created_at,
+            sequence: next_sequence(),
             status: State::Running,
             status_before_close: State::Completed,
             last_message: message.clone(),
@@ -269,22 +273,19 @@ impl Supervisor {
             history: Vec::new(),
             remote_session: None,
             parent_cancel,
-            child: Arc::new(child),
+            child: Arc::new(started.child),
         };
-        self.lock_records()?.insert(id.clone(), record);
-        match self.start_submission(&id, message) {
-            Ok(submission_id) => {
-                let records = self.lock_records()?;
-                let record = records
-                    .get(&id)
-                    .ok_or_else(|| format!("agent not found: {id}"))?;
-                Ok(record.spawn_view(&submission_id))
-            }
-            Err(reason) => {
-                self.lock_records()?.remove(&id);
-                Err(format!("spawn_agent failed: {reason}"))
-            }
+        {
+            let mut records = self.lock_records()?;
+            records.insert(id.clone(), record);
+            Registry::evict_idle(&mut records);
         }
+        let submission_id = self.start_submission(&id, message, started.lease)?;
+        let records = self.lock_records()?;
+        let record = records
+            .get(&id)
+            .ok_or_else(|| format!("agent not found: {id}"))?;
+        Ok(record.spawn_view(&submission_id, &warnings))
     }
 
     async fn send_input(
@@ -324,8 +325,23 @@ impl Supervisor {
         if let Some(task) = previous_task {
             let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
         }
+        let turns = {
+            let records = self.lock_records()?;
+            let record = records
+                .get(id)
+                .ok_or_else(|| format!("agent not found: {id}"))?;
+            record.child.run.max_turns
+        };
+        let lease = self
+            .lease(
+                turns,
+                SlotWait::Now,
+                &tokio_util::sync::CancellationToken::new(),
+            )
+            .await
+            .map_err(|reason| format!("send_input failed: {reason}"))?;
         let submission_id = self
-            .start_submission(id, message.trim().to_owned())
+            .start_submission(id, message.trim().to_owned(), lease)
             .map_err(|reason| format!("send_input failed: {reason}"))?;
         Ok(json!({"agent_id": id, "status": "running", "submission_id": submission_id}))
     }
@@ -377,6 +393,7 @@ impl Supervisor {
                 submission.cancel.cancel();
             }
         }
+        Registry::evict_idle(&mut records);
         drop(records);
         self.registry.changed.notify_waiters();
         Ok(json!({"agent_id": id, "status": "closed"}))

@@ -2,23 +2,39 @@
 //! conversation.
 //!
 //! - `supervisor`: what a session's delegations share (limits, slots,
-//!   definitions, naming, transcripts).
+//!   definitions, naming, the registry, the tree budget).
+//! - `scope`: the caller's wiring, lent to a delegation tool per call.
+//! - `lifecycle`: a child's one life for both faces (lease, announce, run
+//!   under budgets, panic capture, one end record, release).
+//! - `child`: what a child is built from (gate, tools, model, sinks).
+//! - `budget`: the budget of the whole tree.
 //! - `agent_tool`: the synchronous `Agent` tool.
+//! - `collab`: the asynchronous tools (`spawn_agent`, `send_input`, `wait`,
+//!   `close_agent`, `resume_agent`); `submission`: their runs and ends;
+//!   `registry`: spawned agents' records and state machine.
+//! - `runner`: the process runner (`agents.command`) and the policy it
+//!   passes to an alcove child.
 //! - `definitions`: the kinds of child (`general-purpose`, `explore`, …).
 //! - `loader`: definitions from Markdown files with YAML front matter.
 //! - `report`: the summary and the harness-written evidence footer.
 
 mod agent_tool;
+mod budget;
 mod child;
 mod collab;
 mod definitions;
+mod lifecycle;
 mod loader;
 mod registry;
 mod report;
 mod runner;
+mod scope;
 mod submission;
 mod supervisor;
 
+pub use budget::{TreeBudget, TreeUsage};
 pub use definitions::{AgentDefinition, AgentPermissions, DEFAULT_AGENT_TYPE, Definitions};
 pub use loader::{DefinitionError, load_definitions, parse_definition};
+pub use runner::{POLICY_ENV, ParentPolicy};
+pub(crate) use scope::AgentScope;
 pub use supervisor::{AgentLimits, ModelFactory, Supervisor};

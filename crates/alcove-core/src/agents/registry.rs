@@ -5,18 +5,27 @@
 //! reported by `wait` only). A record outlives its submissions: it keeps
 //! the child's conversation, so `send_input` to a finished agent continues
 //! it. Every transition wakes waiters; `wait` never polls.
+//!
+//! Records are bounded: at most [`RETAINED_IDLE`] records that are not
+//! running are kept; past that the least recently changed are dropped (with
+//! their conversations) and answer `not_found`, so a long session that
+//! spawns and closes agents does not grow without bound. A running record
+//! is never dropped.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use alcove_protocol::{AgentPath, Message};
+use alcove_protocol::Message;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::child::Child;
+
+/// How many records that are not running a session keeps addressable.
+pub(crate) const RETAINED_IDLE: usize = 64;
 
 /// An agent's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,9 +59,10 @@ pub(crate) struct Submission {
 /// One spawned agent.
 pub(crate) struct Record {
     pub(crate) id: String,
-    pub(crate) parent: AgentPath,
     pub(crate) created_at: u64,
     pub(crate) updated_at: u64,
+    /// Orders changes within one second, for eviction.
+    pub(crate) sequence: u64,
     pub(crate) status: State,
     pub(crate) status_before_close: State,
     pub(crate) last_message: String,
@@ -72,6 +82,7 @@ pub(crate) struct Record {
 impl Record {
     pub(crate) fn touch(&mut self) {
         self.updated_at = now();
+        self.sequence = next_sequence();
     }
 
     /// The `details` entry `wait` returns.
@@ -82,23 +93,24 @@ impl Record {
             "last_output": self.last_output,
             "last_error": self.last_error,
             "last_submission_id": self.last_submission_id,
+            "created_at": self.created_at,
             "updated_at": self.updated_at,
         })
     }
 
-    /// What `spawn_agent` returns.
-    pub(crate) fn spawn_view(&self, submission_id: &str) -> Value {
-        json!({
+    /// What `spawn_agent` returns: short, and what to do next (`wait` has
+    /// the full record).
+    pub(crate) fn spawn_view(&self, submission_id: &str, warnings: &[String]) -> Value {
+        let mut view = json!({
             "agent_id": self.id,
             "status": self.status.as_str(),
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "last_message": self.last_message,
-            "last_submission_id": self.last_submission_id,
-            "has_last_output": self.last_output.is_some(),
-            "has_last_error": self.last_error.is_some(),
             "submission_id": submission_id,
-        })
+            "next": format!("call wait with ids [\"{}\"] to collect it", self.id),
+        });
+        if !warnings.is_empty() {
+            view["warnings"] = json!(warnings);
+        }
+        view
     }
 }
 
@@ -123,6 +135,30 @@ impl WaitResult {
 }
 
 impl Registry {
+    /// Drops the least recently changed records that are not running, past
+    /// [`RETAINED_IDLE`] of them.
+    pub(crate) fn evict_idle(records: &mut BTreeMap<String, Record>) {
+        let mut idle: Vec<(u64, u64, String)> = records
+            .values()
+            .filter(|record| record.running.is_none())
+            .map(|record| (record.updated_at, record.sequence, record.id.clone()))
+            .collect();
+        if idle.len() <= RETAINED_IDLE {
+            return;
+        }
+        idle.sort();
+        let excess = idle.len() - RETAINED_IDLE;
+        for (_, _, id) in idle.into_iter().take(excess) {
+            records.remove(&id);
+        }
+    }
+
+    /// How many records are held (running or not).
+    #[cfg(test)]
+    pub(crate) fn live(&self) -> usize {
+        self.records.lock().map_or(0, |records| records.len())
+    }
+
     /// Returns as soon as at least one of `ids` is final (not running; an
     /// unknown id is final as `not_found`), or when `timeout` passes.
     pub(crate) async fn wait_any(&self, ids: &[String], timeout: Duration) -> WaitResult {
@@ -175,6 +211,12 @@ impl Registry {
             timed_out: false,
         })
     }
+}
+
+/// A number that grows with every change of any record.
+pub(crate) fn next_sequence() -> u64 {
+    static SEQUENCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    SEQUENCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Unix seconds.

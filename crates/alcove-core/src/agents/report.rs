@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use alcove_protocol::{AgentEvent, AgentPath, EventKind, RunStatus};
+use alcove_protocol::{AgentEvent, AgentPath, Effects, EventKind, RunStatus};
 use alcove_tools::ToolOutput;
 
 use crate::{AgentOutcome, EventSink};
@@ -19,25 +19,28 @@ use crate::{AgentOutcome, EventSink};
 /// Summaries longer than this keep only their tail.
 pub(crate) const SUMMARY_BUDGET: usize = 32 * 1024;
 
-/// Watches a child's events (and its descendants') for what it did.
+/// Watches a child's events (and its descendants', which its lineage sink
+/// passes on) for what it did, from the effects tools report, never from
+/// result text.
 pub(crate) struct Evidence {
     child: AgentPath,
-    workspace: std::path::PathBuf,
     state: Mutex<EvidenceState>,
 }
 
 #[derive(Default)]
 struct EvidenceState {
-    pending: HashMap<String, (String, String)>,
+    /// Commands of calls still running, by `agent#call id`.
+    pending: HashMap<String, String>,
+    calls: usize,
+    read: BTreeSet<String>,
     wrote: BTreeSet<String>,
     commands: Vec<(String, String)>,
 }
 
 impl Evidence {
-    pub(crate) fn new(child: AgentPath, workspace: &Path) -> Evidence {
+    pub(crate) fn new(child: AgentPath) -> Evidence {
         Evidence {
             child,
-            workspace: workspace.to_owned(),
             state: Mutex::new(EvidenceState::default()),
         }
     }
@@ -61,48 +64,27 @@ impl EventSink for Evidence {
             return;
         };
         match &event.kind {
-            EventKind::ToolCallStarted { id, name, input } => {
-                let detail =
-                    match name.as_str() {
-                        "Write" | "Edit" => input
-                            .get("file_path")
-                            .and_then(|path| path.as_str())
-                            .map(|path| {
-                                let absolute = self.workspace.join(path);
-                                absolute
-                                    .strip_prefix(&self.workspace)
-                                    .unwrap_or(&absolute)
-                                    .display()
-                                    .to_string()
-                            }),
-                        "Bash" => input
-                            .get("command")
-                            .and_then(|command| command.as_str())
-                            .map(str::to_owned),
-                        _ => None,
-                    };
-                if let Some(detail) = detail {
+            EventKind::ToolCallStarted { id, input, .. } => {
+                if let Some(command) = input.get("command").and_then(|command| command.as_str()) {
                     state
                         .pending
-                        .insert(format!("{}#{id}", event.agent), (name.clone(), detail));
+                        .insert(format!("{}#{id}", event.agent), command.to_owned());
                 }
             }
             EventKind::ToolCallFinished {
                 id,
-                content,
                 is_error,
+                effects,
                 ..
             } => {
-                let Some((name, detail)) = state.pending.remove(&format!("{}#{id}", event.agent))
-                else {
-                    return;
-                };
-                if name == "Bash" {
+                state.calls += 1;
+                let command = state.pending.remove(&format!("{}#{id}", event.agent));
+                state.read.extend(effects.files_read.iter().cloned());
+                state.wrote.extend(effects.files_written.iter().cloned());
+                if let Some(command) = command {
                     state
                         .commands
-                        .push((detail, exit_status(content, *is_error)));
-                } else if !is_error {
-                    state.wrote.insert(detail);
+                        .push((command, command_status(effects, *is_error)));
                 }
             }
             _ => {}
@@ -110,28 +92,15 @@ impl EventSink for Evidence {
     }
 }
 
-/// How a Bash call ended, read from its result.
-fn exit_status(content: &str, is_error: bool) -> String {
-    if !is_error {
-        return "exit 0".to_owned();
+/// How a command call ended, from its effects: its exit code, killed after
+/// it printed (a timeout or cancel), or never run (refused or failed to start).
+fn command_status(effects: &Effects, is_error: bool) -> String {
+    match (effects.exit_code, effects.bytes) {
+        (Some(code), _) => format!("exit {code}"),
+        (None, Some(_)) => "killed".to_owned(),
+        (None, None) if is_error => "not run".to_owned(),
+        (None, None) => "ran".to_owned(),
     }
-    if let Some(code) = content
-        .rsplit("Exit code: ")
-        .next()
-        .filter(|_| content.contains("Exit code: "))
-    {
-        let code: String = code.chars().take_while(char::is_ascii_digit).collect();
-        if !code.is_empty() {
-            return format!("exit {code}");
-        }
-    }
-    if content.starts_with("Permission denied") || content.starts_with("Blocked by") {
-        return "refused".to_owned();
-    }
-    if content.contains("timed out") {
-        return "timed out".to_owned();
-    }
-    "failed".to_owned()
 }
 
 /// Everything the report is built from.
@@ -142,7 +111,11 @@ pub(crate) struct ReportInput<'a> {
     pub(crate) budget_note: Option<String>,
     pub(crate) elapsed: Duration,
     pub(crate) ignored_tools: &'a [String],
+    /// Warnings for the parent (an unknown model replaced, …).
+    pub(crate) warnings: &'a [String],
     pub(crate) transcript: Option<&'a Path>,
+    /// What the whole tree used, when a tree budget is set.
+    pub(crate) tree: Option<String>,
 }
 
 /// Builds the tool result the parent sees.
@@ -206,15 +179,13 @@ fn footer(input: &ReportInput<'_>, evidence: &Evidence) -> String {
         format!("time: {:.1}s", input.elapsed.as_secs_f64()),
     ];
     if let Ok(state) = evidence.state.lock() {
-        let wrote: Vec<&str> = state.wrote.iter().map(String::as_str).collect();
         parts.push(format!(
-            "files written: {}",
-            if wrote.is_empty() {
-                "none".to_owned()
-            } else {
-                wrote.join(", ")
-            }
+            "tools: {} call{}",
+            state.calls,
+            if state.calls == 1 { "" } else { "s" }
         ));
+        parts.push(format!("files read: {}", list(&state.read, READ_SHOWN)));
+        parts.push(format!("files written: {}", list(&state.wrote, usize::MAX)));
         let ran: Vec<String> = state
             .commands
             .iter()
@@ -235,10 +206,38 @@ fn footer(input: &ReportInput<'_>, evidence: &Evidence) -> String {
             input.ignored_tools.join(", ")
         ));
     }
+    if let Some(tree) = &input.tree {
+        parts.push(tree.clone());
+    }
     if let Some(path) = input.transcript {
         parts.push(format!("transcript: {}", path.display()));
     }
-    format!("[alcove evidence] {}", parts.join(" | "))
+    let mut footer = String::new();
+    for warning in input.warnings {
+        footer.push_str(&format!("[alcove warning] {warning}\n"));
+    }
+    footer.push_str(&format!("[alcove evidence] {}", parts.join(" | ")));
+    footer
+}
+
+/// How many files read the footer names before it only counts.
+const READ_SHOWN: usize = 10;
+
+/// `none`, or the first `shown` entries and how many more there are.
+fn list(items: &BTreeSet<String>, shown: usize) -> String {
+    if items.is_empty() {
+        return "none".to_owned();
+    }
+    let mut text = items
+        .iter()
+        .take(shown)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > shown {
+        text.push_str(&format!(" and {} more", items.len() - shown));
+    }
+    text
 }
 
 fn one_line(command: &str) -> String {
@@ -280,13 +279,48 @@ mod tests {
     }
 
     #[test]
-    fn exit_status_reads_the_bash_result() {
-        assert_eq!(exit_status("ok", false), "exit 0");
-        assert_eq!(exit_status("boom\nExit code: 3", true), "exit 3");
-        assert_eq!(exit_status("Permission denied: Bash (x)", true), "refused");
-        assert_eq!(
-            exit_status("Command timed out after 5 ms", true),
-            "timed out"
-        );
+    fn a_command_status_is_read_from_effects_never_from_text() {
+        let effects = |exit_code, bytes| Effects {
+            exit_code,
+            bytes,
+            ..Effects::default()
+        };
+        assert_eq!(command_status(&effects(Some(0), Some(3)), false), "exit 0");
+        assert_eq!(command_status(&effects(Some(3), Some(0)), true), "exit 3");
+        assert_eq!(command_status(&effects(None, Some(10)), true), "killed");
+        assert_eq!(command_status(&effects(None, None), true), "not run");
+    }
+
+    #[test]
+    fn evidence_counts_calls_and_files_of_the_child_and_its_descendants_only() {
+        let evidence = Evidence::new(AgentPath::main().child("agent-1"));
+        let finished = |agent: AgentPath, id: &str, effects: Effects| AgentEvent {
+            agent,
+            kind: EventKind::ToolCallFinished {
+                id: id.to_owned(),
+                name: "Anything".to_owned(),
+                content: "Exit code: 9".to_owned(),
+                is_error: false,
+                duration_ms: 1,
+                effects,
+            },
+        };
+        let child = AgentPath::main().child("agent-1");
+        let read = Effects {
+            files_read: vec!["a.rs".to_owned()],
+            ..Effects::default()
+        };
+        let wrote = Effects {
+            files_written: vec!["b.rs".to_owned()],
+            ..Effects::default()
+        };
+        evidence.emit(&finished(child.clone(), "1", read));
+        evidence.emit(&finished(child.child("agent-2"), "2", wrote.clone()));
+        evidence.emit(&finished(AgentPath::main().child("agent-10"), "3", wrote));
+        let state = evidence.state.lock().unwrap();
+        assert_eq!(state.calls, 2);
+        assert_eq!(state.read.iter().collect::<Vec<_>>(), ["a.rs"]);
+        assert_eq!(state.wrote.iter().collect::<Vec<_>>(), ["b.rs"]);
+        assert!(state.commands.is_empty(), "no command was started");
     }
 }

@@ -1,17 +1,20 @@
-//! Submissions of spawned agents: starting one on a slot, running it with
-//! the in-process or the process runner, and recording how it ended.
+//! Submissions of spawned agents: running one on its lease, with the
+//! in-process or the process runner, and recording how it ended.
 //!
 //! The state machine's transitions live here: `running` on start; on the
-//! end `completed`, or `errored` (failed, interrupted, cut short), or — when
-//! the agent was closed meanwhile — `closed`, whatever the run said. Every
-//! end wakes `wait` and, unless the parent closed the agent itself, leaves a
-//! notification for the parent's next model request.
+//! end `completed`, or `errored` (failed, panicked, interrupted, cut short),
+//! or — when the agent was closed meanwhile — `closed`, whatever the run
+//! said. Every end is recorded exactly once (the task always reaches
+//! `finish_submission`: `run_submission` catches panics), wakes `wait` and,
+//! unless the parent closed the agent itself, leaves a notification for the
+//! parent's next model request.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use alcove_protocol::{EventKind, Message, RunStatus};
+use alcove_protocol::{EventKind, RunStatus};
 
+use super::lifecycle::{Ended, Lease, Remote};
 use super::registry::{Record, State, Submission};
 use super::supervisor::Supervisor;
 
@@ -39,6 +42,48 @@ impl Supervisor {
         closed
     }
 
+    /// Waits until no spawned agent that is running now still runs (each
+    /// stops within its own budgets), or until `cancel` fires. Returns what
+    /// `wait` would say of them, or `None` when none was running.
+    pub async fn wait_for_running(
+        &self,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Option<serde_json::Value> {
+        let running: Vec<String> = self
+            .lock_records()
+            .ok()?
+            .values()
+            .filter(|record| record.running.is_some())
+            .map(|record| record.id.clone())
+            .collect();
+        if running.is_empty() {
+            return None;
+        }
+        loop {
+            let changed = self.registry.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let details: Option<serde_json::Map<String, serde_json::Value>> = {
+                let records = self.lock_records().ok()?;
+                running
+                    .iter()
+                    .map(|id| match records.get(id) {
+                        Some(record) if record.running.is_some() => None,
+                        Some(record) => Some((id.clone(), record.details())),
+                        None => Some((id.clone(), serde_json::json!({"status": "not_found"}))),
+                    })
+                    .collect()
+            };
+            if let Some(details) = details {
+                return Some(serde_json::Value::Object(details));
+            }
+            tokio::select! {
+                () = &mut changed => {}
+                () = cancel.cancelled() => return None,
+            }
+        }
+    }
+
     pub(crate) fn lock_records(
         &self,
     ) -> Result<std::sync::MutexGuard<'_, std::collections::BTreeMap<String, Record>>, String> {
@@ -48,19 +93,14 @@ impl Supervisor {
             .map_err(|_| "the agent registry is unavailable".to_owned())
     }
 
-    /// Starts a submission of `message` on agent `id`: takes a slot, marks it
-    /// running and launches the runner.
+    /// Starts a submission of `message` on agent `id` holding `lease`: marks
+    /// it running and launches the runner.
     pub(crate) fn start_submission(
         self: &Arc<Self>,
         id: &str,
         message: String,
+        lease: Lease,
     ) -> Result<String, String> {
-        let permit = self.slots.clone().try_acquire_owned().map_err(|_| {
-            format!(
-                "subagent concurrency limit reached ({})",
-                self.limits.max_concurrent
-            )
-        })?;
         let submission_id = uuid::Uuid::new_v4().to_string();
         let mut records = self.lock_records()?;
         let record = records
@@ -78,15 +118,12 @@ impl Supervisor {
         let (agent_id, sub_id, task_cancel) =
             (id.to_owned(), submission_id.clone(), cancel.clone());
         let task = tokio::spawn(async move {
-            let _permit = permit;
+            let remote = supervisor.command.as_deref().map(|command| Remote {
+                command,
+                session: remote_session.as_deref(),
+            });
             let ended = supervisor
-                .run_submission(
-                    &child,
-                    history,
-                    message,
-                    remote_session.as_deref(),
-                    &task_cancel,
-                )
+                .run_submission(&child, lease, history, message, &task_cancel, remote)
                 .await;
             supervisor.finish_submission(&agent_id, &sub_id, ended);
         });
@@ -97,50 +134,6 @@ impl Supervisor {
             task: Some(task),
         });
         Ok(submission_id)
-    }
-
-    async fn run_submission(
-        &self,
-        child: &super::child::Child,
-        history: Vec<Message>,
-        message: String,
-        remote_session: Option<&str>,
-        cancel: &tokio_util::sync::CancellationToken,
-    ) -> Ended {
-        if let Some(command) = &self.command {
-            let outcome = super::runner::run_process(
-                command,
-                &message,
-                remote_session,
-                child.runtime.workspace.root(),
-                cancel,
-                &child.path,
-                child.runtime.events.as_ref(),
-            )
-            .await;
-            return Ended {
-                status: outcome.status,
-                output: outcome.output,
-                error: outcome.error,
-                history: Vec::new(),
-                remote_session: outcome.session,
-                turns: outcome.turns,
-                usage: outcome.usage,
-            };
-        }
-        let mut run = child.run.clone();
-        run.cancel = cancel.clone();
-        let outcome =
-            crate::run_agent(&child.runtime, &run, history, Message::user_text(message)).await;
-        Ended {
-            status: outcome.status,
-            output: outcome.last_text(),
-            error: outcome.error.clone(),
-            turns: outcome.turns,
-            usage: outcome.usage,
-            history: outcome.messages,
-            remote_session: None,
-        }
     }
 
     /// Records how a submission ended, unless a newer one replaced it.
@@ -162,7 +155,8 @@ impl Supervisor {
             .running
             .take()
             .is_some_and(|running| running.interrupted);
-        record.history = ended.history;
+        let outcome = ended.outcome;
+        record.history = outcome.messages;
         record.remote_session = ended.remote_session.or(record.remote_session.take());
         record.last_output = ended.output;
         record.touch();
@@ -171,7 +165,7 @@ impl Supervisor {
         } else if interrupted {
             (State::Errored, Some("interrupted".to_owned()))
         } else {
-            match ended.status {
+            match outcome.status {
                 RunStatus::Completed => (State::Completed, None),
                 RunStatus::MaxTurns => (
                     State::Errored,
@@ -179,17 +173,20 @@ impl Supervisor {
                 ),
                 RunStatus::Budget => (
                     State::Errored,
-                    Some("incomplete: a budget ran out".to_owned()),
+                    Some(format!(
+                        "incomplete: budget ({})",
+                        ended.budget_note.as_deref().unwrap_or("exceeded")
+                    )),
                 ),
                 RunStatus::Aborted => (State::Errored, Some("aborted".to_owned())),
-                RunStatus::Failed => (State::Errored, ended.error.or(Some("failed".to_owned()))),
+                RunStatus::Failed => (State::Errored, outcome.error.or(Some("failed".to_owned()))),
             }
         };
         record.status = state;
         record.last_error = error;
-        let parent = record.parent.clone();
+        let parent = record.child.parent.clone();
         let path = record.child.path.clone();
-        let description = record.child.run.description.clone().unwrap_or_default();
+        let description = record.child.label.clone();
         let first_line = record
             .last_output
             .as_deref()
@@ -206,34 +203,20 @@ impl Supervisor {
         if let Some(transcript) = transcript {
             transcript.release();
         }
-        self.runtime.emit(
-            &parent,
-            EventKind::AgentEnded {
-                child: path,
-                description,
-                status: ended.status,
-                ok: state == State::Completed,
-                turns: ended.turns,
-                usage: ended.usage,
-            },
-        );
+        parent.emit(EventKind::AgentEnded {
+            child: path,
+            description,
+            status: outcome.status,
+            ok: state == State::Completed,
+            turns: outcome.turns,
+            usage: outcome.usage,
+        });
         if notify {
-            self.runtime.inbox.push(
-                &parent,
+            parent.runtime.inbox.push(
+                &parent.path,
                 format!("agent {id} {}: {first_line}", state.as_str()),
             );
         }
         self.registry.changed.notify_waiters();
     }
-}
-
-/// How one submission ended, whichever runner ran it.
-struct Ended {
-    status: RunStatus,
-    output: Option<String>,
-    error: Option<String>,
-    history: Vec<Message>,
-    remote_session: Option<String>,
-    turns: u32,
-    usage: alcove_protocol::Usage,
 }

@@ -1,14 +1,17 @@
 //! The per-session supervisor: what every delegation of a session shares.
 //!
-//! Limits (depth, turns, concurrency, budgets), the definitions registry,
-//! the concurrency slots (released by RAII whatever way a run ends), child
-//! naming, where child transcripts go, and how a child gets a different
-//! model. The synchronous `Agent` tool is one face of it; the asynchronous
-//! collab tools will be another, on the same slots.
+//! Limits (depth, turns, concurrency, budgets and the tree budget), the
+//! definitions registry, the concurrency slots (released by RAII whatever
+//! way a run ends), child naming, where child transcripts go, how a child
+//! gets a different model, and the registry of spawned agents. Nothing
+//! per-agent lives here: a delegation tool learns who called it from the
+//! scope dispatch lends it (`scope`), and a child's life is `lifecycle`'s.
+//! Both faces — `Agent` (synchronous) and the collab tools (asynchronous) —
+//! start children through the same `Supervisor::start_child`.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use alcove_model::Model;
@@ -16,10 +19,11 @@ use alcove_tools::Tool;
 use tokio::sync::Semaphore;
 
 use super::agent_tool::AgentTool;
-use super::collab::{Collab, collab_tools};
+use super::budget::TreeBudget;
+use super::collab::collab_tools;
 use super::definitions::Definitions;
 use super::registry::Registry;
-use crate::{EventSink, PermissionGate, Runtime};
+use crate::{EventSink, PermissionGate};
 
 /// Limits on delegation.
 #[derive(Debug, Clone, Copy)]
@@ -35,12 +39,19 @@ pub struct AgentLimits {
     pub timeout: Option<Duration>,
     /// A child's token budget (input plus output).
     pub max_tokens: Option<u64>,
+    /// What all children of the session may use together, in tokens.
+    pub tree_max_tokens: Option<u64>,
+    /// What all children of the session may use together, in turns.
+    pub tree_max_turns: Option<u32>,
     /// Whether the asynchronous tools (`spawn_agent`, …) are offered.
     pub collab: bool,
     /// The shortest wait `wait` accepts (shorter requests are raised to it).
     pub wait_min: Duration,
     /// The longest wait `wait` accepts (longer requests are cut to it).
     pub wait_max: Duration,
+    /// Whether `exec` waits for spawned agents still running when the main
+    /// agent ends, and gives it one more run with their results.
+    pub wait_on_exit: bool,
 }
 
 impl Default for AgentLimits {
@@ -51,9 +62,12 @@ impl Default for AgentLimits {
             max_concurrent: 4,
             timeout: None,
             max_tokens: None,
+            tree_max_tokens: None,
+            tree_max_turns: None,
             collab: true,
             wait_min: Duration::from_secs(10),
             wait_max: Duration::from_secs(300),
+            wait_on_exit: true,
         }
     }
 }
@@ -64,10 +78,11 @@ pub type ModelFactory = dyn Fn(&str) -> Result<Arc<dyn Model>, String> + Send + 
 
 /// What every delegation of a session shares.
 pub struct Supervisor {
-    pub(crate) runtime: Runtime,
     pub(crate) limits: AgentLimits,
     pub(crate) definitions: Definitions,
     pub(crate) slots: Arc<Semaphore>,
+    /// The budget of the whole tree, shared by every child's reservation.
+    pub(crate) tree: Arc<TreeBudget>,
     next_child: AtomicU64,
     pub(crate) transcripts: Option<PathBuf>,
     pub(crate) model_factory: Option<Arc<ModelFactory>>,
@@ -81,23 +96,25 @@ pub struct Supervisor {
     pub(crate) command: Option<String>,
     /// Secret values child transcripts must not contain.
     pub(crate) redactions: Vec<String>,
-    /// Where children's events go besides their own transcripts (the front
-    /// end's sinks); the session's events when unset.
+    /// Where the main agent's descendants' events go besides their own
+    /// transcripts (the front end's sinks); the main agent's sink when unset.
     pub(crate) observers: Option<Arc<dyn EventSink>>,
 }
 
 impl Supervisor {
-    /// A supervisor for a session whose shared parts are `runtime`.
-    /// Child transcripts go under `transcripts` when given.
+    /// A supervisor for a session's delegations. Child transcripts go under
+    /// `transcripts` when given.
     pub fn new(
-        runtime: Runtime,
         limits: AgentLimits,
         definitions: Definitions,
         transcripts: Option<PathBuf>,
     ) -> Supervisor {
         Supervisor {
-            runtime,
             slots: Arc::new(Semaphore::new(limits.max_concurrent.max(1))),
+            tree: Arc::new(TreeBudget::new(
+                limits.tree_max_tokens,
+                limits.tree_max_turns,
+            )),
             limits,
             definitions,
             next_child: AtomicU64::new(1),
@@ -125,8 +142,8 @@ impl Supervisor {
         self
     }
 
-    /// Sends children's events to `observers` (the front end) and their own
-    /// transcripts, instead of also to the session transcript.
+    /// Sends the main agent's descendants' events to `observers` (the front
+    /// end) and their own transcripts, instead of also to the session transcript.
     pub fn with_observers(mut self, observers: Arc<dyn EventSink>) -> Supervisor {
         self.observers = Some(observers);
         self
@@ -167,28 +184,27 @@ impl Supervisor {
         &self.definitions
     }
 
+    /// What the tree's children used, for footers and `/status`.
+    pub fn tree(&self) -> &TreeBudget {
+        &self.tree
+    }
+
     /// The tools of an agent at `depth` whose other tools are `pool` and
     /// whose calls pass `gate`: the pool, plus `Agent` and the collab tools
-    /// while children may still nest below this depth.
+    /// while children may still nest below this depth. The delegation tools
+    /// hold the supervisor weakly and nothing of their caller's.
     pub fn tools_for(
         self: &Arc<Self>,
         depth: u32,
         pool: Vec<Arc<dyn Tool>>,
         gate: &Arc<PermissionGate>,
     ) -> Vec<Arc<dyn Tool>> {
-        let mut tools = pool.clone();
+        let mut tools = pool;
         if depth < self.limits.max_depth && gate.offers("Agent") {
-            tools.push(Arc::new(AgentTool::new(
-                self.clone(),
-                pool.clone(),
-                gate.clone(),
-            )));
+            let weak: Weak<Supervisor> = Arc::downgrade(self);
+            tools.push(Arc::new(AgentTool::new(weak.clone(), &self.definitions)));
             if self.limits.collab && gate.offers("spawn_agent") {
-                tools.extend(collab_tools(Collab {
-                    supervisor: self.clone(),
-                    pool,
-                    gate: gate.clone(),
-                }));
+                tools.extend(collab_tools(&weak, self.command.is_some()));
             }
         }
         tools
@@ -198,4 +214,11 @@ impl Supervisor {
     pub(crate) fn next_child_name(&self) -> String {
         format!("agent-{}", self.next_child.fetch_add(1, Ordering::Relaxed))
     }
+}
+
+/// The supervisor a delegation tool serves, while its session lasts.
+pub(crate) fn upgrade(supervisor: &Weak<Supervisor>) -> Result<Arc<Supervisor>, String> {
+    supervisor
+        .upgrade()
+        .ok_or_else(|| "the session is closing; no agent can start".to_owned())
 }

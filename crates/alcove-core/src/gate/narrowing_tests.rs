@@ -152,3 +152,17 @@ fn offers_and_session_rules_are_consulted_through_the_parent_link() {
         "a child's deny still holds"
     );
 }
+
+#[test]
+fn a_child_in_plan_mode_runs_no_command_and_writes_nothing_whatever_its_parent_allows() {
+    let f = fixture();
+    let root = gate(
+        PermissionMode::AcceptEdits,
+        rules(&["Bash(cargo test:*)", "Edit(src/**)"], &[], &[], "--allow"),
+    );
+    assert_eq!(f.bash(&root, "cargo test"), Decision::Allow);
+    let planner = root.narrowed(Some(PermissionMode::Plan), RuleSet::default());
+    assert!(denied(&f.bash(&planner, "cargo test"), "plan mode"));
+    assert!(denied(&f.file(&planner, "Edit", "src/a.rs"), "plan mode"));
+    assert_eq!(f.file(&planner, "Read", "src/a.rs"), Decision::Allow);
+}

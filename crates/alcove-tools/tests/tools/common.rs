@@ -25,6 +25,8 @@ impl Env {
             depth: 0,
             call_id: "call-1".to_owned(),
             hidden: Default::default(),
+            paths: Vec::new(),
+            scope: None,
         };
         Env { _dir: dir, context }
     }
@@ -54,8 +56,13 @@ impl Env {
         std::fs::read_to_string(self.root().join(rel)).unwrap()
     }
 
+    /// Calls as dispatch does: the paths `inspect` resolved are the ones the call uses.
     pub(crate) async fn call(&self, tool: &dyn Tool, input: Value) -> ToolOutput {
-        tool.call(input, &self.context).await
+        let mut context = self.context.clone();
+        if let Ok(invocation) = tool.inspect(&input, &self.context.workspace) {
+            context.paths = invocation.paths;
+        }
+        tool.call(input, &context).await
     }
 
     /// Calls and expects success, returning the text.

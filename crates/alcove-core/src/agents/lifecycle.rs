@@ -1,0 +1,334 @@
+//! A child's life, one path for both faces of delegation (and for a queue).
+//!
+//! ```text
+//!             Agent (await)          spawn_agent (register)     send_input (continue)
+//!                   \                      |                          |
+//!   start_child:  lease ─ slot, then tree budget (nothing held or announced on error)
+//!                   │                      |                          |
+//!                 build ─ gate narrowed, pool, model, transcript, lineage sinks
+//!                   │                      |                          |
+//!                 announce ─ agent_started + SubagentStart hook        |
+//!                   │                      |                          |
+//!   run_submission: run ─ turns, tokens (the lease's share), wall clock;
+//!                   │     a panic becomes `failed`; in-process or the process runner
+//!                   │                      |                          |
+//!                 settle ─ the tree is charged what was used, the rest refunded;
+//!                   │     the slot is released
+//!                   │                      |                          |
+//!   end:          agent_ended, exactly once per submission ─ report (Agent) or
+//!                 record + notice + wake `wait` (spawned)
+//! ```
+//!
+//! `Supervisor::start_child` and `run_submission` are the API a batch
+//! queue builds on: start many children (each takes its lease, so the
+//! queue is bounded by the same slots and tree budget), then run each.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use alcove_protocol::{EventKind, Message, RunStatus};
+use alcove_tools::ToolOutput;
+use futures::FutureExt;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio_util::sync::CancellationToken;
+
+use super::budget::Reservation;
+use super::child::{Child, ChildRequest};
+use super::definitions::AgentDefinition;
+use super::report::{ReportInput, report};
+use super::scope::AgentScope;
+use super::supervisor::Supervisor;
+use crate::{AgentOutcome, HookScope, run_agent};
+
+/// Whether starting may wait for a free slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SlotWait {
+    /// Wait (the main agent's synchronous `Agent` calls).
+    Wait,
+    /// Fail at once when none is free: a child never waits while holding a
+    /// slot (four parents waiting on four slots would deadlock), and a
+    /// spawned agent's caller goes on working.
+    Now,
+}
+
+/// A slot and a share of the tree budget, held for one submission.
+pub(crate) struct Lease {
+    _permit: OwnedSemaphorePermit,
+    reservation: Reservation,
+}
+
+/// A child that holds its lease and was announced; run it with
+/// [`ChildRun::run_to_end`] (the `Agent` face) or hand its parts to the
+/// registry (`spawn_agent`).
+pub(crate) struct ChildRun {
+    pub(crate) child: Child,
+    pub(crate) lease: Lease,
+}
+
+/// How one submission ended, whichever runner ran it.
+pub(crate) struct Ended {
+    pub(crate) outcome: AgentOutcome,
+    /// The final text (the process runner's output for a command).
+    pub(crate) output: Option<String>,
+    /// Which budget cut the run short, when one did.
+    pub(crate) budget_note: Option<String>,
+    /// The alcove session a command ran, to continue next time.
+    pub(crate) remote_session: Option<String>,
+    pub(crate) elapsed: Duration,
+    /// The turn cap the run had (its own, or less when the tree had less left).
+    pub(crate) max_turns: u32,
+}
+
+/// What runs a submission besides the in-process loop.
+pub(crate) struct Remote<'a> {
+    pub(crate) command: &'a str,
+    pub(crate) session: Option<&'a str>,
+}
+
+impl Supervisor {
+    /// Takes a slot (waiting only with [`SlotWait::Wait`]) and then reserves
+    /// a share of the tree budget for a child whose own turn cap is `turns`.
+    pub(crate) async fn lease(
+        &self,
+        turns: u32,
+        wait: SlotWait,
+        cancel: &CancellationToken,
+    ) -> Result<Lease, String> {
+        let limit_reached = || {
+            format!(
+                "subagent concurrency limit reached ({})",
+                self.limits.max_concurrent
+            )
+        };
+        let permit = match wait {
+            SlotWait::Wait => tokio::select! {
+                permit = self.slots.clone().acquire_owned() => permit.map_err(|_| limit_reached())?,
+                () = cancel.cancelled() => return Err("aborted while waiting for a slot".to_owned()),
+            },
+            SlotWait::Now => self
+                .slots
+                .clone()
+                .try_acquire_owned()
+                .map_err(|_| limit_reached())?,
+        };
+        let reservation = self.tree.reserve(self.limits.max_tokens, turns)?;
+        Ok(Lease {
+            _permit: permit,
+            reservation,
+        })
+    }
+
+    /// Starts a child of the agent whose scope is `scope`: lease, build,
+    /// announce. When it fails nothing was announced and nothing is held.
+    pub(crate) async fn start_child(
+        self: &Arc<Self>,
+        scope: &AgentScope,
+        call_id: &str,
+        definition: &AgentDefinition,
+        request: &ChildRequest,
+        wait: SlotWait,
+        cancel: CancellationToken,
+    ) -> Result<ChildRun, String> {
+        if scope.depth() >= self.limits.max_depth {
+            return Err(format!(
+                "Agent nesting depth exceeded (max {})",
+                self.limits.max_depth
+            ));
+        }
+        let turns = definition.max_turns.unwrap_or(self.limits.max_turns);
+        let lease = self.lease(turns, wait, &scope.run.cancel).await?;
+        let name = self.next_child_name();
+        let child = self.build_child(scope, &name, definition, request, cancel)?;
+        child.parent.emit(EventKind::AgentStarted {
+            child: child.path.clone(),
+            call_id: call_id.to_owned(),
+            agent_type: child.agent_type.clone(),
+            description: child.label.clone(),
+            depth: child.run.depth,
+            transcript: child
+                .transcript_path()
+                .map(|path| path.display().to_string()),
+        });
+        for message in &child.warnings {
+            child.runtime.emit(
+                &child.path,
+                EventKind::Warning {
+                    message: message.clone(),
+                },
+            );
+        }
+        child
+            .runtime
+            .hooks
+            .subagent_start(HookScope {
+                agent: &child.path,
+                depth: child.run.depth,
+                agent_type: Some(&child.agent_type),
+            })
+            .await;
+        Ok(ChildRun { child, lease })
+    }
+
+    /// Runs one submission of `child` under its budgets (turns and tokens as
+    /// the lease allows, the wall clock), turning a panic into a failure; the
+    /// lease is settled and released before it returns.
+    pub(crate) async fn run_submission(
+        &self,
+        child: &Child,
+        lease: Lease,
+        history: Vec<Message>,
+        message: String,
+        cancel: &CancellationToken,
+        remote: Option<Remote<'_>>,
+    ) -> Ended {
+        let started = Instant::now();
+        let mut run = child.run.clone();
+        run.cancel = cancel.clone();
+        run.max_turns = lease.reservation.turns;
+        run.token_budget = lease.reservation.tokens;
+        let work = async {
+            match &remote {
+                Some(remote) => self.run_remote(child, remote, &message, cancel).await,
+                None => {
+                    let outcome = run_agent(
+                        &child.runtime,
+                        &run,
+                        history,
+                        Message::user_text(message.clone()),
+                    )
+                    .await;
+                    (outcome, None, None)
+                }
+            }
+        };
+        let work = AssertUnwindSafe(work).catch_unwind();
+        tokio::pin!(work);
+        let mut budget_note = None;
+        let finished = match child.timeout {
+            Some(limit) => tokio::select! {
+                finished = &mut work => finished,
+                () = tokio::time::sleep(limit) => {
+                    cancel.cancel();
+                    budget_note = Some(format!("wall time over {}s", limit.as_secs_f64()));
+                    work.await
+                }
+            },
+            None => work.await,
+        };
+        let (mut outcome, output, remote_session) = match finished {
+            Ok((outcome, output, session)) => (outcome, output, session),
+            Err(_) => (panicked(), None, None),
+        };
+        if budget_note.is_some() && outcome.error.is_none() {
+            outcome.status = RunStatus::Budget;
+        } else if outcome.status == RunStatus::Budget {
+            budget_note = Some(format!(
+                "tokens over {}",
+                run.token_budget.unwrap_or_default()
+            ));
+        }
+        let Lease {
+            _permit,
+            reservation,
+        } = lease;
+        reservation.settle(
+            outcome.usage.input_tokens + outcome.usage.output_tokens,
+            outcome.turns,
+        );
+        let output = output.or_else(|| outcome.last_text());
+        Ended {
+            outcome,
+            output,
+            budget_note,
+            remote_session,
+            elapsed: started.elapsed(),
+            max_turns: run.max_turns,
+        }
+    }
+
+    /// The process runner's submission, as an outcome.
+    async fn run_remote(
+        &self,
+        child: &Child,
+        remote: &Remote<'_>,
+        message: &str,
+        cancel: &CancellationToken,
+    ) -> (AgentOutcome, Option<String>, Option<String>) {
+        let policy = super::runner::ParentPolicy::of(&child.run.gate);
+        let ran = super::runner::run_process(
+            super::runner::ProcessCall {
+                command: remote.command,
+                message,
+                resume: remote.session,
+                policy: &policy,
+                workspace: child.runtime.workspace.root(),
+            },
+            cancel,
+            &child.path,
+            child.runtime.events.as_ref(),
+        )
+        .await;
+        let outcome = AgentOutcome {
+            status: ran.status,
+            messages: Vec::new(),
+            turns: ran.turns,
+            usage: ran.usage,
+            error: ran.error,
+        };
+        (outcome, ran.output, ran.session)
+    }
+}
+
+impl ChildRun {
+    /// The `Agent` face: runs the prompt to the end, records the end once,
+    /// and returns the report the parent reads.
+    pub(crate) async fn run_to_end(self, supervisor: &Supervisor, prompt: String) -> ToolOutput {
+        let ChildRun { child, lease } = self;
+        let cancel = child.run.cancel.clone();
+        let ended = supervisor
+            .run_submission(&child, lease, Vec::new(), prompt, &cancel, None)
+            .await;
+        let tree = supervisor
+            .tree
+            .is_bounded()
+            .then(|| supervisor.tree.describe());
+        let output = report(
+            &ReportInput {
+                description: &child.label,
+                outcome: &ended.outcome,
+                max_turns: ended.max_turns,
+                budget_note: ended.budget_note.clone(),
+                elapsed: ended.elapsed,
+                ignored_tools: &child.ignored_tools,
+                warnings: &child.warnings,
+                transcript: child.transcript_path(),
+                tree,
+            },
+            &child.evidence,
+        );
+        child.parent.emit(EventKind::AgentEnded {
+            child: child.path.clone(),
+            description: child.label.clone(),
+            status: ended.outcome.status,
+            ok: !output.is_error,
+            turns: ended.outcome.turns,
+            usage: ended.outcome.usage,
+        });
+        output
+    }
+}
+
+fn panicked() -> AgentOutcome {
+    AgentOutcome {
+        status: RunStatus::Failed,
+        messages: Vec::new(),
+        turns: 0,
+        usage: Default::default(),
+        error: Some("the child agent panicked".to_owned()),
+    }
+}
+
+#[cfg(test)]
+#[path = "lifecycle_tests.rs"]
+mod tests;
