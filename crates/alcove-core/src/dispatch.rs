@@ -186,7 +186,7 @@ async fn gate_and_call(runtime: &Runtime, run: &AgentRun, call: &ToolCall) -> To
         // The call acts on the paths the gate checked.
         paths: invocation.paths,
         // Delegation tools learn their caller from its scope, lent per call.
-        scope: (tool.access() == Access::Delegate).then(|| AgentScope::lend(runtime, run)),
+        scope: tool.needs_scope().then(|| AgentScope::lend(runtime, run)),
     };
     let call = tool.call(input.clone(), &context);
     tokio::pin!(call);

@@ -216,6 +216,12 @@ pub trait Tool: Send + Sync {
         self.access() == Access::ReadOnly
     }
 
+    /// Whether calls need their caller's scope ([`ToolContext::scope`]):
+    /// delegation tools do; dispatch lends it only to them.
+    fn needs_scope(&self) -> bool {
+        false
+    }
+
     /// Checks the arguments and says what the call would do. An `Err` is the
     /// reason, returned to the model as an error result.
     fn inspect(&self, input: &Value, workspace: &Workspace) -> Result<Invocation, String>;

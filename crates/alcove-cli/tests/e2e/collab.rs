@@ -65,7 +65,12 @@ fn spawn_then_wait_reaches_completed_with_the_final_payload() {
     assert!(!is_error);
     assert_eq!(spawned["agent_id"], "agent-1");
     assert_eq!(spawned["status"], "running");
-    assert_eq!(spawned["submission_id"], spawned["last_submission_id"]);
+    // Short, and says what to do next; `wait` has the full record.
+    assert_eq!(
+        spawned["next"],
+        "call wait with ids [\"agent-1\"] to collect it"
+    );
+    assert!(spawned.get("last_message").is_none(), "{spawned}");
     let (waited, _, _) = &results[1];
     assert_eq!(waited["timed_out"], false);
     assert_eq!(waited["status"]["agent-1"], "completed");
@@ -219,10 +224,19 @@ fn spawn_respects_the_concurrency_limit() {
             .conversation("HANG child", vec![Step::hang()]),
     );
     let out = finish(
-        exec_command(&env, &server, &["--json", "parent over the limit"])
-            .env("ALCOVE_SUBAGENT_MAX_AGENTS", "1")
-            .spawn()
-            .unwrap(),
+        exec_command(
+            &env,
+            &server,
+            &[
+                "-c",
+                "agents.wait_on_exit=false",
+                "--json",
+                "parent over the limit",
+            ],
+        )
+        .env("ALCOVE_SUBAGENT_MAX_AGENTS", "1")
+        .spawn()
+        .unwrap(),
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let results = parent_results(&server, "parent over the limit");
@@ -425,6 +439,9 @@ fn the_process_runner_runs_commands_in_their_own_group_and_cleans_up() {
         &[
             "-c",
             "agents.wait_min_ms=50",
+            // Starting a runner's command is gated like Bash.
+            "--allow",
+            "Agent(general-purpose)",
             "--json",
             "parent of processes",
         ],
@@ -498,6 +515,8 @@ fn an_alcove_child_process_is_a_remote_subagent_with_memory() {
             &[
                 "-c",
                 "agents.wait_min_ms=50",
+                "--allow",
+                "Agent(general-purpose)",
                 "--json",
                 "parent goes remote",
             ],

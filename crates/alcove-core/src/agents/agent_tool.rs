@@ -92,6 +92,10 @@ impl Tool for AgentTool {
         Access::Delegate
     }
 
+    fn needs_scope(&self) -> bool {
+        true
+    }
+
     fn concurrency_safe(&self) -> bool {
         true
     }

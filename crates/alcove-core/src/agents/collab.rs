@@ -152,6 +152,10 @@ impl Tool for CollabTool {
         }
     }
 
+    fn needs_scope(&self) -> bool {
+        true
+    }
+
     fn concurrency_safe(&self) -> bool {
         false
     }

@@ -53,7 +53,7 @@ impl Supervisor {
             .lock_records()
             .ok()?
             .values()
-            .filter(|record| record.running.is_some())
+            .filter(|record| record.running.is_some() && record.status != State::Closed)
             .map(|record| record.id.clone())
             .collect();
         if running.is_empty() {

@@ -41,7 +41,14 @@ fn a_process_runner_child_killed_by_sigkill_ends_errored_and_the_parent_goes_on(
     let child = exec_command(
         &env,
         &server,
-        &["-c", "agents.wait_min_ms=50", "--json", "parent of a crash"],
+        &[
+            "-c",
+            "agents.wait_min_ms=50",
+            "--allow",
+            "Agent(general-purpose)",
+            "--json",
+            "parent of a crash",
+        ],
     )
     .env("ALCOVE_SUBAGENT_COMMAND", "sh runner.sh")
     .spawn()
