@@ -210,6 +210,7 @@ fn children_run_in_parallel_and_results_keep_call_order() {
         "three 1 s children took {elapsed:?}"
     );
     let results = server.requests_for("fan out")[1].tool_results();
+    assert_eq!(results.len(), 3, "one result per call");
     for (n, (_, content, _)) in results.iter().enumerate() {
         assert!(
             content.starts_with(&format!("[Agent: part {}]\nresult {}", n + 1, n + 1)),
@@ -292,30 +293,53 @@ fn a_child_is_denied_what_the_parent_is_denied() {
     let (env, server) = setup(
         Script::new()
             .conversation(
-                "delegate a write",
+                "delegate a cleanup",
                 vec![
-                    Step::tool_call("Agent", agent("writer", "WRITER child")),
+                    Step::tool_call("Agent", agent("cleaner", "CLEANER child")),
                     Step::text("ok"),
                 ],
             )
             .conversation(
-                "WRITER child",
+                "CLEANER child",
                 vec![
-                    Step::tool_call("Write", json!({"file_path": "x.txt", "content": "x"})),
-                    Step::text("write denied"),
+                    Step::reply(vec![
+                        Block::tool_call("Bash", json!({"command": "rm victim.txt"})),
+                        Block::tool_call("Bash", json!({"command": "touch made.txt"})),
+                    ]),
+                    Step::text("rm denied"),
                 ],
             ),
     );
-    assert_eq!(exec(&env, &server, &["delegate a write"]).code, 0);
-    assert!(!env.path("x.txt").exists());
-    let child_results = server.requests_for("WRITER child")[1].tool_results();
+    env.write_file("victim.txt", "keep\n");
+    // The parent may run anything but rm: a fresh gate would refuse both
+    // commands, a copy without the parent's rules would run both.
+    let out = exec(
+        &env,
+        &server,
+        &[
+            "--permission-mode",
+            "bypassPermissions",
+            "--deny",
+            "Bash(rm:*)",
+            "delegate a cleanup",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(env.path("victim.txt").exists());
+    assert!(env.path("made.txt").exists());
+    let child_results = server.requests_for("CLEANER child")[1].tool_results();
     assert!(
-        child_results[0].2 && child_results[0].1.contains("main/agent-1"),
+        child_results[0].2 && child_results[0].1.contains("Bash(rm:*) from --deny"),
         "{:?}",
         child_results[0]
     );
-    let (content, is_error) = agent_result(&server, "delegate a write");
-    assert!(!is_error && content.contains("write denied"), "{content}");
+    assert!(!child_results[1].2, "{:?}", child_results[1]);
+    let (content, is_error) = agent_result(&server, "delegate a cleanup");
+    assert!(!is_error && content.contains("rm denied"), "{content}");
+    assert!(
+        content.contains("`rm victim.txt` (not run), `touch made.txt` (exit 0)"),
+        "{content}"
+    );
 }
 
 #[test]

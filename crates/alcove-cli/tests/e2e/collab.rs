@@ -248,6 +248,8 @@ fn spawn_respects_the_concurrency_limit() {
         "{}",
         results[1].1
     );
+    // The refused spawn took no slot and announced nothing.
+    assert_eq!(of_type(&out.events(), "agent_started").len(), 1);
     let warnings = of_type(&out.events(), "warning")
         .into_iter()
         .cloned()

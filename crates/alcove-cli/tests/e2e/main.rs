@@ -5,6 +5,8 @@
 //! - `tools`: each built-in tool through the whole loop, and the permission gate.
 //! - `faults`: bad model output, HTTP errors, broken streams, cancellation.
 //! - `agents`: the `Agent` tool (seeds 000 and 004, and beyond).
+//! - `lifecycle`: a child's one lifecycle and wiring: policies down the tree,
+//!   descendants' evidence, the tree budget, the end of `exec` (issue 10).
 //! - `reliability`: faults, load, crashes and signals with nothing lost (issue 7).
 //! - `skills`, `memory`: skills, custom commands, `/init`, model aliases and the memory file (issue 15).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -16,6 +18,7 @@ mod collab;
 mod exec;
 mod faults;
 mod hooks;
+mod lifecycle;
 mod memory;
 mod permissions;
 mod reliability;
