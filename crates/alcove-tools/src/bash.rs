@@ -15,8 +15,6 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use alcove_protocol::ToolSpec;
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -26,8 +24,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    Access, Effects, EnvPolicy, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input,
-    spec_for,
+    Access, Effects, EnvPolicy, Invocation, ProcessGroup, Tool, ToolContext, ToolOutput, Workspace,
+    parse_input, spec_for,
 };
 
 const NAME: &str = "Bash";
@@ -156,35 +154,6 @@ enum Outcome {
     Cancelled,
 }
 
-/// Kills the process group when dropped, unless disarmed: if the call's
-/// future is dropped mid-run, nothing it started survives.
-struct GroupGuard {
-    pgid: Option<Pid>,
-}
-
-impl GroupGuard {
-    fn signal(&self, signal: Signal) {
-        if let Some(pgid) = self.pgid {
-            // ESRCH (the group is already gone) is the good case.
-            let _ = killpg(pgid, signal);
-        }
-    }
-}
-
-impl GroupGuard {
-    /// Called once the group is known dead and its leader reaped, so that a
-    /// later reuse of the id is never signalled.
-    fn disarm(mut self) {
-        self.pgid = None;
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        self.signal(Signal::SIGKILL);
-    }
-}
-
 fn spawn(shell: &str, command: &str, cwd: &Path, remove: &[String]) -> std::io::Result<Child> {
     let mut process = Command::new(shell);
     for name in remove {
@@ -244,12 +213,7 @@ async fn run(
         Ok(child) => child,
     };
     // The shell leads its own group, whose id is its pid.
-    let guard = GroupGuard {
-        pgid: child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .map(Pid::from_raw),
-    };
+    let mut guard = ProcessGroup::of(&child);
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
     let mut readers = Vec::new();
     if let Some(stdout) = child.stdout.take() {
@@ -272,11 +236,10 @@ async fn run(
         }
     };
     if !matches!(outcome, Outcome::Exited(_)) {
-        guard.signal(Signal::SIGTERM);
-        let _ = tokio::time::timeout(TERM_GRACE, child.wait()).await;
+        guard.terminate(&mut child, TERM_GRACE).await;
     }
     // Whatever is left of the group (background jobs included) dies now.
-    guard.signal(Signal::SIGKILL);
+    guard.kill();
     let _ = child.wait().await;
     let drain_until = tokio::time::Instant::now() + DRAIN_GRACE;
     while let Ok(Some(chunk)) = tokio::time::timeout_at(drain_until, rx.recv()).await {

@@ -24,8 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alcove_protocol::{AgentEvent, AgentPath, EventKind, RunStatus, Usage};
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use alcove_tools::ProcessGroup;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
@@ -223,10 +222,7 @@ pub(crate) async fn run_process(
             return outcome;
         }
     };
-    let group = process
-        .id()
-        .and_then(|pid| i32::try_from(pid).ok())
-        .map(Pid::from_raw);
+    let mut group = ProcessGroup::of(&process);
     if let Some(mut stdin) = process.stdin.take() {
         let _ = stdin
             .write_all(format!("{}\n", message.trim()).as_bytes())
@@ -266,9 +262,7 @@ pub(crate) async fn run_process(
                     exited = Some(status);
                     // Its group goes now (as it would after the loop); what it
                     // wrote stays readable, and DRAIN_GRACE bounds the rest.
-                    if let Some(group) = group {
-                        let _ = killpg(group, Signal::SIGKILL);
-                    }
+                    group.kill();
                     drain_until
                         .as_mut()
                         .reset(tokio::time::Instant::now() + DRAIN_GRACE);
@@ -315,7 +309,7 @@ pub(crate) async fn run_process(
         }
     }
     if cancelled {
-        terminate(group, &mut process).await;
+        group.terminate(&mut process, TERMINATE_GRACE).await;
     }
     let exit = match exited {
         Some(status) => status,
@@ -324,9 +318,8 @@ pub(crate) async fn run_process(
     .ok()
     .and_then(|status| status.code());
     // Whatever the command left running in its group goes too.
-    if let Some(group) = group {
-        let _ = killpg(group, Signal::SIGKILL);
-    }
+    group.kill();
+    group.disarm();
     let stderr = match stderr_task {
         Some(task) => task.await.unwrap_or_default(),
         None => String::new(),
@@ -358,19 +351,22 @@ pub(crate) async fn run_process(
     outcome
 }
 
-/// SIGTERM to the group, then SIGKILL after the grace period.
-async fn terminate(group: Option<Pid>, process: &mut tokio::process::Child) {
-    let Some(group) = group else {
-        let _ = process.kill().await;
-        return;
-    };
-    let _ = killpg(group, Signal::SIGTERM);
-    if tokio::time::timeout(TERMINATE_GRACE, process.wait())
-        .await
-        .is_err()
-    {
-        let _ = killpg(group, Signal::SIGKILL);
+/// stdout trimmed, then stderr, cut to the first 2000 chars (seed 001).
+fn preview(stdout: &str, stderr: &str) -> Option<String> {
+    let mut text = stdout.trim().to_owned();
+    if !stderr.trim().is_empty() {
+        text.push_str("\n\nstderr:\n");
+        text.push_str(stderr.trim());
     }
+    if text.is_empty() {
+        return None;
+    }
+    if text.chars().count() > OUTPUT_PREVIEW_CHARS {
+        let mut cut: String = text.chars().take(OUTPUT_PREVIEW_CHARS).collect();
+        cut.push_str("\n...[truncated]");
+        return Some(cut);
+    }
+    Some(text)
 }
 
 #[cfg(test)]
@@ -396,22 +392,4 @@ mod tests {
         assert!(runs_alcove("'/usr/bin/alcove' exec --json -"));
         assert!(!runs_alcove("sh runner.sh"));
     }
-}
-
-/// stdout trimmed, then stderr, cut to the first 2000 chars (seed 001).
-fn preview(stdout: &str, stderr: &str) -> Option<String> {
-    let mut text = stdout.trim().to_owned();
-    if !stderr.trim().is_empty() {
-        text.push_str("\n\nstderr:\n");
-        text.push_str(stderr.trim());
-    }
-    if text.is_empty() {
-        return None;
-    }
-    if text.chars().count() > OUTPUT_PREVIEW_CHARS {
-        let mut cut: String = text.chars().take(OUTPUT_PREVIEW_CHARS).collect();
-        cut.push_str("\n...[truncated]");
-        return Some(cut);
-    }
-    Some(text)
 }

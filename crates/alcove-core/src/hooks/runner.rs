@@ -12,8 +12,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use alcove_tools::ProcessGroup;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 use tokio::task::JoinHandle;
@@ -83,12 +82,7 @@ pub(crate) async fn run(invocation: Invocation<'_>) -> Ran {
             };
         }
     };
-    let mut group = GroupGuard(
-        child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .map(Pid::from_raw),
-    );
+    let mut group = ProcessGroup::of(&child);
     if let Some(mut stdin) = child.stdin.take() {
         let payload = invocation.stdin;
         // A hook that never reads its stdin must not block us: write aside.
@@ -103,7 +97,7 @@ pub(crate) async fn run(invocation: Invocation<'_>) -> Ran {
     let exit = match waited {
         Ok(Ok(status)) => {
             // Finished by itself: what it left in the background is its own.
-            group.0 = None;
+            group.disarm();
             match status.code() {
                 Some(code) => Exit::Code(code),
                 None => Exit::Signal,
@@ -112,6 +106,7 @@ pub(crate) async fn run(invocation: Invocation<'_>) -> Ran {
         Ok(Err(err)) => Exit::NotStarted(err.to_string()),
         Err(_) => {
             group.kill();
+            group.disarm();
             let _ = child.kill().await;
             Exit::TimedOut
         }
@@ -125,24 +120,6 @@ pub(crate) async fn run(invocation: Invocation<'_>) -> Ran {
         exit,
         stdout: take(&stdout),
         stderr: take(&stderr),
-    }
-}
-
-/// Kills the command's process group when the run is abandoned (timed out,
-/// or its future dropped because the agent was cancelled).
-struct GroupGuard(Option<Pid>);
-
-impl GroupGuard {
-    fn kill(&mut self) {
-        if let Some(group) = self.0.take() {
-            let _ = killpg(group, Signal::SIGKILL);
-        }
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 
