@@ -2,7 +2,7 @@
 //!
 //! This is the only crate that reads argv and the environment, prints, or
 //! exits the process. `exec` runs one prompt headless; the interactive UI
-//! comes later on the same event stream.
+//! (`tui`) renders the same event stream.
 
 mod agents_cmd;
 mod commands;

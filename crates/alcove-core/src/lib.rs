@@ -12,9 +12,15 @@
 //! [`alcove_protocol::AgentEvent`]s; this crate never prints, reads argv or
 //! the environment, or exits the process.
 //!
-//! - [`Runtime`]: what every agent of a session shares by reference (model,
-//!   gate, hooks, events, workspace, limits).
-//! - [`AgentRun`]: what one agent run owns (path, depth, tools, cancel token).
+//! - [`Runtime`]: what an agent runs with, held by reference (model client,
+//!   approver, hooks, event sink, workspace, limits, inbox); a child's is its
+//!   parent's with its own event sink and, when it asks, another model.
+//! - [`AgentRun`]: what one agent run owns (path, depth, gate, tools, cancel
+//!   token, budgets, the sink its descendants' events go to).
+//! - [`Supervisor`]: what a session's delegations share (limits, slots,
+//!   definitions, the registry of spawned agents, the tree budget); a child's
+//!   whole life is one path (`agents/lifecycle.rs`) for `Agent`,
+//!   `spawn_agent` and `send_input`.
 //! - [`PermissionGate`], [`Hooks`]: the seams every tool call passes.
 //! - [`Transcript`]: the append-only JSONL record of a session.
 

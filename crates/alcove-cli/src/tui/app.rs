@@ -35,6 +35,8 @@ pub(crate) struct Facts {
     pub(crate) definitions: Vec<(String, String)>,
     /// Custom commands and skills the user can run: `/name` and description.
     pub(crate) prompts: Vec<(String, String)>,
+    /// The delegation tree's budget, when one is set (`/status` shows its use).
+    pub(crate) tree: Option<Arc<alcove_core::TreeBudget>>,
 }
 
 /// What the loop must do after a key.

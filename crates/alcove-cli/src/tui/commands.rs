@@ -229,7 +229,7 @@ pub(crate) fn status_lines(app: &App) -> Vec<Line<'static>> {
         ])
     };
     let children = app.panel.children.len();
-    vec![
+    let mut lines = vec![
         Line::styled("Status", theme.strong()),
         row("model", app.facts.model.clone()),
         row("mode", app.facts.mode.clone()),
@@ -249,7 +249,11 @@ pub(crate) fn status_lines(app: &App) -> Vec<Line<'static>> {
             "transcript",
             app.facts.transcript.clone().unwrap_or_default(),
         ),
-    ]
+    ];
+    if let Some(tree) = &app.facts.tree {
+        lines.push(row("tree", tree.describe()));
+    }
+    lines
 }
 
 #[cfg(test)]

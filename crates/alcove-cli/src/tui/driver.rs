@@ -398,6 +398,7 @@ fn facts(session: &Session) -> Facts {
             .map(|definition| (definition.name.clone(), definition.description.clone()))
             .collect(),
         prompts: prompts(session),
+        tree: session.supervisor.tree_budget(),
     }
 }
 

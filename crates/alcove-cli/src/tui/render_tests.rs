@@ -30,6 +30,7 @@ fn app(workspace: &Path, color: bool) -> App {
         transcript: None,
         definitions: vec![("general-purpose".to_owned(), "A capable agent.".to_owned())],
         prompts: Vec::new(),
+        tree: None,
     };
     App::new(
         Theme::new(color),
@@ -452,4 +453,24 @@ fn outcome(status: RunStatus) -> alcove_core::AgentOutcome {
         usage: Usage::default(),
         error: None,
     }
+}
+
+#[test]
+fn status_shows_what_the_tree_used_when_it_has_a_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = app(dir.path(), false);
+    let text = |app: &App| {
+        super::commands::status_lines(app)
+            .iter()
+            .map(|line| line.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(!text(&app).contains("tree"));
+    app.facts.tree = Some(Arc::new(alcove_core::TreeBudget::new(None, Some(12))));
+    assert!(
+        text(&app).contains("tree: 0 of 12 turns, 0 tokens used"),
+        "{}",
+        text(&app)
+    );
 }

@@ -184,9 +184,10 @@ impl Supervisor {
         &self.definitions
     }
 
-    /// What the tree's children used, for footers and `/status`.
-    pub fn tree(&self) -> &TreeBudget {
-        &self.tree
+    /// The tree's budget and what its children used, when a limit is set
+    /// (for `/status`).
+    pub fn tree_budget(&self) -> Option<Arc<TreeBudget>> {
+        self.tree.is_bounded().then(|| self.tree.clone())
     }
 
     /// The tools of an agent at `depth` whose other tools are `pool` and
