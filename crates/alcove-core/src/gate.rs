@@ -19,6 +19,7 @@ mod approval;
 #[cfg(test)]
 mod narrowing_tests;
 mod paths;
+mod policy;
 mod rules;
 pub(crate) mod shell;
 #[cfg(test)]
@@ -33,6 +34,7 @@ use alcove_tools::{Access, Invocation, Workspace};
 use serde_json::Value;
 
 pub use approval::{Approval, ApprovalRequest, Approver, NoApprover};
+pub use policy::{POLICY_ENV, ParentPolicy};
 pub use rules::{Rule, RuleError, RuleKind, RuleSet};
 
 use paths::PathContext;

@@ -42,8 +42,8 @@ mod transcript;
 
 pub use agent_loop::{AgentOutcome, AgentRun, Inbox, Limits, Runtime, run_agent};
 pub use agents::{
-    AgentDefinition, AgentLimits, DEFAULT_AGENT_TYPE, Definitions, ModelFactory, POLICY_ENV,
-    ParentPolicy, Supervisor, TreeBudget, TreeUsage,
+    AgentDefinition, AgentLimits, DEFAULT_AGENT_TYPE, Definitions, ModelFactory, Supervisor,
+    TreeBudget, TreeUsage,
 };
 pub use agents::{AgentPermissions, DefinitionError, load_definitions, parse_definition};
 pub use call::{CallInput, ToolCall};
@@ -52,7 +52,8 @@ pub use context::{ProjectContext, system_prompt};
 pub use events::{EventSink, FanOut};
 pub use frontmatter::substitute_arguments;
 pub use gate::{
-    Approval, ApprovalRequest, Approver, Decision, NoApprover, PermissionGate, PermissionMode,
+    Approval, ApprovalRequest, Approver, Decision, NoApprover, POLICY_ENV, ParentPolicy,
+    PermissionGate, PermissionMode,
 };
 pub use gate::{Rule, RuleError, RuleKind, RuleSet};
 pub use hooks::{

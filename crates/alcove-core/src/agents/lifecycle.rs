@@ -255,7 +255,7 @@ impl Supervisor {
         message: &str,
         cancel: &CancellationToken,
     ) -> (AgentOutcome, Option<String>, Option<String>) {
-        let policy = super::runner::ParentPolicy::of(&child.run.gate);
+        let policy = crate::ParentPolicy::of(&child.run.gate);
         let ran = super::runner::run_process(
             super::runner::ProcessCall {
                 command: remote.command,

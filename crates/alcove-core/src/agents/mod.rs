@@ -12,8 +12,8 @@
 //! - `collab`: the asynchronous tools (`spawn_agent`, `send_input`, `wait`,
 //!   `close_agent`, `resume_agent`); `submission`: their runs and ends;
 //!   `registry`: spawned agents' records and state machine.
-//! - `runner`: the process runner (`agents.command`) and the policy it
-//!   passes to an alcove child.
+//! - `runner`: the process runner (`agents.command`); what it passes to an
+//!   alcove child is the gate's `ParentPolicy`.
 //! - `definitions`: the kinds of child (`general-purpose`, `explore`, …).
 //! - `loader`: definitions from Markdown files with YAML front matter.
 //! - `report`: the summary and the harness-written evidence footer.
@@ -35,6 +35,5 @@ mod supervisor;
 pub use budget::{TreeBudget, TreeUsage};
 pub use definitions::{AgentDefinition, AgentPermissions, DEFAULT_AGENT_TYPE, Definitions};
 pub use loader::{DefinitionError, load_definitions, parse_definition};
-pub use runner::{POLICY_ENV, ParentPolicy};
 pub(crate) use scope::AgentScope;
 pub use supervisor::{AgentLimits, ModelFactory, Supervisor};

@@ -10,7 +10,7 @@
 //! command's output is captured as seed 001 does (head kept, cut marked).
 //! Cancelling the submission kills the whole process group.
 //!
-//! The child agent's permissions travel with it ([`ParentPolicy`]): every
+//! The child agent's permissions travel with it (`ParentPolicy`): every
 //! level of its gate (mode and allow / ask / deny rules, `--deny` flags and
 //! a definition's narrowing included) goes in `ALCOVE_PARENT_POLICY` and,
 //! when the command runs alcove itself (a word of it is `alcove`, as in
@@ -20,7 +20,6 @@
 
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::Duration;
 
 use alcove_protocol::{AgentEvent, AgentPath, EventKind, RunStatus, Usage};
@@ -29,113 +28,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
-use serde::{Deserialize, Serialize};
-
-use crate::{EventSink, PermissionGate, PermissionMode, Rule, RuleKind, RuleSet};
-
-/// The environment variable an alcove child reads its parent's policy from.
-pub const POLICY_ENV: &str = "ALCOVE_PARENT_POLICY";
-
-/// The permissions an agent passes to an alcove child process: each level
-/// of its gate, the root first.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ParentPolicy {
-    levels: Vec<PolicyLevel>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct PolicyLevel {
-    mode: String,
-    allow: Vec<String>,
-    ask: Vec<String>,
-    deny: Vec<String>,
-}
-
-impl ParentPolicy {
-    /// The policy of `gate`, its ancestors' levels included.
-    pub fn of(gate: &PermissionGate) -> ParentPolicy {
-        let mut levels = Vec::new();
-        let mut level = Some(gate);
-        while let Some(gate) = level {
-            let texts = |kind| {
-                gate.rules()
-                    .rules(kind)
-                    .iter()
-                    .map(|rule: &Rule| rule.text().to_owned())
-                    .collect()
-            };
-            levels.push(PolicyLevel {
-                mode: gate.mode().as_str().to_owned(),
-                allow: texts(RuleKind::Allow),
-                ask: texts(RuleKind::Ask),
-                deny: texts(RuleKind::Deny),
-            });
-            level = gate.parent().map(|parent| parent.as_ref());
-        }
-        levels.reverse();
-        ParentPolicy { levels }
-    }
-
-    /// The policy as JSON (for the environment).
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).unwrap_or_default()
-    }
-
-    /// The policy as hex of its JSON: no shell, local or remote, changes it.
-    pub fn to_hex(&self) -> String {
-        self.to_json()
-            .bytes()
-            .map(|byte| format!("{byte:02x}"))
-            .collect()
-    }
-
-    /// Reads a policy written by [`ParentPolicy::to_json`] or [`ParentPolicy::to_hex`].
-    pub fn parse(text: &str) -> Result<ParentPolicy, String> {
-        let text = text.trim();
-        let json = if text.starts_with('{') {
-            text.to_owned()
-        } else {
-            let bytes = (0..text.len())
-                .step_by(2)
-                .map(|idx| {
-                    text.get(idx..idx + 2)
-                        .and_then(|pair| u8::from_str_radix(pair, 16).ok())
-                })
-                .collect::<Option<Vec<u8>>>()
-                .ok_or("the parent policy is neither JSON nor hex")?;
-            String::from_utf8(bytes).map_err(|_| "the parent policy is not UTF-8")?
-        };
-        let policy: ParentPolicy =
-            serde_json::from_str(&json).map_err(|err| format!("the parent policy: {err}"))?;
-        if policy.levels.is_empty() {
-            return Err("the parent policy has no level".to_owned());
-        }
-        Ok(policy)
-    }
-
-    /// The gate chain the policy describes, rooted with `home`; a session
-    /// narrows it with its own mode and rules, never loosening it.
-    pub fn gate(&self, home: Option<std::path::PathBuf>) -> Result<Arc<PermissionGate>, String> {
-        let mut gate: Option<Arc<PermissionGate>> = None;
-        for level in &self.levels {
-            let mode = PermissionMode::parse(&level.mode).ok_or_else(|| {
-                format!("the parent policy names an unknown mode `{}`", level.mode)
-            })?;
-            let rules =
-                RuleSet::from_lists(&level.allow, &level.ask, &level.deny, "the parent agent")
-                    .map_err(|err| err.to_string())?;
-            gate = Some(match gate {
-                None => Arc::new(
-                    PermissionGate::new(mode)
-                        .with_rules(rules)
-                        .with_home(home.clone()),
-                ),
-                Some(parent) => parent.narrowed(Some(mode), rules),
-            });
-        }
-        gate.ok_or_else(|| "the parent policy has no level".to_owned())
-    }
-}
+use crate::{EventSink, POLICY_ENV, ParentPolicy};
 
 /// One submission for the process runner.
 pub(crate) struct ProcessCall<'a> {
@@ -374,20 +267,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_policy_survives_hex_and_json_and_rebuilds_a_gate_that_keeps_its_denials() {
-        let root = Arc::new(
-            PermissionGate::new(PermissionMode::BypassPermissions).with_rules(
-                RuleSet::from_lists(&[], &[], &["Bash(rm:*)".to_owned()], "--deny").unwrap(),
-            ),
-        );
-        let child = root.narrowed(Some(PermissionMode::AcceptEdits), RuleSet::default());
-        let policy = ParentPolicy::of(&child);
-        assert_eq!(ParentPolicy::parse(&policy.to_hex()).unwrap(), policy);
-        assert_eq!(ParentPolicy::parse(&policy.to_json()).unwrap(), policy);
-        let rebuilt = policy.gate(None).unwrap();
-        assert_eq!(rebuilt.mode(), PermissionMode::AcceptEdits);
-        assert_eq!(ParentPolicy::of(&rebuilt), policy);
-        assert!(ParentPolicy::parse("zz").is_err());
+    fn only_commands_that_run_alcove_get_the_policy_on_their_command_line() {
         assert!(runs_alcove("ssh host alcove exec --json -"));
         assert!(runs_alcove("'/usr/bin/alcove' exec --json -"));
         assert!(!runs_alcove("sh runner.sh"));
