@@ -146,7 +146,8 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
 }
 
 /// The main agent ended while spawned agents still ran: waits for them
-/// (within their own budgets) and gives it one more run with their results.
+/// (within their own budgets, and at most `agents.wait_max_ms`) and gives it
+/// one more run with their results.
 async fn finish_spawned(
     session: &Session,
     runtime: &alcove_core::Runtime,
@@ -154,7 +155,11 @@ async fn finish_spawned(
     cancel: &CancellationToken,
     outcome: alcove_core::AgentOutcome,
 ) -> alcove_core::AgentOutcome {
-    let Some(results) = session.supervisor.wait_for_running(cancel).await else {
+    // Bounded like `wait` (`agents.wait_max_ms`): what still runs after
+    // that is closed, as when waiting is off.
+    let limit = session.supervisor.limits().wait_max;
+    let waited = tokio::time::timeout(limit, session.supervisor.wait_for_running(cancel)).await;
+    let Ok(Some(results)) = waited else {
         return outcome;
     };
     // Their end notices are in the message below.
