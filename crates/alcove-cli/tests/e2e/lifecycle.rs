@@ -241,6 +241,8 @@ fn three_parallel_children_against_a_tree_budget_that_fits_two() {
     );
     let done = results.iter().find(|(_, _, is_error)| !is_error).unwrap();
     assert!(done.1.contains("tree: "), "{}", done.1);
+    // A child that called no tool says so: that is evidence too.
+    assert!(done.1.contains("tools: 0 calls"), "{}", done.1);
     assert_eq!(
         server.requests_for("child").len(),
         2,

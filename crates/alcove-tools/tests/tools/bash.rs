@@ -249,3 +249,21 @@ fn the_group_check_sees_live_members() {
     child.wait().unwrap();
     assert!(group_gone(pgid));
 }
+
+/// How a command ended is data, not only text: the evidence footer reads it.
+#[tokio::test]
+async fn the_exit_code_and_printed_bytes_are_effects() {
+    let env = Env::new();
+    let bash = Bash::default();
+    let out = env
+        .call(&bash, json!({"command": "printf abcd; exit 3"}))
+        .await;
+    assert!(out.is_error);
+    assert_eq!(out.effects.exit_code, Some(3));
+    assert_eq!(out.effects.bytes, Some(4));
+    let out = env.call(&bash, json!({"command": "true"})).await;
+    assert_eq!(
+        (out.effects.exit_code, out.effects.bytes),
+        (Some(0), Some(0))
+    );
+}

@@ -57,3 +57,23 @@ async fn inspect_reports_the_path_even_outside() {
         .unwrap_err();
     assert!(err.contains("content"), "{err}");
 }
+
+/// The path the gate checked (what `inspect` resolved, handed over in
+/// `ToolContext::paths`) is the path written, and the effects say so.
+#[tokio::test]
+async fn writes_the_path_inspect_resolved_and_reports_it_as_an_effect() {
+    let env = Env::new();
+    let write = Write::default();
+    let input = json!({"file_path": "checked.txt", "content": "abc"});
+    let invocation = write.inspect(&input, &env.context.workspace).unwrap();
+    assert_eq!(invocation.paths, [env.root().join("checked.txt")]);
+    let mut context = env.context.clone();
+    // Had the tool resolved `file_path` again, it would write `checked.txt`.
+    context.paths = vec![env.root().join("elsewhere.txt")];
+    let out = write.call(input, &context).await;
+    assert!(!out.is_error, "{}", out.content);
+    assert!(env.root().join("elsewhere.txt").exists());
+    assert!(!env.root().join("checked.txt").exists());
+    assert_eq!(out.effects.files_written, ["elsewhere.txt"]);
+    assert_eq!(out.effects.bytes, Some(3));
+}
