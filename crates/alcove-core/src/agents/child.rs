@@ -196,7 +196,8 @@ impl Supervisor {
         let run = AgentRun {
             path: path.clone(),
             depth,
-            description: Some(request.description.clone()),
+            // The label: approval prompts and the UI show it in headers.
+            description: Some(label(&request.description)),
             agent_type: Some(definition.name.clone()),
             system_prompt,
             tools: self.tools_for(depth, pool, &gate),
@@ -297,4 +298,19 @@ fn child_pool(
             .collect();
     }
     (pool, ignored)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_label_is_the_first_line_cut_to_sixty_characters_on_a_char_boundary() {
+        assert_eq!(label("  find config  "), "find config");
+        let long = "é".repeat(100);
+        let cut = label(&long);
+        assert_eq!(cut.chars().count(), LABEL_CHARS);
+        assert!(cut.ends_with('…') && cut.starts_with('é'));
+        assert_eq!(label("first line\nmore detail"), "first line…");
+    }
 }
