@@ -391,3 +391,44 @@ fn starting_a_runner_command_is_a_permission_decision_like_bash() {
     let ((_, content, is_error), _) = run(&["--allow", "Agent(general-purpose)"]);
     assert!(!is_error, "{content}");
 }
+
+#[test]
+fn a_pre_tool_use_hook_sees_a_runner_spawn_and_can_block_it() {
+    let (env, server) = setup(Script::new().conversation(
+        "hooked runner",
+        vec![spawn("RUNNER child"), Step::text("done")],
+    ));
+    env.write_file("runner.sh", "#!/bin/sh\necho ran > runner-ran.txt\n");
+    env.write_file(
+        "hooks/no-remote.sh",
+        "#!/bin/sh\ncat > /dev/null\necho \"no remote agents today\" >&2\nexit 2\n",
+    );
+    env.write_file(
+        ".alcove/config.toml",
+        "[[hooks.PreToolUse]]\nmatcher = \"spawn_agent\"\ncommand = \"sh hooks/no-remote.sh\"\n",
+    );
+    let out = finish(
+        exec_command(
+            &env,
+            &server,
+            &[
+                "--permission-mode",
+                "bypassPermissions",
+                "-c",
+                "agents.wait_on_exit=false",
+                "hooked runner",
+            ],
+        )
+        .env("ALCOVE_SUBAGENT_COMMAND", "sh runner.sh")
+        .spawn()
+        .unwrap(),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (_, content, is_error) = server.requests_for("hooked runner")[1].tool_results()[0].clone();
+    assert!(is_error, "{content}");
+    assert_eq!(
+        content,
+        "Blocked by PreToolUse hook: no remote agents today"
+    );
+    assert!(!env.path("runner-ran.txt").exists());
+}
