@@ -181,32 +181,24 @@ impl Tool for CollabTool {
             Ok(supervisor) => supervisor,
             Err(reason) => return ToolOutput::error(format!("{name} failed: {reason}")),
         };
-        let result = match self.kind {
-            Kind::Spawn => match parse_input::<SpawnInput>(name, &input) {
-                Ok(input) => supervisor.spawn(context, input).await,
-                Err(reason) => Err(reason),
-            },
-            Kind::Send => match parse_input::<SendInput>(name, &input) {
-                Ok(input) => {
+        let result = async {
+            match self.kind {
+                Kind::Spawn => supervisor.spawn(context, parse_input(name, &input)?).await,
+                Kind::Send => {
+                    let input: SendInput = parse_input(name, &input)?;
                     supervisor
                         .send_input(&input.id, input.message, input.interrupt)
                         .await
                 }
-                Err(reason) => Err(reason),
-            },
-            Kind::Wait => match parse_input::<WaitInput>(name, &input) {
-                Ok(input) => supervisor.wait(&input.ids, input.timeout_ms).await,
-                Err(reason) => Err(reason),
-            },
-            Kind::Resume => match parse_input::<IdInput>(name, &input) {
-                Ok(input) => supervisor.resume(&input.id),
-                Err(reason) => Err(reason),
-            },
-            Kind::Close => match parse_input::<IdInput>(name, &input) {
-                Ok(input) => supervisor.close(&input.id),
-                Err(reason) => Err(reason),
-            },
-        };
+                Kind::Wait => {
+                    let input: WaitInput = parse_input(name, &input)?;
+                    supervisor.wait(&input.ids, input.timeout_ms).await
+                }
+                Kind::Resume => supervisor.resume(&parse_input::<IdInput>(name, &input)?.id),
+                Kind::Close => supervisor.close(&parse_input::<IdInput>(name, &input)?.id),
+            }
+        }
+        .await;
         match result {
             Ok(value) => ToolOutput::ok(serde_json::to_string_pretty(&value).unwrap_or_default()),
             Err(reason) => ToolOutput::error(reason),
