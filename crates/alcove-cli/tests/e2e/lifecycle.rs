@@ -432,3 +432,51 @@ fn a_pre_tool_use_hook_sees_a_runner_spawn_and_can_block_it() {
     );
     assert!(!env.path("runner-ran.txt").exists());
 }
+
+#[test]
+fn a_spawned_child_has_the_same_wall_clock_budget_as_an_agent_call() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "slow children",
+                vec![
+                    Step::tool_call("Agent", agent("slow", "SLOW sync child")),
+                    spawn("SLOW spawned child"),
+                    Step::tool_call("wait", json!({"ids": ["agent-2"], "timeout_ms": 30_000})),
+                    Step::text("done"),
+                ],
+            )
+            .conversation("SLOW sync", vec![Step::hang()])
+            .conversation("SLOW spawned", vec![Step::hang()]),
+    );
+    let out = exec(
+        &env,
+        &server,
+        &[
+            "-c",
+            "agents.timeout_secs=0.5",
+            "-c",
+            "agents.wait_min_ms=50",
+            "--json",
+            "slow children",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (content, _) = agent_result(&server, "slow children");
+    assert!(
+        content.contains("incomplete: budget (wall time over 0.5s)"),
+        "{content}"
+    );
+    let waited: Value =
+        serde_json::from_str(&server.requests_for("slow children")[3].tool_results()[2].1).unwrap();
+    assert_eq!(waited["status"]["agent-2"], "errored", "{waited}");
+    assert_eq!(
+        waited["details"]["agent-2"]["last_error"],
+        "incomplete: budget (wall time over 0.5s)"
+    );
+    assert_eq!(
+        of_type(&out.events(), "agent_ended").len(),
+        2,
+        "one end per child"
+    );
+}
