@@ -95,7 +95,7 @@ pub(crate) fn fan_out(bench: &Bench, widths: &[usize]) -> anyhow::Result<Vec<Fan
     }
     let server = FakeServer::start(script);
     let max = widths.iter().copied().max().unwrap_or(1);
-    let limit = format!("agents.max_concurrent={max}");
+    let limit = format!("agents.max_parallel={max}");
     let mut out = Vec::new();
     for &n in widths {
         let (mut samples, mut parts) = (Vec::new(), Vec::new());

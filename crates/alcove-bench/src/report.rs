@@ -238,7 +238,7 @@ fn details(md: &mut String, results: &Results) {
     if let Some(c) = &results.children {
         let _ = writeln!(
             md,
-            "\n## Live children\n\nThe parent makes {} parallel `Agent` calls (`-c agents.max_concurrent={}`); \
+            "\n## Live children\n\nThe parent makes {} parallel `Agent` calls (`-c agents.max_parallel={}`); \
              each child makes two model requests answered after {} ms. The children's first requests arrived \
              within {:.0} ms of each other (worst run), less than the {} ms delay, so all were alive at once.",
             c.children, c.children, c.delay_ms, c.spread_ms, c.delay_ms

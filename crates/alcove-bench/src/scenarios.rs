@@ -310,7 +310,7 @@ pub(crate) fn live_children(bench: &Bench) -> anyhow::Result<LiveChildren> {
         }
     }
     let server = FakeServer::start(script);
-    let limit = format!("agents.max_concurrent={CHILDREN}");
+    let limit = format!("agents.max_parallel={CHILDREN}");
     let (mut rss, mut spread) = (Vec::new(), Vec::new());
     for run in 0..=bench.runs {
         let env = TestEnv::new();

@@ -51,8 +51,10 @@ pub(crate) struct AgentsEntry {
     pub(crate) max_depth: Option<u32>,
     /// A child's turn cap (default 30).
     pub(crate) max_turns: Option<u32>,
-    /// How many children may run at once (default 4).
+    /// How many spawned children may run at once (default 4).
     pub(crate) max_concurrent: Option<usize>,
+    /// How many synchronous `Agent` children may run at once (default 16).
+    pub(crate) max_parallel: Option<usize>,
     /// A child's wall-clock budget in seconds.
     pub(crate) timeout_secs: Option<f64>,
     /// A child's token budget (input plus output).

@@ -125,6 +125,12 @@ fn defaults() -> toml::Table {
             .unwrap_or(i64::MAX)
             .into(),
     );
+    put(
+        "agents.max_parallel",
+        i64::try_from(agents.max_parallel)
+            .unwrap_or(i64::MAX)
+            .into(),
+    );
     put("agents.collab", agents.collab.into());
     put("retry.max_retries", i64::from(retry.max_retries).into());
     put("retry.base_delay_ms", millis(retry.base_delay));

@@ -411,6 +411,10 @@ fn agent_limits(settings: &config::AgentsEntry) -> AgentLimits {
             .filter(|max| *max > 0)
             .or(settings.max_concurrent)
             .unwrap_or(defaults.max_concurrent),
+        max_parallel: settings
+            .max_parallel
+            .filter(|max| *max > 0)
+            .unwrap_or(defaults.max_parallel),
         // Not `from_secs_f64`: it panicked on `timeout_secs = inf` or `1e30`.
         timeout: settings
             .timeout_secs

@@ -220,6 +220,60 @@ fn children_run_in_parallel_and_results_keep_call_order() {
 }
 
 #[test]
+fn eight_agent_calls_of_one_message_run_in_one_wave_by_default() {
+    // Seed 001's limit of 4 is for spawned agents; the synchronous face has
+    // its own pool (`agents.max_parallel`, 16), so eight calls of one
+    // message are all alive at once instead of running in two waves.
+    const CHILDREN: usize = 8;
+    const DELAY_MS: u64 = 1500;
+    let mut script = Script::new().conversation(
+        "wide fan out",
+        vec![
+            Step::reply(
+                (1..=CHILDREN)
+                    .map(|n| {
+                        Block::tool_call(
+                            "Agent",
+                            agent(&format!("w{n}"), &format!("WIDE {n} child")),
+                        )
+                    })
+                    .collect(),
+            ),
+            Step::text("merged"),
+        ],
+    );
+    for n in 1..=CHILDREN {
+        script = script.conversation(
+            &format!("WIDE {n} child"),
+            vec![Step::text(&format!("wide {n}")).delay(DELAY_MS)],
+        );
+    }
+    let (env, server) = setup(script);
+    let out = exec(&env, &server, &["wide fan out"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let arrivals: Vec<Instant> = (1..=CHILDREN)
+        .map(|n| {
+            let requests = server.requests_for(&format!("WIDE {n} child"));
+            assert_eq!(requests.len(), 1, "child {n} made one request");
+            requests[0].received_at
+        })
+        .collect();
+    let first = arrivals.iter().min().unwrap();
+    let last = arrivals.iter().max().unwrap();
+    // A second wave could only start after a first-wave child's reply,
+    // which the server holds back for DELAY_MS.
+    assert!(
+        last.duration_since(*first) < Duration::from_millis(DELAY_MS),
+        "the children started {:?} apart: more than one wave",
+        last.duration_since(*first)
+    );
+    assert_eq!(
+        server.requests_for("wide fan out")[1].tool_results().len(),
+        CHILDREN
+    );
+}
+
+#[test]
 fn a_failing_child_is_reported_and_the_parent_goes_on() {
     let (env, server) = setup(
         Script::new()

@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use super::child::ChildRequest;
 use super::definitions::{AgentDefinition, DEFAULT_AGENT_TYPE, Definitions};
-use super::lifecycle::SlotWait;
+use super::lifecycle::{Pool, SlotWait};
 use super::scope::AgentScope;
 use super::supervisor::{Supervisor, upgrade};
 
@@ -153,7 +153,7 @@ impl Tool for AgentTool {
                 &context.call_id,
                 &definition,
                 &request,
-                wait,
+                (Pool::Agent, wait),
                 context.cancel.child_token(),
             )
             .await;

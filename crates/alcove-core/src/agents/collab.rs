@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 
 use super::child::ChildRequest;
 use super::definitions::DEFAULT_AGENT_TYPE;
-use super::lifecycle::SlotWait;
+use super::lifecycle::{Pool, SlotWait};
 use super::registry::{Record, Registry, State, next_sequence, now};
 use super::scope::AgentScope;
 use super::supervisor::{Supervisor, upgrade};
@@ -239,7 +239,7 @@ impl Supervisor {
                 &context.call_id,
                 &definition,
                 &request,
-                SlotWait::Now,
+                (Pool::Spawned, SlotWait::Now),
                 parent_cancel.child_token(),
             )
             .await
@@ -330,6 +330,7 @@ impl Supervisor {
         };
         let lease = self
             .lease(
+                Pool::Spawned,
                 turns,
                 SlotWait::Now,
                 &tokio_util::sync::CancellationToken::new(),

@@ -52,6 +52,17 @@ pub(crate) enum SlotWait {
     Now,
 }
 
+/// Which pool of slots a child takes one from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pool {
+    /// Synchronous `Agent` children (`agents.max_parallel`): the caller
+    /// waits for them, so one message's calls should all run in one wave.
+    Agent,
+    /// Spawned children (`agents.max_concurrent`, seed 001's limit): they
+    /// outlive the call, so fewer of them may run at once.
+    Spawned,
+}
+
 /// A slot and a share of the tree budget, held for one submission.
 pub(crate) struct Lease {
     _permit: OwnedSemaphorePermit,
@@ -87,27 +98,27 @@ pub(crate) struct Remote<'a> {
 }
 
 impl Supervisor {
-    /// Takes a slot (waiting only with [`SlotWait::Wait`]) and then reserves
-    /// a share of the tree budget for a child whose own turn cap is `turns`.
+    /// Takes a slot from `pool` (waiting only with [`SlotWait::Wait`]) and
+    /// then reserves a share of the tree budget for a child whose own turn
+    /// cap is `turns`.
     pub(crate) async fn lease(
         &self,
+        pool: Pool,
         turns: u32,
         wait: SlotWait,
         cancel: &CancellationToken,
     ) -> Result<Lease, String> {
-        let limit_reached = || {
-            format!(
-                "subagent concurrency limit reached ({})",
-                self.limits.max_concurrent
-            )
+        let (slots, limit) = match pool {
+            Pool::Agent => (&self.agent_slots, self.limits.max_parallel),
+            Pool::Spawned => (&self.slots, self.limits.max_concurrent),
         };
+        let limit_reached = || format!("subagent concurrency limit reached ({limit})");
         let permit = match wait {
             SlotWait::Wait => tokio::select! {
-                permit = self.slots.clone().acquire_owned() => permit.map_err(|_| limit_reached())?,
+                permit = slots.clone().acquire_owned() => permit.map_err(|_| limit_reached())?,
                 () = cancel.cancelled() => return Err("aborted while waiting for a slot".to_owned()),
             },
-            SlotWait::Now => self
-                .slots
+            SlotWait::Now => slots
                 .clone()
                 .try_acquire_owned()
                 .map_err(|_| limit_reached())?,
@@ -127,7 +138,7 @@ impl Supervisor {
         call_id: &str,
         definition: &AgentDefinition,
         request: &ChildRequest,
-        wait: SlotWait,
+        (pool, wait): (Pool, SlotWait),
         cancel: CancellationToken,
     ) -> Result<ChildRun, String> {
         if scope.depth() >= self.limits.max_depth {
@@ -137,7 +148,7 @@ impl Supervisor {
             ));
         }
         let turns = definition.max_turns.unwrap_or(self.limits.max_turns);
-        let lease = self.lease(turns, wait, &scope.run.cancel).await?;
+        let lease = self.lease(pool, turns, wait, &scope.run.cancel).await?;
         let name = self.next_child_name();
         let child = self.build_child(scope, &name, definition, request, cancel)?;
         child.parent.emit(EventKind::AgentStarted {

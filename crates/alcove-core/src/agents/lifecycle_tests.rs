@@ -326,6 +326,7 @@ async fn the_wall_clock_budget_stops_a_child_in_both_faces() {
 async fn racing_for_the_last_slot_leaves_no_orphan_start_in_either_face() {
     let h = harness(AgentLimits {
         max_concurrent: 1,
+        max_parallel: 1,
         max_depth: 2,
         timeout: Some(Duration::from_millis(200)),
         ..limits()

@@ -33,8 +33,12 @@ pub struct AgentLimits {
     pub max_depth: u32,
     /// A child's turn cap unless its definition sets one.
     pub max_turns: u32,
-    /// How many children may run at once in the whole session.
+    /// How many spawned (`spawn_agent`) children may run at once in the
+    /// whole session (seed 001's limit).
     pub max_concurrent: usize,
+    /// How many synchronous `Agent` children may run at once in the whole
+    /// session: high enough that one message's `Agent` calls run in one wave.
+    pub max_parallel: usize,
     /// A child's wall-clock budget.
     pub timeout: Option<Duration>,
     /// A child's token budget (input plus output).
@@ -60,6 +64,7 @@ impl Default for AgentLimits {
             max_depth: 1,
             max_turns: 30,
             max_concurrent: 4,
+            max_parallel: 16,
             timeout: None,
             max_tokens: None,
             tree_max_tokens: None,
@@ -80,7 +85,10 @@ pub type ModelFactory = dyn Fn(&str) -> Result<Arc<dyn Model>, String> + Send + 
 pub struct Supervisor {
     pub(crate) limits: AgentLimits,
     pub(crate) definitions: Definitions,
+    /// Slots of spawned children (`max_concurrent`).
     pub(crate) slots: Arc<Semaphore>,
+    /// Slots of synchronous `Agent` children (`max_parallel`).
+    pub(crate) agent_slots: Arc<Semaphore>,
     /// The budget of the whole tree, shared by every child's reservation.
     pub(crate) tree: Arc<TreeBudget>,
     next_child: AtomicU64,
@@ -111,6 +119,7 @@ impl Supervisor {
     ) -> Supervisor {
         Supervisor {
             slots: Arc::new(Semaphore::new(limits.max_concurrent.max(1))),
+            agent_slots: Arc::new(Semaphore::new(limits.max_parallel.max(1))),
             tree: Arc::new(TreeBudget::new(
                 limits.tree_max_tokens,
                 limits.tree_max_turns,
