@@ -28,6 +28,7 @@ pub struct AnthropicModel {
     url: String,
     headers: HeaderMap,
     http: Http,
+    temperature: Option<f32>,
 }
 
 impl AnthropicModel {
@@ -58,6 +59,7 @@ impl AnthropicModel {
             model: config.model,
             url,
             headers,
+            temperature: config.temperature,
         })
     }
 }
@@ -73,7 +75,8 @@ impl Model for AnthropicModel {
         request: &ModelRequest,
         on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
     ) -> Result<ModelResponse, ModelError> {
-        let body = Body::new(&self.model, request);
+        let mut body = Body::new(&self.model, request);
+        body.temperature = self.temperature;
         self.http
             .complete(
                 &self.url,
@@ -106,6 +109,8 @@ struct Body<'a> {
     system: &'a str,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<ToolJson<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
 }
 
 impl<'a> Body<'a> {
@@ -113,7 +118,7 @@ impl<'a> Body<'a> {
         Body {
             model,
             max_tokens: request.max_tokens,
-            messages: request.messages.iter().map(MessageJson::new).collect(),
+            messages: merged(&request.messages),
             stream: true,
             system: &request.system,
             tools: request
@@ -125,8 +130,24 @@ impl<'a> Body<'a> {
                     input_schema: &tool.input_schema,
                 })
                 .collect(),
+            temperature: None,
         }
     }
+}
+
+/// The messages in the API's shape, consecutive messages of one role
+/// joined into one: the API wants roles to alternate (a notice or a stop
+/// hook's feedback can follow a user message of tool results).
+fn merged(messages: &[Message]) -> Vec<MessageJson<'_>> {
+    let mut out: Vec<MessageJson<'_>> = Vec::with_capacity(messages.len());
+    for message in messages {
+        let next = MessageJson::new(message);
+        match out.last_mut() {
+            Some(last) if last.role == next.role => last.content.extend(next.content),
+            _ => out.push(next),
+        }
+    }
+    out
 }
 
 #[derive(Serialize)]
@@ -163,12 +184,13 @@ enum BlockJson<'a> {
 
 /// A tool call's input as the API accepts it: an object. Arguments that
 /// were not a JSON object (kept raw when the model wrote invalid JSON) are
-/// wrapped so the model still sees what it wrote.
+/// sent as `{}`, as on the OpenAI wire; what the model wrote stays in the
+/// transcript and in the call's error result.
 #[derive(Serialize)]
 #[serde(untagged)]
 enum InputJson<'a> {
     Object(&'a Value),
-    Raw { _raw_arguments: &'a Value },
+    Empty {},
 }
 
 impl<'a> MessageJson<'a> {
@@ -190,9 +212,7 @@ impl<'a> MessageJson<'a> {
                     input: if input.is_object() {
                         InputJson::Object(input)
                     } else {
-                        InputJson::Raw {
-                            _raw_arguments: input,
-                        }
+                        InputJson::Empty {}
                     },
                 }),
                 ContentBlock::ToolResult {

@@ -227,7 +227,7 @@ fn request_body_translates_blocks() {
                 {"role": "user", "content": [{"type": "text", "text": "list files"}]},
                 {"role": "assistant", "content": [
                     {"type": "tool_use", "id": "t1", "name": "ls", "input": {"path": "."}},
-                    {"type": "tool_use", "id": "t2", "name": "ls", "input": {"_raw_arguments": "{oops"}},
+                    {"type": "tool_use", "id": "t2", "name": "ls", "input": {}},
                 ]},
                 {"role": "user", "content": [
                     {"type": "tool_result", "tool_use_id": "t1", "content": "a.rs", "is_error": false},

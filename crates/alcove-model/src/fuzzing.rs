@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::anthropic::AnthropicAssembler;
 use crate::openai::OpenAiAssembler;
 use crate::retry::AttemptError;
-use crate::sse::{Assembler, read_stream as read_sse};
+use crate::sse::{Assembler, Timeouts, read_stream as read_sse};
 use crate::{ModelResponse, StreamDelta, WireProtocol};
 
 thread_local! {
@@ -52,7 +52,12 @@ fn run<A: Assembler>(
     let body = futures::stream::iter(chunks.iter().copied().map(Ok::<&[u8], std::io::Error>));
     let result = RUNTIME.with(|runtime| match runtime {
         Some(runtime) => runtime
-            .block_on(read_sse(body, assembler, Duration::from_secs(60), &record))
+            .block_on(read_sse(
+                body,
+                assembler,
+                Timeouts::idle_only(Duration::from_secs(60)),
+                &record,
+            ))
             .map_err(|error| match error {
                 AttemptError::MidStream(error) | AttemptError::Fatal(error) => error.to_string(),
                 AttemptError::Retryable { error, .. } => format!("retryable: {error}"),

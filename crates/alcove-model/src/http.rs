@@ -67,7 +67,11 @@ impl Http {
         .await
     }
 
-    /// One attempt: send, check the status, read the stream.
+    /// One attempt: send, check the status, read the stream. The headers
+    /// and the first event must come within the first-byte timeout, each
+    /// later event within the idle timeout. Whatever fails, the response
+    /// (and with it the connection) is dropped before this returns, so a
+    /// retry never queues behind its own abandoned request.
     async fn attempt<A: Assembler>(
         &self,
         url: &str,
@@ -76,17 +80,18 @@ impl Http {
         assembler: A,
         on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
     ) -> Result<ModelResponse, AttemptError> {
-        let idle = self.policy.idle_timeout;
+        let first_byte = self.policy.first_byte_timeout;
+        let deadline = tokio::time::Instant::now() + first_byte;
         let request = self
             .client
             .post(url)
             .headers(headers.clone())
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .body(body);
-        let response = match tokio::time::timeout(idle, request.send()).await {
+        let response = match tokio::time::timeout_at(deadline, request.send()).await {
             Err(_) => {
                 return Err(AttemptError::Retryable {
-                    error: ModelError::IdleTimeout(idle),
+                    error: ModelError::FirstByteTimeout(first_byte),
                     retry_after: None,
                     shown: false,
                 });
@@ -97,16 +102,18 @@ impl Http {
         let status = response.status();
         if !status.is_success() {
             let retry_after = retry::retry_after(response.headers());
+            let idle = self.policy.idle_timeout;
             let text = match tokio::time::timeout(idle, response.text()).await {
                 Ok(Ok(text)) => text,
                 _ => String::new(),
             };
+            let retryable = retry::retryable_response(status.as_u16(), &text);
             let error = ModelError::Http {
                 provider: self.provider.clone(),
                 status: status.as_u16(),
                 body: sse::cut(text.trim(), MAX_ERROR_BODY),
             };
-            return Err(if retry::retryable_status(status.as_u16()) {
+            return Err(if retryable {
                 AttemptError::Retryable {
                     error,
                     retry_after,
@@ -116,7 +123,12 @@ impl Http {
                 AttemptError::Fatal(error)
             });
         }
-        sse::read_stream(response.bytes_stream(), assembler, idle, on_delta).await
+        let timeouts = sse::Timeouts {
+            first_event: deadline,
+            first_byte,
+            idle: self.policy.idle_timeout,
+        };
+        sse::read_stream(response.bytes_stream(), assembler, timeouts, on_delta).await
     }
 }
 

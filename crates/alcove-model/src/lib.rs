@@ -27,10 +27,11 @@ mod http;
 mod openai;
 mod retry;
 mod sse;
+mod text_calls;
 
 pub use anthropic::AnthropicModel;
 pub use openai::OpenAiModel;
-pub use retry::RetryPolicy;
+pub use retry::{LOCAL_FIRST_BYTE_TIMEOUT, RetryPolicy};
 
 /// One request to a model: the whole conversation so far.
 #[derive(Debug, Clone)]
@@ -101,6 +102,11 @@ pub enum ModelError {
         /// The transport's message.
         reason: String,
     },
+    /// Nothing came back within the time-to-first-byte limit.
+    #[error(
+        "the model sent nothing within {0:?} of the request (time to first byte; a local server may still be reading the prompt: raise first_byte_timeout_ms)"
+    )]
+    FirstByteTimeout(Duration),
     /// The stream went silent for longer than the idle timeout.
     #[error("the model stream was idle for {0:?}")]
     IdleTimeout(Duration),
@@ -158,6 +164,13 @@ pub struct ProviderConfig {
     pub model: String,
     /// Retry, backoff and timeout settings.
     pub retry: RetryPolicy,
+    /// The sampling temperature sent with every request; `None` sends none
+    /// (the server's default).
+    pub temperature: Option<f32>,
+    /// OpenAI wire only: turn tool calls the model wrote as text (a fenced
+    /// `{"name": …, "arguments": …}` naming an offered tool) in a reply with
+    /// no real call into real calls (`text_calls.rs`).
+    pub text_tool_calls: bool,
 }
 
 /// Builds the client for a provider.

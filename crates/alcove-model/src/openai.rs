@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use crate::http::{Http, client_builder};
 use crate::retry::retryable_status;
 use crate::sse::{Assembler, EventFailure, Feed, parse_json};
+use crate::text_calls;
 use crate::{
     LocalServer, Model, ModelError, ModelRequest, ModelResponse, ProviderConfig, StreamDelta,
 };
@@ -29,6 +30,8 @@ pub struct OpenAiModel {
     url: String,
     headers: HeaderMap,
     http: Http,
+    temperature: Option<f32>,
+    text_tool_calls: bool,
 }
 
 impl OpenAiModel {
@@ -57,6 +60,8 @@ impl OpenAiModel {
             model: config.model,
             url,
             headers,
+            temperature: config.temperature,
+            text_tool_calls: config.text_tool_calls,
         })
     }
 }
@@ -72,8 +77,12 @@ impl Model for OpenAiModel {
         request: &ModelRequest,
         on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
     ) -> Result<ModelResponse, ModelError> {
-        let body = request_body(&self.model, request);
-        self.http
+        let mut body = request_body(&self.model, request);
+        if let Some(temperature) = self.temperature {
+            body["temperature"] = json!(temperature);
+        }
+        let mut response = self
+            .http
             .complete(
                 &self.url,
                 &self.headers,
@@ -81,7 +90,11 @@ impl Model for OpenAiModel {
                 OpenAiAssembler::default,
                 on_delta,
             )
-            .await
+            .await?;
+        if self.text_tool_calls {
+            text_calls::recover(&mut response, &request.tools);
+        }
+        Ok(response)
     }
 }
 
@@ -150,9 +163,13 @@ fn push_message(out: &mut Vec<Value>, message: &Message) {
                 match block {
                     ContentBlock::Text { text } => texts.push(text),
                     ContentBlock::ToolUse { id, name, input } => {
-                        let arguments = match input {
-                            Value::String(raw) => raw.clone(),
-                            other => other.to_string(),
+                        // Strict servers (llama.cpp) reject arguments that are
+                        // not a JSON object; what the model really wrote stays
+                        // in the transcript and in the call's error result.
+                        let arguments = if input.is_object() {
+                            input.to_string()
+                        } else {
+                            "{}".to_owned()
                         };
                         calls.push(json!({
                             "id": id,

@@ -280,7 +280,7 @@ fn request_body_translates_messages() {
                 {"role": "user", "content": "list files"},
                 {"role": "assistant", "content": null, "tool_calls": [
                     {"id": "t1", "type": "function", "function": {"name": "ls", "arguments": "{\"path\":\".\"}"}},
-                    {"id": "t2", "type": "function", "function": {"name": "ls", "arguments": "{oops"}},
+                    {"id": "t2", "type": "function", "function": {"name": "ls", "arguments": "{}"}},
                 ]},
                 {"role": "tool", "tool_call_id": "t1", "content": "a.rs"},
                 {"role": "tool", "tool_call_id": "t2", "content": "invalid arguments"},

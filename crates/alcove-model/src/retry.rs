@@ -22,7 +22,12 @@ pub struct RetryPolicy {
     pub base_delay: Duration,
     /// The longest backoff delay (and the cap on honoured `retry-after`).
     pub max_delay: Duration,
-    /// How long a stream may stay silent before it is abandoned.
+    /// How long the first byte of an answer may take after the request was
+    /// sent: a local server processes the whole prompt (and may queue the
+    /// request behind another) before it sends anything.
+    pub first_byte_timeout: Duration,
+    /// How long a stream that has started may stay silent between bytes
+    /// before it is abandoned.
     pub idle_timeout: Duration,
     /// How long connecting may take.
     pub connect_timeout: Duration,
@@ -34,11 +39,17 @@ impl Default for RetryPolicy {
             max_retries: 4,
             base_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(30),
+            first_byte_timeout: Duration::from_secs(120),
             idle_timeout: Duration::from_secs(120),
             connect_timeout: Duration::from_secs(10),
         }
     }
 }
+
+/// The time to first byte a local server gets by default: a CPU model's
+/// prefill of a few thousand tokens, behind another request on a one-slot
+/// server, takes minutes.
+pub const LOCAL_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(600);
 
 impl RetryPolicy {
     /// The nominal (jitter-free) backoff before retry number `retry`
@@ -141,6 +152,27 @@ where
 /// (including Anthropic's 529 "overloaded").
 pub(crate) fn retryable_status(status: u16) -> bool {
     matches!(status, 408 | 409 | 429) || (500..=599).contains(&status)
+}
+
+/// What servers say when they reject a request for what it holds, with a
+/// 5xx status (llama.cpp answers these with 500): resending the same body
+/// gets the same answer, so they are not retried.
+const CONTENT_REJECTIONS: [&str; 4] = [
+    "failed to parse tool call arguments",
+    "roles must alternate",
+    "failed to parse messages",
+    "failed to apply the chat template",
+];
+
+/// Whether a failed response is worth sending again: its status is
+/// transient ([`retryable_status`]) and its body does not say the server
+/// rejected the request's content.
+pub(crate) fn retryable_response(status: u16, body: &str) -> bool {
+    if !retryable_status(status) {
+        return false;
+    }
+    let body = body.to_ascii_lowercase();
+    !CONTENT_REJECTIONS.iter().any(|marker| body.contains(marker))
 }
 
 /// The wait a server asked for: `retry-after-ms` (milliseconds) first, then
@@ -308,5 +340,19 @@ mod tests {
         for status in [400, 401, 403, 404, 413, 422] {
             assert!(!retryable_status(status), "{status}");
         }
+    }
+
+    #[test]
+    fn content_rejections_are_not_retried() {
+        let llama = r#"{"error":{"code":500,"message":"Failed to parse tool call arguments as JSON: [json.exception.parse_error.101] parse error","type":"server_error"}}"#;
+        assert!(!retryable_response(500, llama));
+        assert!(!retryable_response(
+            500,
+            "Conversation roles must alternate user/assistant/user/assistant/..."
+        ));
+        assert!(!retryable_response(400, "anything"));
+        assert!(retryable_response(500, "internal error"));
+        assert!(retryable_response(529, r#"{"type":"error","error":{"type":"overloaded_error"}}"#));
+        assert!(retryable_response(429, ""));
     }
 }

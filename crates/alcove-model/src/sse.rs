@@ -70,13 +70,37 @@ pub(crate) fn parse_json(event: &Event) -> Result<serde_json::Value, EventFailur
     })
 }
 
+/// How long [`read_stream`] waits: for the first event until a deadline
+/// (the request's time to first byte), then for each next one.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Timeouts {
+    /// When the first event must have arrived.
+    pub(crate) first_event: tokio::time::Instant,
+    /// The first-byte limit the deadline came from (for the error).
+    pub(crate) first_byte: Duration,
+    /// The longest silence between two events.
+    pub(crate) idle: Duration,
+}
+
+impl Timeouts {
+    /// One idle limit for every event, the first included (tests, fuzzing).
+    pub(crate) fn idle_only(idle: Duration) -> Timeouts {
+        Timeouts {
+            first_event: tokio::time::Instant::now() + idle,
+            first_byte: idle,
+            idle,
+        }
+    }
+}
+
 /// Reads `bytes` as SSE through `assembler` until the response is complete.
 /// Every failure here happened after the response had started, so each is
-/// a [`AttemptError::MidStream`], except an event flagged retryable.
+/// a [`AttemptError::MidStream`], except an event flagged retryable and a
+/// first event that never came (nothing was received: retried as transient).
 pub(crate) async fn read_stream<S, B, E, A>(
     bytes: S,
     mut assembler: A,
-    idle_timeout: Duration,
+    timeouts: Timeouts,
     on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
 ) -> Result<ModelResponse, AttemptError>
 where
@@ -88,15 +112,29 @@ where
     let events = skip_leading_boms(bytes).eventsource();
     let mut events = std::pin::pin!(events);
     let mut shown = false;
+    let mut first = true;
     let done = loop {
-        let next = match tokio::time::timeout(idle_timeout, events.next()).await {
+        let deadline = if first {
+            timeouts.first_event
+        } else {
+            tokio::time::Instant::now() + timeouts.idle
+        };
+        let next = match tokio::time::timeout_at(deadline, events.next()).await {
             Ok(next) => next,
+            Err(_) if first => {
+                return Err(AttemptError::Retryable {
+                    error: ModelError::FirstByteTimeout(timeouts.first_byte),
+                    retry_after: None,
+                    shown: false,
+                });
+            }
             Err(_) => {
                 return Err(AttemptError::MidStream(ModelError::IdleTimeout(
-                    idle_timeout,
+                    timeouts.idle,
                 )));
             }
         };
+        first = false;
         let event = match next {
             None => break false,
             Some(Ok(event)) => event,
@@ -254,7 +292,7 @@ pub(crate) mod testing {
         let result = read_stream(
             futures::stream::iter(chunks),
             assembler,
-            Duration::from_secs(5),
+            Timeouts::idle_only(Duration::from_secs(5)),
             &record,
         )
         .await;
@@ -350,7 +388,7 @@ mod tests {
         let result = read_stream(
             futures::stream::iter(chunks),
             Echo,
-            Duration::from_secs(1),
+            Timeouts::idle_only(Duration::from_secs(1)),
             &|_| {},
         )
         .await;
@@ -359,8 +397,29 @@ mod tests {
             Err(AttemptError::MidStream(ModelError::Stream(ref m))) if m.contains("connection reset")
         ));
 
+        // Silence before the first event is a slow first byte: retried as
+        // transient, nothing having been shown.
         let silent = futures::stream::pending::<Result<&[u8], std::io::Error>>();
-        let result = read_stream(silent, Echo, Duration::from_millis(20), &|_| {}).await;
+        let timeouts = Timeouts::idle_only(Duration::from_millis(20));
+        let result = read_stream(silent, Echo, timeouts, &|_| {}).await;
+        assert!(matches!(
+            result,
+            Err(AttemptError::Retryable {
+                error: ModelError::FirstByteTimeout(_),
+                shown: false,
+                ..
+            })
+        ));
+
+        // Silence after it is an idle stream: restarted once.
+        let first: Vec<Result<&[u8], std::io::Error>> = vec![Ok(b"data: a\n\n")];
+        let then_silent = futures::stream::iter(first).chain(futures::stream::pending());
+        let timeouts = Timeouts {
+            first_event: tokio::time::Instant::now() + Duration::from_secs(5),
+            first_byte: Duration::from_secs(5),
+            idle: Duration::from_millis(20),
+        };
+        let result = read_stream(then_silent, Echo, timeouts, &|_| {}).await;
         assert!(matches!(
             result,
             Err(AttemptError::MidStream(ModelError::IdleTimeout(_)))
@@ -390,7 +449,7 @@ mod tests {
         let result = read_stream(
             futures::stream::iter(chunks),
             Echo,
-            Duration::from_secs(1),
+            Timeouts::idle_only(Duration::from_secs(1)),
             &|_| {},
         )
         .await;

@@ -33,9 +33,12 @@ fn config(protocol: WireProtocol, server: &FakeServer) -> ProviderConfig {
             max_retries: 2,
             base_delay: Duration::from_millis(5),
             max_delay: Duration::from_millis(40),
+            first_byte_timeout: Duration::from_millis(300),
             idle_timeout: Duration::from_millis(300),
             connect_timeout: Duration::from_secs(2),
         },
+        temperature: None,
+        text_tool_calls: false,
     }
 }
 

@@ -31,6 +31,11 @@ enum Reply {
     Drop(String),
     /// 200, these chunks, then silence with the connection held open.
     Stall(String),
+    /// Nothing at all until the client closes the connection, holding the
+    /// server's one slot meanwhile (a one-slot local server busy with it).
+    Silent,
+    /// Like `Sse`, after this long without a byte (a long prefill).
+    Late(Duration, Vec<String>),
 }
 
 fn status(status: &'static str, body: &str) -> Reply {
@@ -48,18 +53,22 @@ struct Server {
     requests: Arc<Mutex<Vec<String>>>,
 }
 
+/// The one slot: a connection answers only while it holds it.
+type Slot = Arc<tokio::sync::Mutex<()>>;
+
 impl Server {
     async fn start(replies: Vec<Reply>) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
         let recorded = Arc::clone(&requests);
+        let slot = Slot::default();
         tokio::spawn(async move {
             let mut replies = replies.into_iter();
             while let Ok((socket, _)) = listener.accept().await {
                 let reply = replies.next().unwrap_or(status("500 Oops", "script over"));
                 let recorded = Arc::clone(&recorded);
-                tokio::spawn(serve(socket, reply, recorded));
+                tokio::spawn(serve(socket, reply, recorded, Arc::clone(&slot)));
             }
         });
         Server { base, requests }
@@ -70,7 +79,12 @@ impl Server {
     }
 }
 
-async fn serve(mut socket: TcpStream, reply: Reply, recorded: Arc<Mutex<Vec<String>>>) {
+async fn serve(
+    mut socket: TcpStream,
+    reply: Reply,
+    recorded: Arc<Mutex<Vec<String>>>,
+    slot: Slot,
+) {
     // Read the head, then the body by content-length.
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
@@ -96,6 +110,11 @@ async fn serve(mut socket: TcpStream, reply: Reply, recorded: Arc<Mutex<Vec<Stri
         .lock()
         .unwrap()
         .push(String::from_utf8_lossy(&buf).into_owned());
+    // Every reply waits for the slot; only a silent one keeps it.
+    let held = slot.lock().await;
+    if !matches!(reply, Reply::Silent) {
+        drop(held);
+    }
 
     let sse_head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
     let piece = |s: &str| format!("{:x}\r\n{s}\r\n", s.len());
@@ -119,6 +138,20 @@ async fn serve(mut socket: TcpStream, reply: Reply, recorded: Arc<Mutex<Vec<Stri
             format!("{sse_head}{body}0\r\n\r\n")
         }
         Reply::Drop(before) => format!("{sse_head}{}", piece(&before)),
+        Reply::Silent => {
+            // Held until the client hangs up (read gives 0 or fails).
+            while let Ok(n) = socket.read(&mut chunk).await {
+                if n == 0 {
+                    break;
+                }
+            }
+            return;
+        }
+        Reply::Late(delay, pieces) => {
+            tokio::time::sleep(delay).await;
+            let body: String = pieces.iter().map(|p| piece(p)).collect();
+            format!("{sse_head}{body}0\r\n\r\n")
+        }
         Reply::Stall(before) => {
             let out = format!("{sse_head}{}", piece(&before));
             socket.write_all(out.as_bytes()).await.unwrap();
@@ -162,6 +195,7 @@ fn policy() -> RetryPolicy {
         max_retries: 2,
         base_delay: Duration::from_millis(5),
         max_delay: Duration::from_millis(40),
+        first_byte_timeout: Duration::from_millis(300),
         idle_timeout: Duration::from_millis(300),
         connect_timeout: Duration::from_secs(2),
     }
@@ -175,6 +209,8 @@ fn config(protocol: WireProtocol, base_url: String) -> ProviderConfig {
         api_key: Some("sk-test".into()),
         model: "test-model".into(),
         retry: policy(),
+        temperature: None,
+        text_tool_calls: false,
     }
 }
 
@@ -415,4 +451,67 @@ async fn connect_errors_name_the_url_and_are_retried() {
         other => panic!("{other:?}"),
     }
     assert_eq!(retries(&deltas).len(), 2);
+}
+
+/// llama.cpp answers a history it cannot parse with a 500; sending the same
+/// body again gets the same answer, so it is not retried.
+#[tokio::test]
+async fn a_content_rejection_with_a_500_is_not_retried() {
+    let server = Server::start(vec![
+        status(
+            "500 Internal Server Error",
+            "{\"error\":{\"code\":500,\"message\":\"Failed to parse tool call arguments as JSON: parse error\",\"type\":\"server_error\"}}",
+        ),
+        openai_ok("never"),
+    ])
+    .await;
+    let (result, deltas) =
+        complete(config(WireProtocol::OpenAi, format!("{}/v1", server.base))).await;
+    assert!(
+        matches!(result, Err(ModelError::Http { status: 500, ref body, .. }) if body.contains("Failed to parse tool call")),
+        "{result:?}"
+    );
+    assert!(retries(&deltas).is_empty(), "{deltas:?}");
+    assert_eq!(server.requests().len(), 1);
+}
+
+/// A first byte slower than the idle limit but within the first-byte limit
+/// is a long prefill, not a dead stream.
+#[tokio::test]
+async fn a_slow_first_byte_within_its_limit_is_waited_for() {
+    let mut config = config(WireProtocol::OpenAi, format!("{}/v1", server_base_late().await));
+    config.retry.idle_timeout = Duration::from_millis(100);
+    config.retry.first_byte_timeout = Duration::from_secs(5);
+    let (result, deltas) = complete(config).await;
+    assert_eq!(result.unwrap().message.text(), "late");
+    assert!(retries(&deltas).is_empty(), "{deltas:?}");
+}
+
+async fn server_base_late() -> String {
+    let late = match openai_ok("late") {
+        Reply::Sse(pieces) => Reply::Late(Duration::from_millis(400), pieces),
+        other => other,
+    };
+    let server = Server::start(vec![late]).await;
+    // The server task lives on in the runtime; only its address is needed.
+    server.base
+}
+
+/// A retry after a first-byte timeout closes the abandoned connection
+/// first: on a one-slot server the retry is answered only once the first
+/// request's connection is gone.
+#[tokio::test]
+async fn a_retry_closes_the_abandoned_connection_first() {
+    let server = Server::start(vec![Reply::Silent, openai_ok("second")]).await;
+    let mut config = config(WireProtocol::OpenAi, format!("{}/v1", server.base));
+    config.retry.first_byte_timeout = Duration::from_millis(300);
+    config.retry.idle_timeout = Duration::from_secs(30);
+    // The retry's own first-byte wait: long enough for a busy machine, and
+    // it would still fail if the first connection held the slot.
+    config.retry.max_retries = 1;
+    let (result, deltas) = complete(config).await;
+    assert_eq!(result.unwrap().message.text(), "second");
+    let retried = retries(&deltas);
+    assert_eq!(retried.len(), 1, "{deltas:?}");
+    assert_eq!(server.requests().len(), 2);
 }
