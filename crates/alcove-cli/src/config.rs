@@ -25,6 +25,17 @@ pub(crate) struct Config {
     pub(crate) max_turns: Option<u32>,
     /// The output token limit of each model request.
     pub(crate) max_tokens: Option<u32>,
+    /// The sampling temperature sent to every provider (see `model_options`).
+    pub(crate) temperature: Option<f32>,
+    /// The most tool calls one reply may run (default 32; the rest are
+    /// answered with an error saying why).
+    pub(crate) max_tool_calls_per_reply: Option<usize>,
+    /// `full` (default) or `lean`: which tools the main agent is offered
+    /// (`lean` leaves out the background-delegation tools unless
+    /// `agents.collab = true`).
+    pub(crate) tool_profile: Option<String>,
+    /// Settings per provider or per `provider/model`.
+    pub(crate) model_options: BTreeMap<String, crate::model_options::ModelOptionsEntry>,
     /// Extra providers by id.
     pub(crate) providers: BTreeMap<String, ProviderEntry>,
     /// Retry and timeout settings for model requests.
@@ -86,7 +97,10 @@ pub(crate) struct RetryEntry {
     pub(crate) base_delay_ms: Option<u64>,
     /// The longest backoff delay (also caps `retry-after`).
     pub(crate) max_delay_ms: Option<u64>,
-    /// How long a stream may stay silent.
+    /// How long the first byte of an answer may take (a local server reads
+    /// the whole prompt first).
+    pub(crate) first_byte_timeout_ms: Option<u64>,
+    /// How long a started stream may stay silent.
     pub(crate) idle_timeout_ms: Option<u64>,
 }
 

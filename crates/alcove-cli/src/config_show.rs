@@ -135,6 +135,10 @@ fn defaults() -> toml::Table {
     put("retry.max_retries", i64::from(retry.max_retries).into());
     put("retry.base_delay_ms", millis(retry.base_delay));
     put("retry.max_delay_ms", millis(retry.max_delay));
+    put(
+        "retry.first_byte_timeout_ms",
+        millis(retry.first_byte_timeout),
+    );
     put("retry.idle_timeout_ms", millis(retry.idle_timeout));
     put(
         "hooks.max_stop_continuations",

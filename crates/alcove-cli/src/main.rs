@@ -12,6 +12,7 @@ mod exec;
 mod hook_setup;
 
 mod model_aliases;
+mod model_options;
 mod output;
 mod permission_setup;
 mod provider;

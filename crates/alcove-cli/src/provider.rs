@@ -176,5 +176,7 @@ fn provider(
         api_key,
         model: model.to_owned(),
         retry: RetryPolicy::default(),
+        temperature: None,
+        text_tool_calls: false,
     }
 }

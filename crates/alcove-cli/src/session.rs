@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alcove_core::{
-    AgentLimits, AgentRun, Approver, Commands, EventSink, FanOut, HookSession, Limits, Memory,
-    ModelFactory, POLICY_ENV, ParentPolicy, PermissionGate, PermissionMode, ProjectContext,
-    Runtime, SkillTool, Skills, Supervisor, Transcript, read_transcript, system_prompt,
+    AgentLimits, AgentRun, Approver, Commands, DEFAULT_MAX_TOOL_CALLS_PER_REPLY, EventSink, FanOut,
+    HookSession, Limits, Memory, ModelFactory, POLICY_ENV, ParentPolicy, PermissionGate,
+    PermissionMode, ProjectContext, Runtime, SkillTool, Skills, Supervisor, Transcript,
+    read_transcript, system_prompt,
 };
 use alcove_protocol::{AgentPath, EventKind, Message};
 use alcove_tools::Workspace;
@@ -122,7 +123,7 @@ impl Session {
         }
 
         let mut provider_config = provider::resolve(common.model.as_deref(), &config).await?;
-        apply_retry_settings(&mut provider_config.retry, &config.retry);
+        crate::model_options::apply(&mut provider_config, &config);
         let model_name = format!("{}/{}", provider_config.id, provider_config.model);
         let mut aliases = Aliases::new(
             &provider_config.id,
@@ -194,6 +195,9 @@ impl Session {
                     .hooks
                     .max_stop_continuations
                     .unwrap_or(STOP_HOOK_LIMIT),
+                max_tool_calls_per_reply: config
+                    .max_tool_calls_per_reply
+                    .unwrap_or(DEFAULT_MAX_TOOL_CALLS_PER_REPLY),
             },
             inbox: Arc::default(),
         };
@@ -201,7 +205,7 @@ impl Session {
         let model_factory: Arc<ModelFactory> = Arc::new(move |spec: &str| {
             let mut provider_config =
                 provider::resolve_spec(spec, &factory_config).map_err(|err| err.0)?;
-            apply_retry_settings(&mut provider_config.retry, &factory_config.retry);
+            crate::model_options::apply(&mut provider_config, &factory_config);
             alcove_model::connect(provider_config).map_err(|err| err.to_string())
         });
         let supervisor = Arc::new(
@@ -352,21 +356,6 @@ fn resumed_history(dirs: &Dirs, id: &str) -> anyhow::Result<Vec<Message>> {
             _ => None,
         })
         .collect())
-}
-
-fn apply_retry_settings(retry: &mut alcove_model::RetryPolicy, settings: &config::RetryEntry) {
-    if let Some(max_retries) = settings.max_retries {
-        retry.max_retries = max_retries;
-    }
-    if let Some(ms) = settings.base_delay_ms {
-        retry.base_delay = Duration::from_millis(ms);
-    }
-    if let Some(ms) = settings.max_delay_ms {
-        retry.max_delay = Duration::from_millis(ms);
-    }
-    if let Some(ms) = settings.idle_timeout_ms {
-        retry.idle_timeout = Duration::from_millis(ms);
-    }
 }
 
 /// The policy a parent alcove passed (`--parent-policy`, or

@@ -14,6 +14,7 @@ use alcove_tools::{Tool, Workspace};
 use tokio_util::sync::CancellationToken;
 
 use crate::dispatch::run_tool_calls;
+use crate::repeats::Repeats;
 use crate::{Approver, EventSink, HookScope, Hooks, PermissionGate, ToolCall};
 
 /// What every agent of a session shares by reference.
@@ -70,7 +71,13 @@ pub struct Limits {
     pub result_cap: usize,
     /// How many times stop hooks may send one run back to work.
     pub stop_hook_limit: u32,
+    /// The most tool calls of one reply that run; the rest are answered
+    /// with an error saying why.
+    pub max_tool_calls_per_reply: usize,
 }
+
+/// The default of [`Limits::max_tool_calls_per_reply`].
+pub const DEFAULT_MAX_TOOL_CALLS_PER_REPLY: usize = 32;
 
 impl Runtime {
     /// Emits one event from `agent`.
@@ -169,6 +176,7 @@ pub async fn run_agent(
     append(runtime, run, &mut outcome.messages, input);
     let mut tool_specs: Vec<_> = run.tools.iter().map(|tool| tool.spec().clone()).collect();
     let mut stop_continuations = 0;
+    let mut repeats = Repeats::default();
 
     loop {
         if run.cancel.is_cancelled() {
@@ -287,7 +295,8 @@ pub async fn run_agent(
             return outcome;
         }
 
-        let results = run_tool_calls(runtime, run, &calls).await;
+        let mut results = run_tool_calls(runtime, run, &calls).await;
+        let stuck = repeats.observe(&calls, &mut results);
         append(
             runtime,
             run,
@@ -304,6 +313,11 @@ pub async fn run_agent(
                 tool_calls: calls.len(),
             },
         );
+        if let Some(reason) = stuck {
+            outcome.status = RunStatus::Failed;
+            outcome.error = Some(reason);
+            return outcome;
+        }
     }
 }
 

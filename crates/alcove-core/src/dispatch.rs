@@ -35,6 +35,10 @@ pub(crate) async fn run_tool_calls(
     calls: &[ToolCall],
 ) -> Vec<ContentBlock> {
     let mut results = Vec::with_capacity(calls.len());
+    // A runaway reply (small models have streamed 170 calls at once) runs
+    // its first calls only; the rest are answered, not dropped.
+    let cap = runtime.limits.max_tool_calls_per_reply.max(1);
+    let (calls, over_cap) = calls.split_at(calls.len().min(cap));
     for group in groups(run, calls) {
         // A group's calls are announced together, then run together.
         let started = Instant::now();
@@ -62,6 +66,22 @@ pub(crate) async fn run_tool_calls(
         }))
         .await;
         results.extend(outputs);
+    }
+    let total = calls.len() + over_cap.len();
+    for call in over_cap {
+        let started = Instant::now();
+        runtime.emit(
+            &run.path,
+            EventKind::ToolCallStarted {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                input: call.input_value(),
+            },
+        );
+        let output = ToolOutput::error(format!(
+            "Not run: this reply made {total} tool calls and at most {cap} run per reply; the first {cap} ran. Make fewer calls at a time."
+        ));
+        results.push(finish(runtime, run, call, output, started));
     }
     results
 }

@@ -37,10 +37,13 @@ pub mod fuzzing;
 mod gate;
 mod hooks;
 mod memory;
+mod repeats;
 mod skills;
 mod transcript;
 
-pub use agent_loop::{AgentOutcome, AgentRun, Inbox, Limits, Runtime, run_agent};
+pub use agent_loop::{
+    AgentOutcome, AgentRun, DEFAULT_MAX_TOOL_CALLS_PER_REPLY, Inbox, Limits, Runtime, run_agent,
+};
 pub use agents::{
     AgentDefinition, AgentLimits, DEFAULT_AGENT_TYPE, Definitions, ModelFactory, Supervisor,
     TreeBudget, TreeUsage,

@@ -172,7 +172,9 @@ pub(crate) fn retryable_response(status: u16, body: &str) -> bool {
         return false;
     }
     let body = body.to_ascii_lowercase();
-    !CONTENT_REJECTIONS.iter().any(|marker| body.contains(marker))
+    !CONTENT_REJECTIONS
+        .iter()
+        .any(|marker| body.contains(marker))
 }
 
 /// The wait a server asked for: `retry-after-ms` (milliseconds) first, then
@@ -352,7 +354,10 @@ mod tests {
         ));
         assert!(!retryable_response(400, "anything"));
         assert!(retryable_response(500, "internal error"));
-        assert!(retryable_response(529, r#"{"type":"error","error":{"type":"overloaded_error"}}"#));
+        assert!(retryable_response(
+            529,
+            r#"{"type":"error","error":{"type":"overloaded_error"}}"#
+        ));
         assert!(retryable_response(429, ""));
     }
 }

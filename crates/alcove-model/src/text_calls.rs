@@ -32,11 +32,15 @@ pub(crate) fn recover(response: &mut ModelResponse, tools: &[ToolSpec]) -> usize
         content.push(ContentBlock::Text { text: preface });
     }
     let count = calls.len();
-    content.extend(calls.into_iter().map(|(name, input)| ContentBlock::ToolUse {
-        id: format!("call_text_{:016x}", fastrand::u64(..)),
-        name,
-        input,
-    }));
+    content.extend(
+        calls
+            .into_iter()
+            .map(|(name, input)| ContentBlock::ToolUse {
+                id: format!("call_text_{:016x}", fastrand::u64(..)),
+                name,
+                input,
+            }),
+    );
     response.message = Message {
         role: response.message.role,
         content,
@@ -145,7 +149,10 @@ mod tests {
             "I will read it.\n```json\n{\"name\": \"Read\", \"arguments\": {\"path\": \"a.txt\"}}\n```\n",
         );
         assert_eq!(recover(&mut response, &tools()), 1);
-        assert_eq!(calls(&response), vec![("Read".into(), json!({"path": "a.txt"}))]);
+        assert_eq!(
+            calls(&response),
+            vec![("Read".into(), json!({"path": "a.txt"}))]
+        );
         assert_eq!(response.message.text(), "I will read it.");
         assert_eq!(response.stop_reason, StopReason::ToolUse);
         assert_eq!(response.message.role, Role::Assistant);

@@ -79,12 +79,7 @@ impl Server {
     }
 }
 
-async fn serve(
-    mut socket: TcpStream,
-    reply: Reply,
-    recorded: Arc<Mutex<Vec<String>>>,
-    slot: Slot,
-) {
+async fn serve(mut socket: TcpStream, reply: Reply, recorded: Arc<Mutex<Vec<String>>>, slot: Slot) {
     // Read the head, then the body by content-length.
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
@@ -479,7 +474,10 @@ async fn a_content_rejection_with_a_500_is_not_retried() {
 /// is a long prefill, not a dead stream.
 #[tokio::test]
 async fn a_slow_first_byte_within_its_limit_is_waited_for() {
-    let mut config = config(WireProtocol::OpenAi, format!("{}/v1", server_base_late().await));
+    let mut config = config(
+        WireProtocol::OpenAi,
+        format!("{}/v1", server_base_late().await),
+    );
     config.retry.idle_timeout = Duration::from_millis(100);
     config.retry.first_byte_timeout = Duration::from_secs(5);
     let (result, deltas) = complete(config).await;

@@ -1,0 +1,187 @@
+//! Per-provider and per-model request settings: timeouts, temperature and
+//! tool calls written as text, with defaults that differ for a server on
+//! this machine.
+//!
+//! A local server (a loopback base URL, or the `ollama` and discovered
+//! `local` providers) reads the whole prompt before it sends a byte, on a
+//! CPU for minutes, and answers with its own sampling defaults (llama.cpp's
+//! temperature is 0.8), so it gets a long time to first byte and a low
+//! temperature. Hosted providers get neither unless configured: some
+//! hosted models reject a `temperature` altogether.
+//!
+//! Layers, later wins: built-in defaults (local or hosted) < `[retry]` <
+//! `temperature` < `[model_options."<provider>"]` <
+//! `[model_options."<provider>/<model>"]`.
+
+use std::time::Duration;
+
+use alcove_model::{LOCAL_FIRST_BYTE_TIMEOUT, ProviderConfig, WireProtocol};
+use serde::Deserialize;
+
+use crate::config::{Config, RetryEntry};
+
+/// The temperature a local server gets unless one is configured.
+pub(crate) const LOCAL_TEMPERATURE: f32 = 0.2;
+
+/// `[model_options."<provider>"]` or `[model_options."<provider>/<model>"]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct ModelOptionsEntry {
+    /// The sampling temperature sent with each request.
+    pub(crate) temperature: Option<f32>,
+    /// How long the first byte of an answer may take, in ms.
+    pub(crate) first_byte_timeout_ms: Option<u64>,
+    /// How long a started stream may stay silent, in ms.
+    pub(crate) idle_timeout_ms: Option<u64>,
+    /// OpenAI wire: run tool calls the model wrote as text (default true).
+    pub(crate) text_tool_calls: Option<bool>,
+}
+
+/// Applies the defaults and every configured layer to `provider`.
+pub(crate) fn apply(provider: &mut ProviderConfig, config: &Config) {
+    if is_local(provider) {
+        provider.retry.first_byte_timeout = LOCAL_FIRST_BYTE_TIMEOUT;
+        provider.temperature = Some(LOCAL_TEMPERATURE);
+    }
+    provider.text_tool_calls = provider.protocol == WireProtocol::OpenAi;
+    apply_retry(provider, &config.retry);
+    if let Some(temperature) = config.temperature {
+        provider.temperature = Some(temperature);
+    }
+    let specific = format!("{}/{}", provider.id, provider.model);
+    for key in [provider.id.clone(), specific] {
+        if let Some(entry) = config.model_options.get(&key) {
+            apply_entry(provider, entry);
+        }
+    }
+}
+
+/// Whether `provider` is a server on this machine.
+pub(crate) fn is_local(provider: &ProviderConfig) -> bool {
+    matches!(provider.id.as_str(), "ollama" | "local") || is_loopback_url(&provider.base_url)
+}
+
+fn is_loopback_url(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let host = match host_port.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or(""),
+        None => host_port.split(':').next().unwrap_or(""),
+    };
+    let host = host.to_ascii_lowercase();
+    host == "localhost"
+        || host.ends_with(".localhost")
+        || host == "::1"
+        || host
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+fn apply_retry(provider: &mut ProviderConfig, settings: &RetryEntry) {
+    let retry = &mut provider.retry;
+    if let Some(max_retries) = settings.max_retries {
+        retry.max_retries = max_retries;
+    }
+    if let Some(ms) = settings.base_delay_ms {
+        retry.base_delay = Duration::from_millis(ms);
+    }
+    if let Some(ms) = settings.max_delay_ms {
+        retry.max_delay = Duration::from_millis(ms);
+    }
+    if let Some(ms) = settings.first_byte_timeout_ms {
+        retry.first_byte_timeout = Duration::from_millis(ms);
+    }
+    if let Some(ms) = settings.idle_timeout_ms {
+        retry.idle_timeout = Duration::from_millis(ms);
+    }
+}
+
+fn apply_entry(provider: &mut ProviderConfig, entry: &ModelOptionsEntry) {
+    if let Some(temperature) = entry.temperature {
+        provider.temperature = Some(temperature);
+    }
+    if let Some(ms) = entry.first_byte_timeout_ms {
+        provider.retry.first_byte_timeout = Duration::from_millis(ms);
+    }
+    if let Some(ms) = entry.idle_timeout_ms {
+        provider.retry.idle_timeout = Duration::from_millis(ms);
+    }
+    if let Some(on) = entry.text_tool_calls {
+        provider.text_tool_calls = on;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alcove_model::RetryPolicy;
+
+    fn provider(id: &str, base_url: &str) -> ProviderConfig {
+        ProviderConfig {
+            id: id.to_owned(),
+            protocol: WireProtocol::OpenAi,
+            base_url: base_url.to_owned(),
+            api_key: None,
+            model: "qwen".to_owned(),
+            retry: RetryPolicy::default(),
+            temperature: None,
+            text_tool_calls: false,
+        }
+    }
+
+    #[test]
+    fn loopback_urls_are_local() {
+        for url in [
+            "http://127.0.0.1:8080/v1",
+            "http://localhost:11434/v1",
+            "http://[::1]:8080/v1",
+            "http://user@127.0.0.2/v1",
+        ] {
+            assert!(is_local(&provider("openai", url)), "{url}");
+        }
+        for url in [
+            "https://api.openai.com/v1",
+            "http://10.0.0.5:8080/v1",
+            "http://127.0.0.1.example.com/v1",
+        ] {
+            assert!(!is_local(&provider("openai", url)), "{url}");
+        }
+        assert!(is_local(&provider("ollama", "http://gpu-box:11434/v1")));
+    }
+
+    #[test]
+    fn local_defaults_then_layers() {
+        let mut local = provider("llama", "http://127.0.0.1:8080/v1");
+        apply(&mut local, &Config::default());
+        assert_eq!(local.retry.first_byte_timeout, LOCAL_FIRST_BYTE_TIMEOUT);
+        assert_eq!(local.temperature, Some(LOCAL_TEMPERATURE));
+        assert!(local.text_tool_calls);
+
+        let mut hosted = provider("openai", "https://api.openai.com/v1");
+        apply(&mut hosted, &Config::default());
+        assert_eq!(
+            hosted.retry.first_byte_timeout,
+            RetryPolicy::default().first_byte_timeout
+        );
+        assert_eq!(hosted.temperature, None);
+
+        let config: Config = toml::from_str(
+            "temperature = 0.5\n[retry]\nfirst_byte_timeout_ms = 1000\n\
+             [model_options.llama]\nfirst_byte_timeout_ms = 2000\ntext_tool_calls = false\n\
+             [model_options.\"llama/qwen\"]\ntemperature = 0.1\n",
+        )
+        .unwrap();
+        let mut local = provider("llama", "http://127.0.0.1:8080/v1");
+        apply(&mut local, &config);
+        assert_eq!(local.retry.first_byte_timeout, Duration::from_secs(2));
+        assert_eq!(local.temperature, Some(0.1));
+        assert!(!local.text_tool_calls);
+        let mut hosted = provider("openai", "https://api.openai.com/v1");
+        apply(&mut hosted, &config);
+        assert_eq!(hosted.temperature, Some(0.5));
+        assert_eq!(hosted.retry.first_byte_timeout, Duration::from_secs(1));
+    }
+}
