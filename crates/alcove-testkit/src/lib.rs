@@ -35,6 +35,13 @@
 //!
 //! A request that matches no conversation, or whose conversation has used all
 //! its steps, gets a 400 whose error message says so and quotes the prompt.
+//!
+//! The server is strict by default: a request whose history a real server
+//! would refuse (tool call arguments that are not a JSON object, a tool call
+//! not answered in the next message, roles out of turn) gets that server's
+//! error (`strict.rs`; [`Script::lenient`] turns it off). [`Script::one_slot`]
+//! answers one request at a time, like a one-slot local server, and
+//! [`Step::first_byte_after`] holds back the first byte like a long prefill.
 
 mod anthropic;
 mod env;
@@ -42,6 +49,7 @@ mod openai;
 mod record;
 mod script;
 mod server;
+mod strict;
 mod wire;
 
 pub use env::TestEnv;

@@ -19,6 +19,8 @@ pub const DEFAULT_MODEL: &str = "fake-model";
 pub struct Script {
     pub(crate) conversations: Vec<(String, Vec<Step>)>,
     pub(crate) models: Vec<String>,
+    pub(crate) strict: bool,
+    pub(crate) slots: Option<usize>,
 }
 
 impl Default for Script {
@@ -33,7 +35,26 @@ impl Script {
         Script {
             conversations: Vec::new(),
             models: vec![DEFAULT_MODEL.to_string()],
+            strict: true,
+            slots: None,
         }
+    }
+
+    /// Accepts any history. By default the server validates each request's
+    /// history as llama.cpp's server and the Anthropic API do (tool call
+    /// arguments are JSON objects, every call is answered in the next
+    /// message, roles alternate) and answers a bad one with their error.
+    pub fn lenient(mut self) -> Script {
+        self.strict = false;
+        self
+    }
+
+    /// Serves one model request at a time, like a one-slot local server:
+    /// the others queue until the one being answered has finished streaming
+    /// or its client hung up. The queue wait is not part of any delay.
+    pub fn one_slot(mut self) -> Script {
+        self.slots = Some(1);
+        self
     }
 
     /// Adds a conversation: requests whose FIRST user message text contains
@@ -133,6 +154,7 @@ pub struct Step {
     pub(crate) retry_after: Option<u64>,
     pub(crate) truncated: bool,
     pub(crate) piece_chars: usize,
+    pub(crate) first_byte_ms: u64,
 }
 
 impl Step {
@@ -140,6 +162,7 @@ impl Step {
         Step {
             kind,
             delay_ms: 0,
+            first_byte_ms: 0,
             usage: None,
             retry_after: None,
             truncated: false,
@@ -160,6 +183,20 @@ impl Step {
     /// A reply made of text and/or several tool calls, in order.
     pub fn reply(blocks: Vec<Block>) -> Step {
         Step::of(StepKind::Reply(blocks))
+    }
+
+    /// A reply of `count` calls of one tool with the same input: a runaway
+    /// reply (small models have streamed 170 calls at once).
+    pub fn many_calls(name: &str, input: Value, count: usize) -> Step {
+        Step::reply(vec![Block::tool_call(name, input); count])
+    }
+
+    /// A reply whose only content is a tool call written as text in a
+    /// fenced JSON block, `{"name": .., "arguments": ..}`, as small models
+    /// write them when the server does not parse their calls.
+    pub fn text_call(preface: &str, name: &str, arguments: Value) -> Step {
+        let call = serde_json::json!({"name": name, "arguments": arguments});
+        Step::text(&format!("{preface}\n```json\n{call}\n```\n"))
     }
 
     /// An HTTP error with this status and body (sent as `application/json`
@@ -230,6 +267,13 @@ impl Step {
     /// fewer events to send (at least 1).
     pub fn piece_chars(mut self, chars: usize) -> Step {
         self.piece_chars = chars.max(1);
+        self
+    }
+
+    /// Sends the response head at once but the first byte of the body only
+    /// after `ms` milliseconds, like a local server reading a long prompt.
+    pub fn first_byte_after(mut self, ms: u64) -> Step {
+        self.first_byte_ms = ms;
         self
     }
 

@@ -17,12 +17,12 @@ use hyper::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::Value;
-use tokio::sync::oneshot;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
 use crate::record::{Protocol, RecordedRequest};
 use crate::script::{Script, Step, StepKind};
 use crate::wire::{Ctx, Ending, IdGen, prefix};
-use crate::{anthropic, openai};
+use crate::{anthropic, openai, strict};
 
 type Body = UnsyncBoxBody<Bytes, std::io::Error>;
 
@@ -41,6 +41,10 @@ struct Shared {
     state: Mutex<State>,
     models: Vec<String>,
     ids: IdGen,
+    /// Validate histories as the real servers do (`strict.rs`).
+    strict: bool,
+    /// At most this many model requests answered at once (one-slot mode).
+    slots: Option<Arc<Semaphore>>,
 }
 
 impl Shared {
@@ -108,6 +112,8 @@ impl FakeServer {
             }),
             models: script.models,
             ids: IdGen::default(),
+            strict: script.strict,
+            slots: script.slots.map(|n| Arc::new(Semaphore::new(n))),
         });
         let (tx, rx) = oneshot::channel();
         let server_shared = Arc::clone(&shared);
@@ -302,6 +308,12 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
                 protocol,
                 "fake server: the request body is not a JSON object".to_string(),
             )
+        } else if let Some(rejection) = shared
+            .strict
+            .then(|| strict::validate(protocol, &record.body).err())
+            .flatten()
+        {
+            Plan::Reject(rejection.status, protocol, rejection.message)
         } else {
             match next_step(&mut state, &record.first_user_message_text()) {
                 Ok(step) => Plan::Step(step, protocol),
@@ -313,9 +325,14 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
         Plan::Step(step, protocol) => answer(step, protocol, &record, &shared).await,
         Plan::Reject(status, protocol, message) => {
             eprintln!("alcove-testkit: {status}: {message}");
+            let kind = if status.is_server_error() {
+                "server_error"
+            } else {
+                "invalid_request_error"
+            };
             let body = match protocol {
-                Protocol::Anthropic => anthropic::error_body("invalid_request_error", &message),
-                Protocol::OpenAi => openai::error_body("invalid_request_error", &message),
+                Protocol::Anthropic => anthropic::error_body(kind, &message),
+                Protocol::OpenAi => openai::error_body(kind, &message),
             };
             json_response(status, &body)
         }
@@ -367,6 +384,12 @@ async fn answer(
     record: &RecordedRequest,
     shared: &Shared,
 ) -> Response<Body> {
+    // Queued behind the request being answered, in one-slot mode; the
+    // permit lives as long as the answer is being sent.
+    let permit = match &shared.slots {
+        Some(slots) => Arc::clone(slots).acquire_owned().await.ok(),
+        None => None,
+    };
     if step.delay_ms > 0 {
         tokio::time::sleep(Duration::from_millis(step.delay_ms)).await;
     }
@@ -413,7 +436,7 @@ async fn answer(
                 Protocol::Anthropic => anthropic::stream(kind, &ctx),
                 Protocol::OpenAi => openai::stream(kind, &ctx),
             };
-            sse_response(sse.events, sse.ending)
+            sse_response(sse.events, sse.ending, step.first_byte_ms, permit)
         }
     };
     let headers = response.headers_mut();
@@ -450,8 +473,23 @@ fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
     full_response(status, "application/json", Bytes::from(body.to_string()))
 }
 
-fn sse_response(events: Vec<String>, ending: Ending) -> Response<Body> {
-    let frames = stream::iter(events).map(|e| Ok::<_, std::io::Error>(Frame::data(Bytes::from(e))));
+fn sse_response(
+    events: Vec<String>,
+    ending: Ending,
+    first_byte_ms: u64,
+    permit: Option<OwnedSemaphorePermit>,
+) -> Response<Body> {
+    let wait = stream::once(async move {
+        tokio::time::sleep(Duration::from_millis(first_byte_ms)).await;
+    })
+    .filter_map(|()| async { None::<Result<Frame<Bytes>, std::io::Error>> });
+    // The permit is dropped with the body: when it is sent, or when the
+    // client hangs up and hyper drops it.
+    let frames = stream::iter(events).map(move |e| {
+        let _held = &permit;
+        Ok::<_, std::io::Error>(Frame::data(Bytes::from(e)))
+    });
+    let frames = wait.chain(frames);
     let tail = match ending {
         Ending::Complete => stream::empty().boxed(),
         Ending::Abort => stream::once(async {

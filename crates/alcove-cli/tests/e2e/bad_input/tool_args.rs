@@ -134,7 +134,14 @@ fn wrong_types_and_missing_fields_are_error_results_naming_the_field() {
     let list: Vec<(&str, Value)> = cases.iter().map(|(n, i, _)| (*n, i.clone())).collect();
     let case = Case::new(calls("wrong types", &list));
     case.write("a.txt", "a\n");
-    let out = case.run(&[BYPASS[0], BYPASS[1], "wrong types"]);
+    // More calls than one reply may run by default (32).
+    let out = case.run(&[
+        BYPASS[0],
+        BYPASS[1],
+        "-c",
+        "max_tool_calls_per_reply=64",
+        "wrong types",
+    ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(end_status(&out), "completed");
     let results = case.results("wrong types", 1);
