@@ -57,7 +57,8 @@ fn find_calls(text: &str, tools: &[ToolSpec]) -> (Vec<(String, Value)>, usize) {
     let mut at = 0;
     while let Some(offset) = text[at..].find('{') {
         let start = at + offset;
-        if !text[start + 1..].trim_start().starts_with("\"name\"") {
+        // Only an object with a string key can be a call.
+        if !text[start + 1..].trim_start().starts_with('"') {
             at = start + 1;
             continue;
         }
@@ -161,7 +162,7 @@ mod tests {
     #[test]
     fn tags_bare_objects_string_arguments_and_several_calls() {
         let mut response = reply(
-            "<tool_call>\n{\"name\": \"Bash\", \"arguments\": \"{\\\"command\\\": \\\"ls\\\"}\"}\n</tool_call>\n{\"name\":\"Read\",\"parameters\":{\"path\":\"b\"}}",
+            "<tool_call>\n{\"name\": \"Bash\", \"arguments\": \"{\\\"command\\\": \\\"ls\\\"}\"}\n</tool_call>\n{\"parameters\":{\"path\":\"b\"},\"name\":\"Read\"}",
         );
         assert_eq!(recover(&mut response, &tools()), 2);
         assert_eq!(
@@ -179,6 +180,7 @@ mod tests {
         for text in [
             "The config is {\"name\": \"Deploy\", \"arguments\": {}}.",
             "Use {braces} and {\"name\": broken",
+            "A map {\"a\": 1} and {\"arguments\": {}, \"name\": \"Nope\"}",
             "Plain answer.",
         ] {
             let mut response = reply(text);

@@ -195,7 +195,10 @@ impl Step {
     /// fenced JSON block, `{"name": .., "arguments": ..}`, as small models
     /// write them when the server does not parse their calls.
     pub fn text_call(preface: &str, name: &str, arguments: Value) -> Step {
-        let call = serde_json::json!({"name": name, "arguments": arguments});
+        let call = format!(
+            "{{\"name\": {}, \"arguments\": {arguments}}}",
+            Value::String(name.to_owned())
+        );
         Step::text(&format!("{preface}\n```json\n{call}\n```\n"))
     }
 

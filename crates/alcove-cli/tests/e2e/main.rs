@@ -9,6 +9,7 @@
 //!   descendants' evidence, the tree budget, the end of `exec` (issue 10).
 //! - `reliability`: faults, load, crashes and signals with nothing lost (issue 7).
 //! - `skills`, `memory`: skills, custom commands, `/init`, model aliases and the memory file (issue 15).
+//! - `real_models`: what real servers and small local models do (issue 17).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agent_limits;
@@ -21,6 +22,7 @@ mod hooks;
 mod lifecycle;
 mod memory;
 mod permissions;
+mod real_models;
 mod reliability;
 mod roles;
 mod skills;
