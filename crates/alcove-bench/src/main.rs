@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! alcove-bench [--alcove PATH] [--runs N] [--out FILE] [--tree DIR] [--rg PATH]
-//!              [--notes FILE] [--only startup,session,children,fanout,economy,grep]
+//!              [--notes FILE] [--only startup,first,session,children,fanout,economy,grep]
 //!              [--fanout 1,4,16,64]
 //! ```
 //!
@@ -17,6 +17,7 @@
 //! `__connect ADDRESS` (the start-up baseline, see `scenarios`).
 
 mod delegation;
+mod first_request;
 mod grep;
 mod measure;
 mod report;
@@ -167,6 +168,10 @@ fn run(options: Options) -> anyhow::Result<()> {
     if wanted("startup") {
         step("startup");
         results.startup = Some(scenarios::startup(&bench)?);
+    }
+    if wanted("first") {
+        step("first request size");
+        results.first_request = Some(first_request::first_request(&bench)?);
     }
     if wanted("session") {
         step("per-turn CPU and peak RSS (sessions of 1 to 50 turns)");

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::delegation::{Economy, FanOut};
+use crate::first_request::{FirstRequest, Sizes};
 use crate::grep::GrepFigure;
 use crate::scenarios::{LiveChildren, Session, SessionPoint, Startup};
 
@@ -11,6 +12,7 @@ use crate::scenarios::{LiveChildren, Session, SessionPoint, Startup};
 #[derive(Default)]
 pub(crate) struct Results {
     pub(crate) startup: Option<Startup>,
+    pub(crate) first_request: Option<FirstRequest>,
     pub(crate) session: Option<Session>,
     pub(crate) children: Option<LiveChildren>,
     pub(crate) fan_out: Option<Vec<FanOut>>,
@@ -73,6 +75,32 @@ pub(crate) fn render(results: &Results, context: &Context) -> String {
             s.alcove_ms / s.baseline_ms,
             met(s.alcove_ms <= 20.0)
         );
+    }
+    if let Some(first) = &results.first_request {
+        for (profile, sizes) in [
+            ("every tool", &first.full),
+            ("lean tool profile", &first.lean),
+        ] {
+            let tokens = Sizes::tokens(sizes.body_bytes);
+            let target = if profile == "every tool" {
+                "≤ 2,000 tokens"
+            } else {
+                "—"
+            };
+            let verdict = if profile == "every tool" {
+                met(tokens <= 2000)
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                md,
+                "| first request | main agent's first request, {profile} ({} tools, OpenAI wire); tools {} B of {} B | {tokens} tokens (bytes / 4) | 2000 tokens | {:.2}× | {target} | {verdict} |",
+                sizes.tools,
+                sizes.tool_bytes,
+                sizes.body_bytes,
+                tokens as f64 / 2000.0,
+            );
+        }
     }
     if let Some(session) = &results.session {
         let p = &session.points;

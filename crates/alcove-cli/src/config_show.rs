@@ -117,6 +117,13 @@ fn defaults() -> toml::Table {
     put("permission_mode", "default".into());
     put("max_turns", i64::from(session::DEFAULT_MAX_TURNS).into());
     put("max_tokens", i64::from(session::DEFAULT_MAX_TOKENS).into());
+    put(
+        "max_tool_calls_per_reply",
+        i64::try_from(alcove_core::DEFAULT_MAX_TOOL_CALLS_PER_REPLY)
+            .unwrap_or(i64::MAX)
+            .into(),
+    );
+    put("tool_profile", "full".into());
     put("agents.max_depth", i64::from(agents.max_depth).into());
     put("agents.max_turns", i64::from(agents.max_turns).into());
     put(

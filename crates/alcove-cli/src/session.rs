@@ -210,7 +210,7 @@ impl Session {
         });
         let supervisor = Arc::new(
             Supervisor::new(
-                agent_limits(&config.agents),
+                agent_limits(&config.agents, tool_profile(&config)?),
                 definitions,
                 Some(dirs.data.join("sessions").join(&id)),
             )
@@ -375,14 +375,38 @@ fn env_var(name: &str) -> Option<String> {
 
 /// `[agents]`, with `ALCOVE_SUBAGENT_MAX_AGENTS` and
 /// `ALCOVE_ENABLE_COLLAB_TOOLS` (seed 001's switches) on top.
-fn agent_limits(settings: &config::AgentsEntry) -> AgentLimits {
+/// Which tools the main agent is offered by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ToolProfile {
+    /// Every tool.
+    Full,
+    /// For small local models: without the five background-delegation
+    /// tools unless `agents.collab` (or `ALCOVE_ENABLE_COLLAB_TOOLS`) asks.
+    Lean,
+}
+
+fn tool_profile(config: &Config) -> Result<ToolProfile, UsageError> {
+    match config.tool_profile.as_deref() {
+        None | Some("full") => Ok(ToolProfile::Full),
+        Some("lean") => Ok(ToolProfile::Lean),
+        Some(other) => Err(UsageError(format!(
+            "tool_profile = \"{other}\" is not known; use \"full\" or \"lean\""
+        ))),
+    }
+}
+
+fn agent_limits(settings: &config::AgentsEntry, profile: ToolProfile) -> AgentLimits {
     let defaults = AgentLimits::default();
+    let collab_default = match profile {
+        ToolProfile::Full => defaults.collab,
+        ToolProfile::Lean => false,
+    };
     let env_max =
         env_var("ALCOVE_SUBAGENT_MAX_AGENTS").and_then(|value| value.trim().parse::<usize>().ok());
     let collab = match env_var("ALCOVE_ENABLE_COLLAB_TOOLS").as_deref() {
         Some("0") => false,
         Some(_) => true,
-        None => settings.collab.unwrap_or(defaults.collab),
+        None => settings.collab.unwrap_or(collab_default),
     };
     AgentLimits {
         collab,
@@ -425,10 +449,13 @@ mod tests {
     #[test]
     fn agent_timeouts_that_are_no_duration_are_ignored() {
         let limits = |secs: f64| {
-            agent_limits(&config::AgentsEntry {
-                timeout_secs: Some(secs),
-                ..config::AgentsEntry::default()
-            })
+            agent_limits(
+                &config::AgentsEntry {
+                    timeout_secs: Some(secs),
+                    ..config::AgentsEntry::default()
+                },
+                ToolProfile::Full,
+            )
             .timeout
         };
         for secs in [f64::INFINITY, f64::NAN, 1e30, -1.0, 0.0, 1e-12] {

@@ -29,13 +29,9 @@ use crate::{
 };
 
 const NAME: &str = "Bash";
-const DESCRIPTION: &str = "Executes a bash command in the workspace root and returns its \
-combined stdout and stderr. Each call starts a fresh shell: cd and variables do not persist, so \
-use absolute paths or `cd dir && cmd`. stdin is closed, so interactive commands fail; pass \
-non-interactive flags. timeout is in milliseconds (default 120000, max 600000); on timeout the \
-command and everything it started is killed, and background processes are killed when the \
-command ends. Output over 30000 characters is cut in the middle. Prefer Read, Glob, Grep, Edit \
-and Write over cat, find, grep, sed and echo redirection.";
+const DESCRIPTION: &str = "Runs a bash command in the workspace; returns stdout and stderr. \
+Each call is a fresh shell (cd does not persist); stdin is closed. Prefer Read, Glob, Grep, \
+Edit and Write over cat, find, grep and sed.";
 
 /// Default timeout, in milliseconds.
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -55,11 +51,11 @@ const DRAIN_GRACE: Duration = Duration::from_millis(500);
 /// Arguments of `Bash`.
 #[derive(Debug, Deserialize, JsonSchema)]
 struct BashInput {
-    /// The command to execute.
+    /// The command.
     command: String,
-    /// Optional timeout in milliseconds (max 600000). Defaults to 120000 (2 minutes).
+    /// Timeout in ms (default 120000, max 600000).
     timeout: Option<u64>,
-    /// Clear, concise description of what this command does in 5-10 words.
+    /// What it does, in 5-10 words.
     #[allow(dead_code)] // Read by people in transcripts, not by the tool.
     description: Option<String>,
 }

@@ -15,23 +15,20 @@ use crate::{
 };
 
 const NAME: &str = "Edit";
-const DESCRIPTION: &str = "Performs an exact string replacement in a file. old_string must match \
-the file's text exactly, including indentation and line breaks (do not include the line-number \
-prefix that Read shows), and must occur exactly once unless replace_all is true; add \
-surrounding lines to make it unique. new_string must differ from old_string. Use replace_all to \
-rename something throughout the file. file_path should be absolute; relative paths resolve \
-against the workspace root.";
+const DESCRIPTION: &str = "Replaces text in a file. old_string must match the file exactly, \
+indentation included (without the line numbers Read shows), and occur once unless replace_all \
+is true; add surrounding lines to make it unique.";
 
 /// Arguments of `Edit`.
 #[derive(Debug, Deserialize, JsonSchema)]
 struct EditInput {
-    /// The absolute path to the file to modify.
+    /// Absolute or workspace-relative path.
     file_path: String,
-    /// The text to replace.
+    /// The exact text to replace.
     old_string: String,
-    /// The text to replace it with (must be different from old_string).
+    /// The new text.
     new_string: String,
-    /// Replace all occurrences of old_string (default false).
+    /// Replace every occurrence.
     replace_all: Option<bool>,
 }
 

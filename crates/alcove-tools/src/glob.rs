@@ -21,10 +21,9 @@ use crate::{
 };
 
 const NAME: &str = "Glob";
-const DESCRIPTION: &str = "Fast file pattern matching. Supports glob patterns like \"**/*.js\" or \
-\"src/**/*.{ts,tsx}\" (`*` does not cross `/`; use `**` for any depth). Returns matching file \
-paths sorted by modification time, newest first, at most 100. Respects .gitignore and skips \
-hidden files. Use it to find files by name; use Grep to search file contents.";
+const DESCRIPTION: &str = "Finds files by name with a glob like \"src/**/*.{ts,tsx}\" (`*` does \
+not cross `/`; `**` is any depth). Returns at most 100 paths, newest first. Respects .gitignore, \
+skips hidden files.";
 
 /// Files listed at most.
 const MAX_RESULTS: usize = 100;
@@ -32,9 +31,9 @@ const MAX_RESULTS: usize = 100;
 /// Arguments of `Glob`.
 #[derive(Debug, Deserialize, JsonSchema)]
 struct GlobInput {
-    /// The glob pattern to match files against.
+    /// The glob.
     pattern: String,
-    /// The directory to search in. If not specified, the workspace root is used. Omit this field for the default; do not pass "undefined" or "null".
+    /// Folder to search (default: the workspace).
     path: Option<String>,
 }
 

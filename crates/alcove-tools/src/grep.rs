@@ -26,14 +26,10 @@ use crate::{
 };
 
 const NAME: &str = "Grep";
-const DESCRIPTION: &str = "A powerful search tool built on ripgrep. Searches file contents with \
-a regular expression (Rust regex syntax, like ripgrep: escape literal braces, e.g. \
-`interface\\{\\}`). Filter files with glob (e.g. \"*.js\", \"**/*.{ts,tsx}\") or type (e.g. \
-\"js\", \"py\", \"rust\"). output_mode: \"files_with_matches\" (default) lists matching files, \
-newest-modified first; \"content\" shows matching lines as path:line:text (supports -A/-B/-C \
-context, -n, head_limit); \"count\" shows path:count of matching lines. Patterns match within a \
-line unless multiline is true. Respects .gitignore, skips hidden and binary files. Use it \
-instead of grep or rg in Bash.";
+const DESCRIPTION: &str = "Searches file contents with a regular expression (ripgrep; Rust \
+regex syntax: escape literal braces, e.g. `interface\\{\\}`). output_mode: \"files_with_matches\" \
+(default) lists matching files, newest first; \"content\" shows path:line:text; \"count\" shows \
+path:count. Respects .gitignore, skips hidden and binary files.";
 
 /// Characters of output after which the result is cut.
 const MAX_OUTPUT_CHARS: usize = 30_000;
@@ -57,35 +53,35 @@ enum OutputMode {
 /// Arguments of `Grep`.
 #[derive(Debug, Deserialize, JsonSchema)]
 struct GrepInput {
-    /// The regular expression pattern to search for in file contents.
+    /// The regular expression.
     pattern: String,
-    /// File or directory to search in (rg PATH). Defaults to the workspace root.
+    /// File or folder to search (default: the workspace).
     path: Option<String>,
-    /// Glob pattern to filter files (e.g. "*.js", "*.{ts,tsx}") - maps to rg --glob. Several globs may be separated by spaces.
+    /// Only files matching this glob, e.g. "*.{ts,tsx}".
     glob: Option<String>,
-    /// File type to search (rg --type), e.g. "js", "py", "rust", "go", "java". More efficient than glob for standard file types.
+    /// Only files of this type, e.g. "py", "rust".
     #[serde(rename = "type")]
     file_type: Option<String>,
-    /// Output mode: "content" shows matching lines (supports -A/-B/-C context, -n line numbers, head_limit), "files_with_matches" shows file paths (supports head_limit), "count" shows match counts (supports head_limit). Defaults to "files_with_matches".
+    /// Default "files_with_matches".
     output_mode: Option<OutputMode>,
-    /// Case insensitive search (rg -i).
+    /// Ignore case.
     #[serde(rename = "-i")]
     case_insensitive: Option<bool>,
-    /// Show line numbers in output (rg -n). Requires output_mode: "content", ignored otherwise. Defaults to true.
+    /// Line numbers (default true).
     #[serde(rename = "-n")]
     line_numbers: Option<bool>,
-    /// Number of lines to show after each match (rg -A). Requires output_mode: "content", ignored otherwise.
+    /// Lines after each match.
     #[serde(rename = "-A")]
     after_context: Option<u32>,
-    /// Number of lines to show before each match (rg -B). Requires output_mode: "content", ignored otherwise.
+    /// Lines before each match.
     #[serde(rename = "-B")]
     before_context: Option<u32>,
-    /// Number of lines to show before and after each match (rg -C). Requires output_mode: "content", ignored otherwise.
+    /// Lines around each match.
     #[serde(rename = "-C")]
     context: Option<u32>,
-    /// Limit output to the first N lines/entries, like "| head -N". Works across all output modes: content (lines), files_with_matches (files), count (entries). 0 or absent means no limit; the output is still cut at 30000 characters.
+    /// Only the first N lines or entries (0: all).
     head_limit: Option<u64>,
-    /// Enable multiline mode where . matches newlines and patterns can span lines (rg -U --multiline-dotall). Default: false.
+    /// Let patterns span lines (`.` matches newlines).
     multiline: Option<bool>,
 }
 

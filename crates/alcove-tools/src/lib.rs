@@ -29,6 +29,7 @@ mod glob;
 mod grep;
 mod process_group;
 mod read;
+mod schema;
 mod workspace;
 mod write;
 
@@ -39,6 +40,7 @@ pub use glob::Glob;
 pub use grep::Grep;
 pub use process_group::ProcessGroup;
 pub use read::Read;
+pub use schema::lean as lean_schema;
 pub use workspace::Workspace;
 pub use write::Write;
 
@@ -247,14 +249,12 @@ pub fn parse_input<T: DeserializeOwned>(tool: &str, input: &Value) -> Result<T, 
     })
 }
 
-/// Builds a [`ToolSpec`] whose schema is derived from the argument type.
+/// Builds a [`ToolSpec`] whose schema is derived from the argument type and
+/// made lean (see [`lean_schema`]).
 pub fn spec_for<T: schemars::JsonSchema>(name: &str, description: &str) -> ToolSpec {
     let schema = schemars::schema_for!(T);
     let mut input_schema = serde_json::to_value(&schema).unwrap_or(Value::Null);
-    if let Value::Object(map) = &mut input_schema {
-        map.remove("$schema");
-        map.remove("title");
-    }
+    schema::lean(&mut input_schema);
     ToolSpec {
         name: name.to_owned(),
         description: description.to_owned(),

@@ -17,12 +17,9 @@ use crate::{
 };
 
 const NAME: &str = "Read";
-const DESCRIPTION: &str = "Reads a text file from the local filesystem and returns its lines \
-numbered like `cat -n` (line number, tab, text). file_path should be absolute; relative paths \
-resolve against the workspace root. By default up to 2000 lines are read from the start; for \
-large files pass offset (1-based line number to start at) and limit (number of lines). Lines \
-longer than 2000 characters are cut. Binary files are refused. To list a directory use Glob \
-or Bash `ls`.";
+const DESCRIPTION: &str = "Reads a text file; returns its lines numbered like `cat -n`. Up to \
+2000 lines from the start; for large files pass offset and limit. Lines over 2000 characters are \
+cut. To list a folder use Glob.";
 
 /// Lines shown when `limit` is not given.
 const DEFAULT_LIMIT: usize = 2000;
@@ -37,11 +34,11 @@ const MAX_OUTPUT_CHARS: usize = 100_000;
 /// Arguments of `Read`.
 #[derive(Debug, Deserialize, JsonSchema)]
 struct ReadInput {
-    /// The absolute path to the file to read.
+    /// Absolute or workspace-relative path.
     file_path: String,
-    /// The line number to start reading from (1-based). Only provide if the file is too large to read at once.
+    /// First line to read, 1-based.
     offset: Option<u64>,
-    /// The number of lines to read (default 2000). Only provide if the file is too large to read at once.
+    /// How many lines (default 2000).
     limit: Option<u64>,
 }
 

@@ -15,17 +15,15 @@ use crate::{
 };
 
 const NAME: &str = "Write";
-const DESCRIPTION: &str = "Writes a file to the local filesystem, replacing it if it exists and \
-creating missing parent folders. file_path should be absolute; relative paths resolve against \
-the workspace root. Prefer Edit for changing part of an existing file; read a file before \
-overwriting it.";
+const DESCRIPTION: &str = "Writes a file, replacing it if it exists and creating missing \
+folders. Prefer Edit to change part of a file; read a file before overwriting it.";
 
 /// Arguments of `Write`.
 #[derive(Debug, Deserialize, JsonSchema)]
 struct WriteInput {
-    /// The absolute path to the file to write (must be absolute, not relative).
+    /// Absolute or workspace-relative path.
     file_path: String,
-    /// The content to write to the file.
+    /// The whole new content.
     content: String,
 }
 

@@ -28,17 +28,17 @@ use super::supervisor::{Supervisor, upgrade};
 /// Arguments of an `Agent` call.
 #[derive(Debug, Deserialize, JsonSchema)]
 struct AgentInput {
-    /// A short (3-5 word) description of the task.
+    /// 3-5 words.
     description: String,
-    /// The task for the agent to perform: the goal, the scope, and what to report back.
+    /// The task: goal, scope, what to report.
     prompt: String,
-    /// Optional allowlist of tool names for the subagent.
+    /// Only these tools.
     #[serde(default)]
     tool_names: Option<Vec<String>>,
-    /// The kind of agent to run (default "general-purpose"; "explore" is read-only).
+    /// Agent type (default "general-purpose").
     #[serde(default)]
     subagent_type: Option<String>,
-    /// A different model for this agent, written provider/name.
+    /// Another model, provider/name.
     #[serde(default)]
     model: Option<String>,
 }
@@ -57,11 +57,10 @@ impl AgentTool {
             .map(|definition| format!("- {}: {}", definition.name, definition.description))
             .collect();
         let description = format!(
-            "Run a subagent with an isolated, fresh conversation; returns its final report plus an \
-             evidence line written by the harness. Use it for bounded subtasks (exploration, focused \
-             edits, verification) so their details stay out of your context. Several Agent calls in one \
-             message run in parallel. The prompt must be self-contained: the agent sees nothing else.\n\
-             Agent types:\n{}",
+            "Runs a subagent in a fresh conversation; returns its report and harness-written \
+             evidence. Use it for bounded subtasks (exploring, focused edits, checks) to keep their \
+             details out of your context; several calls in one message run in parallel. The prompt \
+             must be self-contained.\nAgent types:\n{}",
             types.join("\n")
         );
         AgentTool {

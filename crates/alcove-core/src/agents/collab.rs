@@ -33,9 +33,9 @@ use super::supervisor::{Supervisor, upgrade};
 
 #[derive(Deserialize, JsonSchema)]
 struct SpawnInput {
-    /// The task for the new agent: self-contained, with the goal, scope and what to report.
+    /// The task: goal, scope, what to report.
     message: String,
-    /// The kind of agent (default "general-purpose").
+    /// Agent type (default "general-purpose").
     #[serde(default)]
     agent_type: Option<String>,
     /// A different model for this agent, written provider/name.
@@ -49,16 +49,16 @@ struct SendInput {
     id: String,
     /// The next message for the agent.
     message: String,
-    /// Cancel the agent's current submission first (needed while it is running).
+    /// Cancel its current work first (needed while it runs).
     #[serde(default)]
     interrupt: bool,
 }
 
 #[derive(Deserialize, JsonSchema)]
 struct WaitInput {
-    /// Agent ids; returns as soon as at least one is no longer running.
+    /// Returns when one of them stops running.
     ids: Vec<String>,
-    /// How long to wait (default 30000, clamped to the configured bounds).
+    /// Default 30000.
     #[serde(default)]
     timeout_ms: Option<i64>,
 }
@@ -105,9 +105,8 @@ impl CollabTool {
         let spec = match kind {
             Kind::Spawn => spec_for::<SpawnInput>(
                 "spawn_agent",
-                "Start a subagent on a task in the background and return at once with its agent_id; \
-                 keep working and collect the result later with `wait`. When it finishes you also get a \
-                 short notification.",
+                "Starts a subagent in the background and returns its agent_id at once; collect its \
+                 result later with `wait` (you are also notified when it ends).",
             ),
             Kind::Send => spec_for::<SendInput>(
                 "send_input",
@@ -121,8 +120,8 @@ impl CollabTool {
             ),
             Kind::Wait => spec_for::<WaitInput>(
                 "wait",
-                "Wait until at least one of the listed agents is no longer running, or the timeout \
-                 passes; returns each finished agent's status and last output.",
+                "Waits until one of the agents stops running or the timeout passes; returns each \
+                 finished agent's status and last output.",
             ),
             Kind::Close => spec_for::<IdInput>(
                 "close_agent",

@@ -1,0 +1,120 @@
+//! Lean tool schemas: what a model needs to call a tool, nothing more.
+//!
+//! schemars describes an `Option<u64>` as `{"type": ["integer", "null"],
+//! "format": "uint64", "minimum": 0}`. Every byte of a schema is sent with
+//! every request, and on a CPU model every token of it is prefill before
+//! the first answer (issue 17: `Grep` alone was 842 tokens). A field that
+//! is optional is already left out of `required`, so the `null` in the
+//! type adds nothing a model needs; nor do the integer formats, a minimum
+//! of 0, a `default` or the derived "Arguments of X" title. The arguments are still
+//! parsed by serde, which accepts `null` for an optional field.
+
+use serde_json::Value;
+
+/// Strips `schema` (a derived input schema) down to what a model needs:
+/// no `$schema`, no top-level title or description, no `null` in types or
+/// enums, no `anyOf` with a `null` branch, no `format`, no `minimum` of 0,
+/// no `default`.
+pub fn lean(schema: &mut Value) {
+    if let Value::Object(map) = schema {
+        for key in ["$schema", "title", "description"] {
+            map.remove(key);
+        }
+    }
+    lean_node(schema);
+}
+
+/// Leans one schema node, then the schemas inside it (never a map of
+/// properties as if it were a schema: a property may be called `format`).
+fn lean_node(node: &mut Value) {
+    let Value::Object(map) = node else {
+        return;
+    };
+    map.remove("format");
+    // Defaults are in the descriptions where they matter.
+    map.remove("default");
+    if map.get("minimum").and_then(Value::as_f64) == Some(0.0) {
+        map.remove("minimum");
+    }
+    if let Some(Value::Array(types)) = map.get_mut("type") {
+        types.retain(|t| t != "null");
+        if types.len() == 1 {
+            let only = types.remove(0);
+            map.insert("type".to_owned(), only);
+        }
+    }
+    if let Some(Value::Array(values)) = map.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    // `anyOf: [X, {"type": "null"}]` is X.
+    if let Some(Value::Array(branches)) = map.get_mut("anyOf") {
+        branches.retain(|b| b.get("type").is_none_or(|t| t != "null"));
+        if branches.len() == 1 {
+            let only = branches.remove(0);
+            map.remove("anyOf");
+            if let Value::Object(inner) = only {
+                for (key, value) in inner {
+                    map.entry(key).or_insert(value);
+                }
+            }
+            // The merged branch may itself hold what is leaned.
+            lean_node(node);
+            return;
+        }
+    }
+    for (key, value) in map.iter_mut() {
+        match key.as_str() {
+            "properties" | "$defs" | "definitions" | "patternProperties" => {
+                if let Value::Object(schemas) = value {
+                    schemas.values_mut().for_each(lean_node);
+                }
+            }
+            "items" | "additionalProperties" | "not" | "contains" => lean_node(value),
+            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                if let Value::Array(schemas) = value {
+                    schemas.iter_mut().for_each(lean_node);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn optional_integers_lose_null_format_and_minimum() {
+        let mut schema = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "GrepInput",
+            "description": "Arguments of `Grep`.",
+            "type": "object",
+            "properties": {
+                "-A": {"description": "after", "type": ["integer", "null"], "format": "uint32", "minimum": 0},
+                "mode": {"type": ["string", "null"], "enum": ["a", "b", null]},
+                "kind": {"anyOf": [{"$ref": "#/$defs/Kind"}, {"type": "null"}], "description": "k"},
+                "count": {"type": "integer", "minimum": 1},
+                "format": {"type": ["string", "null"], "default": null},
+            },
+            "required": ["pattern"],
+        });
+        lean(&mut schema);
+        assert_eq!(
+            schema,
+            json!({
+                "type": "object",
+                "properties": {
+                    "-A": {"description": "after", "type": "integer"},
+                    "mode": {"type": "string", "enum": ["a", "b"]},
+                    "kind": {"$ref": "#/$defs/Kind", "description": "k"},
+                    "count": {"type": "integer", "minimum": 1},
+                    "format": {"type": "string"},
+                },
+                "required": ["pattern"],
+            })
+        );
+    }
+}
