@@ -287,3 +287,52 @@ fn a_tool_call_written_as_text_is_run() {
     assert!(out.stdout.contains("\"name\": \"Read\""), "{}", out.stdout);
     assert_eq!(server.requests_for("switched off").len(), 1);
 }
+
+/// The lean tool profile leaves out the five background-delegation tools
+/// unless `agents.collab` asks for them.
+#[test]
+fn the_lean_profile_leaves_out_background_delegation() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation("lean", vec![Step::text("a")])
+            .conversation("asked", vec![Step::text("b")]),
+    );
+    let out = run(
+        Wire::OpenAi,
+        &env,
+        &server,
+        &["-c", "tool_profile=lean", "lean"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lean = server.requests_for("lean")[0].tool_names();
+    assert_eq!(
+        lean,
+        ["Read", "Glob", "Grep", "Write", "Edit", "Bash", "Agent"]
+    );
+    let out = run(
+        Wire::OpenAi,
+        &env,
+        &server,
+        &[
+            "-c",
+            "tool_profile=lean",
+            "-c",
+            "agents.collab=true",
+            "asked",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        server.requests_for("asked")[0]
+            .tool_names()
+            .contains(&"spawn_agent".to_owned())
+    );
+    let out = run(
+        Wire::OpenAi,
+        &env,
+        &server,
+        &["-c", "tool_profile=tiny", "x"],
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("tool_profile"), "{}", out.stderr);
+}
