@@ -20,7 +20,7 @@ pub(crate) fn setup(script: Script) -> (TestEnv, FakeServer) {
     let env = TestEnv::new();
     std::fs::write(
         env.home().join("config.toml"),
-        "[retry]\nbase_delay_ms = 10\nmax_delay_ms = 3000\nfirst_byte_timeout_ms = 3000\nidle_timeout_ms = 3000\n",
+        "[retry]\nbase_delay_ms = 10\nmax_delay_ms = 3000\nfirst_byte_timeout_ms = 10000\nidle_timeout_ms = 3000\n",
     )
     .unwrap();
     (env, FakeServer::start(script))
