@@ -22,8 +22,8 @@ use crate::{
 
 const NAME: &str = "Glob";
 const DESCRIPTION: &str = "Finds files by name with a glob like \"src/**/*.{ts,tsx}\" (`*` does \
-not cross `/`; `**` is any depth). Returns at most 100 paths, newest first. Respects .gitignore, \
-skips hidden files.";
+not cross `/`; `**` is any depth). Returns at most 100 paths, newest first; skips ignored and \
+hidden files.";
 
 /// Files listed at most.
 const MAX_RESULTS: usize = 100;

@@ -29,7 +29,7 @@ const NAME: &str = "Grep";
 const DESCRIPTION: &str = "Searches file contents with a regular expression (ripgrep; Rust \
 regex syntax: escape literal braces, e.g. `interface\\{\\}`). output_mode: \"files_with_matches\" \
 (default) lists matching files, newest first; \"content\" shows path:line:text; \"count\" shows \
-path:count. Respects .gitignore, skips hidden and binary files.";
+path:count. Skips ignored, hidden and binary files.";
 
 /// Characters of output after which the result is cut.
 const MAX_OUTPUT_CHARS: usize = 30_000;
@@ -70,13 +70,13 @@ struct GrepInput {
     /// Line numbers (default true).
     #[serde(rename = "-n")]
     line_numbers: Option<bool>,
-    /// Lines after each match.
+    /// Lines after a match.
     #[serde(rename = "-A")]
     after_context: Option<u32>,
-    /// Lines before each match.
+    /// Lines before a match.
     #[serde(rename = "-B")]
     before_context: Option<u32>,
-    /// Lines around each match.
+    /// Lines around a match.
     #[serde(rename = "-C")]
     context: Option<u32>,
     /// Only the first N lines or entries (0: all).

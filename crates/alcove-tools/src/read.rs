@@ -18,8 +18,7 @@ use crate::{
 
 const NAME: &str = "Read";
 const DESCRIPTION: &str = "Reads a text file; returns its lines numbered like `cat -n`. Up to \
-2000 lines from the start; for large files pass offset and limit. Lines over 2000 characters are \
-cut. To list a folder use Glob.";
+2000 lines from the start; for large files pass offset and limit. To list a folder use Glob.";
 
 /// Lines shown when `limit` is not given.
 const DEFAULT_LIMIT: usize = 2000;

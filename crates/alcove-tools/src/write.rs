@@ -15,8 +15,8 @@ use crate::{
 };
 
 const NAME: &str = "Write";
-const DESCRIPTION: &str = "Writes a file, replacing it if it exists and creating missing \
-folders. Prefer Edit to change part of a file; read a file before overwriting it.";
+const DESCRIPTION: &str = "Writes a whole file, creating missing folders. Prefer Edit to change \
+part of a file.";
 
 /// Arguments of `Write`.
 #[derive(Debug, Deserialize, JsonSchema)]

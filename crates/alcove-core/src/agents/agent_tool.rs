@@ -57,10 +57,9 @@ impl AgentTool {
             .map(|definition| format!("- {}: {}", definition.name, definition.description))
             .collect();
         let description = format!(
-            "Runs a subagent in a fresh conversation; returns its report and harness-written \
-             evidence. Use it for bounded subtasks (exploring, focused edits, checks) to keep their \
-             details out of your context; several calls in one message run in parallel. The prompt \
-             must be self-contained.\nAgent types:\n{}",
+            "Runs a subagent on a self-contained task in a fresh conversation, keeping its details \
+             out of your context; returns its report and harness-written evidence. Several calls in \
+             one message run in parallel.\nAgent types:\n{}",
             types.join("\n")
         );
         AgentTool {

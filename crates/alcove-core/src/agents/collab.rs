@@ -49,14 +49,14 @@ struct SendInput {
     id: String,
     /// The next message for the agent.
     message: String,
-    /// Cancel its current work first (needed while it runs).
+    /// Cancel its current work first.
     #[serde(default)]
     interrupt: bool,
 }
 
 #[derive(Deserialize, JsonSchema)]
 struct WaitInput {
-    /// Returns when one of them stops running.
+    /// Agent ids.
     ids: Vec<String>,
     /// Default 30000.
     #[serde(default)]
@@ -110,13 +110,12 @@ impl CollabTool {
             ),
             Kind::Send => spec_for::<SendInput>(
                 "send_input",
-                "Send a follow-up message to an agent; it continues its own conversation. A running agent \
-                 needs interrupt=true, which cancels its current submission.",
+                "Sends a follow-up message to an agent, which continues its conversation (a running \
+                 agent needs interrupt=true).",
             ),
             Kind::Resume => spec_for::<IdInput>(
                 "resume_agent",
-                "Reopen a closed agent (to its state before closing) so it can take send_input again. \
-                 Starts nothing.",
+                "Reopens a closed agent so it can take send_input again.",
             ),
             Kind::Wait => spec_for::<WaitInput>(
                 "wait",
