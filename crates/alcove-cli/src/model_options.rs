@@ -4,10 +4,11 @@
 //!
 //! A local server (a loopback base URL, or the `ollama` and discovered
 //! `local` providers) reads the whole prompt before it sends a byte, on a
-//! CPU for minutes, and answers with its own sampling defaults (llama.cpp's
-//! temperature is 0.8), so it gets a long time to first byte and a low
-//! temperature. Hosted providers get neither unless configured: some
-//! hosted models reject a `temperature` altogether.
+//! CPU for minutes, answers with its own sampling defaults (llama.cpp's
+//! temperature is 0.8), and often returns its small model's tool calls as
+//! text. So it gets a long time to first byte, a low temperature, and its
+//! calls written as text are run. Hosted providers get none of these unless
+//! configured: some hosted models reject a `temperature` altogether.
 //!
 //! Layers, later wins: built-in defaults (local or hosted) < `[retry]` <
 //! `temperature` < `[model_options."<provider>"]` <
@@ -33,17 +34,20 @@ pub(crate) struct ModelOptionsEntry {
     pub(crate) first_byte_timeout_ms: Option<u64>,
     /// How long a started stream may stay silent, in ms.
     pub(crate) idle_timeout_ms: Option<u64>,
-    /// OpenAI wire: run tool calls the model wrote as text (default true).
+    /// OpenAI wire: run tool calls the model wrote as text (default: on for
+    /// a local server, off otherwise).
     pub(crate) text_tool_calls: Option<bool>,
 }
 
 /// Applies the defaults and every configured layer to `provider`.
 pub(crate) fn apply(provider: &mut ProviderConfig, config: &Config) {
-    if is_local(provider) {
+    let local = is_local(provider);
+    if local {
         provider.retry.first_byte_timeout = LOCAL_FIRST_BYTE_TIMEOUT;
         provider.temperature = Some(LOCAL_TEMPERATURE);
     }
-    provider.text_tool_calls = provider.protocol == WireProtocol::OpenAi;
+    // A hosted model makes real calls; JSON in its prose is prose.
+    provider.text_tool_calls = local && provider.protocol == WireProtocol::OpenAi;
     apply_retry(provider, &config.retry);
     if let Some(temperature) = config.temperature {
         provider.temperature = Some(temperature);
@@ -167,6 +171,7 @@ mod tests {
             RetryPolicy::default().first_byte_timeout
         );
         assert_eq!(hosted.temperature, None);
+        assert!(!hosted.text_tool_calls);
 
         let config: Config = toml::from_str(
             "temperature = 0.5\n[retry]\nfirst_byte_timeout_ms = 1000\n\
