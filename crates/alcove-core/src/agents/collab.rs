@@ -38,7 +38,7 @@ struct SpawnInput {
     /// Agent type (default "general-purpose").
     #[serde(default)]
     agent_type: Option<String>,
-    /// A different model for this agent, written provider/name.
+    /// Another model, provider/name.
     #[serde(default)]
     model: Option<String>,
 }

@@ -96,9 +96,7 @@ impl Default for Definitions {
             definitions: vec![
                 AgentDefinition {
                     name: DEFAULT_AGENT_TYPE.to_owned(),
-                    description:
-                        "A capable agent for multi-step tasks: research, edits, running commands."
-                            .to_owned(),
+                    description: "Multi-step tasks: research, edits, commands.".to_owned(),
                     system_prompt:
                         "You are a general-purpose coding agent working on a task delegated by \
                                     another agent."
@@ -108,8 +106,8 @@ impl Default for Definitions {
                 AgentDefinition {
                     name: "explore".to_owned(),
                     description:
-                        "A read-only agent that searches and reads the code base and reports \
-                                  findings with file:line evidence."
+                        "Read-only: searches and reads the code, reports findings with file:line \
+                                  evidence."
                             .to_owned(),
                     system_prompt:
                         "You are an exploring agent. You can only read: search with Glob and Grep, \
