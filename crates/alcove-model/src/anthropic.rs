@@ -4,6 +4,12 @@
 //! request translation is nearly one-to-one; most of this file is the SSE
 //! state machine that rebuilds the assistant message from
 //! `message_start` / `content_block_*` / `message_delta` / `message_stop`.
+//!
+//! Prompt caching: every request marks `cache_control: ephemeral`
+//! breakpoints on the last tool, the system prompt, the newest message and
+//! the newest message of the turn before (four, the most the API allows),
+//! so each turn reads the prefix the turn before wrote. The prefix is byte
+//! stable: the body is a pure function of the request.
 
 use std::collections::BTreeMap;
 
@@ -102,27 +108,79 @@ struct Body<'a> {
     max_tokens: u32,
     messages: Vec<MessageJson<'a>>,
     stream: bool,
-    #[serde(skip_serializing_if = "str::is_empty")]
-    system: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    system: Vec<SystemJson<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<ToolJson<'a>>,
 }
 
+/// `{"type": "ephemeral"}`: a prompt cache breakpoint.
+#[derive(Serialize, Clone, Copy)]
+struct Ephemeral {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+const BREAKPOINT: Option<Ephemeral> = Some(Ephemeral { kind: "ephemeral" });
+
+/// The system prompt as one text block, so it can carry a breakpoint.
+#[derive(Serialize)]
+struct SystemJson<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+    cache_control: Option<Ephemeral>,
+}
+
 impl<'a> Body<'a> {
     fn new(model: &'a str, request: &'a ModelRequest) -> Body<'a> {
+        let mut messages: Vec<MessageJson<'a>> =
+            request.messages.iter().map(MessageJson::new).collect();
+        // The newest message, and the newest user message before the last
+        // assistant message (where the previous turn put its breakpoint).
+        let newest = messages.len().checked_sub(1);
+        let previous = request
+            .messages
+            .iter()
+            .rposition(|message| message.role == Role::Assistant)
+            .and_then(|assistant| {
+                request.messages[..assistant]
+                    .iter()
+                    .rposition(|message| message.role == Role::User)
+            });
+        for index in [newest, previous].into_iter().flatten() {
+            if let Some(block) = messages.get_mut(index).and_then(|m| m.content.last_mut()) {
+                block.mark();
+            }
+        }
+        let tool_count = request.tools.len();
         Body {
             model,
             max_tokens: request.max_tokens,
-            messages: request.messages.iter().map(MessageJson::new).collect(),
+            messages,
             stream: true,
-            system: &request.system,
+            system: if request.system.is_empty() {
+                Vec::new()
+            } else {
+                vec![SystemJson {
+                    kind: "text",
+                    text: &request.system,
+                    cache_control: BREAKPOINT,
+                }]
+            },
             tools: request
                 .tools
                 .iter()
-                .map(|tool| ToolJson {
+                .enumerate()
+                .map(|(index, tool)| ToolJson {
                     name: &tool.name,
                     description: &tool.description,
                     input_schema: &tool.input_schema,
+                    cache_control: if index + 1 == tool_count {
+                        BREAKPOINT
+                    } else {
+                        None
+                    },
                 })
                 .collect(),
         }
@@ -134,6 +192,8 @@ struct ToolJson<'a> {
     name: &'a str,
     description: &'a str,
     input_schema: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<Ephemeral>,
 }
 
 /// One message in the Messages API's shape.
@@ -148,17 +208,34 @@ struct MessageJson<'a> {
 enum BlockJson<'a> {
     Text {
         text: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<Ephemeral>,
     },
     ToolUse {
         id: &'a str,
         name: &'a str,
         input: InputJson<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<Ephemeral>,
     },
     ToolResult {
         tool_use_id: &'a str,
         content: &'a str,
         is_error: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<Ephemeral>,
     },
+}
+
+impl BlockJson<'_> {
+    /// Puts a cache breakpoint on this block.
+    fn mark(&mut self) {
+        match self {
+            BlockJson::Text { cache_control, .. }
+            | BlockJson::ToolUse { cache_control, .. }
+            | BlockJson::ToolResult { cache_control, .. } => *cache_control = BREAKPOINT,
+        }
+    }
 }
 
 /// A tool call's input as the API accepts it: an object. Arguments that
@@ -183,7 +260,10 @@ impl<'a> MessageJson<'a> {
             .filter_map(|block| match block {
                 // The API rejects empty text blocks.
                 ContentBlock::Text { text } if text.is_empty() => None,
-                ContentBlock::Text { text } => Some(BlockJson::Text { text }),
+                ContentBlock::Text { text } => Some(BlockJson::Text {
+                    text,
+                    cache_control: None,
+                }),
                 ContentBlock::ToolUse { id, name, input } => Some(BlockJson::ToolUse {
                     id,
                     name,
@@ -194,6 +274,7 @@ impl<'a> MessageJson<'a> {
                             _raw_arguments: input,
                         }
                     },
+                    cache_control: None,
                 }),
                 ContentBlock::ToolResult {
                     tool_use_id,
@@ -203,6 +284,7 @@ impl<'a> MessageJson<'a> {
                     tool_use_id,
                     content,
                     is_error: *is_error,
+                    cache_control: None,
                 }),
             })
             .collect();
@@ -233,15 +315,17 @@ pub(crate) struct AnthropicAssembler {
 }
 
 impl AnthropicAssembler {
-    /// Sets the input token count from a usage object, cache reads and
-    /// writes included, when it carries one.
+    /// Takes the input token counts a usage object carries: uncached
+    /// input, cache writes and cache reads, each kept apart.
     fn take_input_usage(&mut self, usage: &Value) {
         if let Some(input) = usage["input_tokens"].as_u64() {
-            // Saturating: the counts are the server's word, and a sum past
-            // u64::MAX panicked in debug builds (found by fuzzing).
-            self.usage.input_tokens = input
-                .saturating_add(usage["cache_creation_input_tokens"].as_u64().unwrap_or(0))
-                .saturating_add(usage["cache_read_input_tokens"].as_u64().unwrap_or(0));
+            self.usage.input_tokens = input;
+        }
+        if let Some(written) = usage["cache_creation_input_tokens"].as_u64() {
+            self.usage.cache_write_tokens = written;
+        }
+        if let Some(read) = usage["cache_read_input_tokens"].as_u64() {
+            self.usage.cache_read_tokens = read;
         }
     }
 }

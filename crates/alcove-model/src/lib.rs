@@ -25,12 +25,16 @@ mod anthropic;
 pub mod fuzzing;
 mod http;
 mod openai;
+mod overflow;
+mod window;
 mod retry;
 mod sse;
 
 pub use anthropic::AnthropicModel;
 pub use openai::OpenAiModel;
+pub use overflow::classify_overflow;
 pub use retry::RetryPolicy;
+pub use window::probe_context_window;
 
 /// One request to a model: the whole conversation so far.
 #[derive(Debug, Clone)]
@@ -110,6 +114,22 @@ pub enum ModelError {
     /// The provider sent something that is not the protocol.
     #[error("malformed model response: {0}")]
     Protocol(String),
+    /// The request was longer than the model's context window (recognised
+    /// by status and body: Anthropic's "prompt is too long", OpenAI's
+    /// `context_length_exceeded`, llama.cpp's `exceed_context_size_error`).
+    /// The loop compacts the history and tries again; it is never retried
+    /// as it was.
+    #[error("{provider}: the request does not fit the model's context window: {message}")]
+    ContextOverflow {
+        /// The provider's name.
+        provider: String,
+        /// The provider's own words.
+        message: String,
+        /// The request's size in tokens, when the provider said it.
+        request_tokens: Option<u64>,
+        /// The window in tokens, when the provider said it.
+        window: Option<u64>,
+    },
 }
 
 /// A model that can answer a conversation, streaming.
@@ -158,6 +178,10 @@ pub struct ProviderConfig {
     pub model: String,
     /// Retry, backoff and timeout settings.
     pub retry: RetryPolicy,
+    /// Sent as `prompt_cache_key` by the OpenAI client (the session id, so
+    /// one session's requests share a cache); `None` sends no such field,
+    /// for servers that reject fields they do not know.
+    pub prompt_cache_key: Option<String>,
 }
 
 /// Builds the client for a provider.

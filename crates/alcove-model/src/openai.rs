@@ -29,6 +29,7 @@ pub struct OpenAiModel {
     url: String,
     headers: HeaderMap,
     http: Http,
+    prompt_cache_key: Option<String>,
 }
 
 impl OpenAiModel {
@@ -57,6 +58,7 @@ impl OpenAiModel {
             model: config.model,
             url,
             headers,
+            prompt_cache_key: config.prompt_cache_key,
         })
     }
 }
@@ -72,7 +74,11 @@ impl Model for OpenAiModel {
         request: &ModelRequest,
         on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
     ) -> Result<ModelResponse, ModelError> {
-        let body = request_body(&self.model, request);
+        let mut body = request_body(&self.model, request);
+        if let Some(key) = &self.prompt_cache_key {
+            // One session's requests share a cache on servers that key it.
+            body["prompt_cache_key"] = json!(key);
+        }
         self.http
             .complete(
                 &self.url,
@@ -216,7 +222,13 @@ impl Assembler for OpenAiAssembler {
         }
         if let Some(usage) = v.get("usage").filter(|u| u.is_object()) {
             if let Some(input) = usage["prompt_tokens"].as_u64() {
-                self.usage.input_tokens = input;
+                // prompt_tokens counts cached tokens too; keep them apart.
+                let cached = usage["prompt_tokens_details"]["cached_tokens"]
+                    .as_u64()
+                    .unwrap_or(0)
+                    .min(input);
+                self.usage.input_tokens = input - cached;
+                self.usage.cache_read_tokens = cached;
             }
             if let Some(output) = usage["completion_tokens"].as_u64() {
                 self.usage.output_tokens = output;

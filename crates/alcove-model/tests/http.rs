@@ -175,6 +175,7 @@ fn config(protocol: WireProtocol, base_url: String) -> ProviderConfig {
         api_key: Some("sk-test".into()),
         model: "test-model".into(),
         retry: policy(),
+        prompt_cache_key: None,
     }
 }
 
