@@ -99,6 +99,7 @@ fn harness(limits: AgentLimits) -> Harness {
             max_tokens: 100,
             result_cap: 10_000,
             stop_hook_limit: 1,
+            context: Default::default(),
         },
         inbox: Arc::new(Inbox::default()),
     };
