@@ -176,5 +176,6 @@ fn provider(
         api_key,
         model: model.to_owned(),
         retry: RetryPolicy::default(),
+        prompt_cache_key: None,
     }
 }

@@ -300,5 +300,9 @@ pub enum EventKind {
         /// The error, when the status is `failed`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// What the tokens cost in dollars, when config has a price for
+        /// the model (`[pricing."provider/model"]`); never guessed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost: Option<f64>,
     },
 }

@@ -90,7 +90,7 @@ impl EventSink for Printer {
                 usage,
                 ..
             } => {
-                let tokens = format_tokens(usage.input_tokens + usage.output_tokens);
+                let tokens = format_tokens(usage.total());
                 self.line(
                     &mut out,
                     &format!(
@@ -177,7 +177,7 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
                     "session {} · mode {} · {} tokens",
                     session.id,
                     session.gate.mode().as_str(),
-                    format_tokens(totals.usage.input_tokens + totals.usage.output_tokens)
+                    format_tokens(totals.usage.total())
                 );
                 continue;
             }
