@@ -37,6 +37,7 @@
 //! its steps, gets a 400 whose error message says so and quotes the prompt.
 
 mod anthropic;
+mod context;
 mod env;
 mod openai;
 mod record;
@@ -44,6 +45,7 @@ mod script;
 mod server;
 mod wire;
 
+pub use context::OverflowStyle;
 pub use env::TestEnv;
 pub use record::{Protocol, RecordedRequest};
 pub use script::{

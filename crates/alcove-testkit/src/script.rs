@@ -19,6 +19,7 @@ pub const DEFAULT_MODEL: &str = "fake-model";
 pub struct Script {
     pub(crate) conversations: Vec<(String, Vec<Step>)>,
     pub(crate) models: Vec<String>,
+    pub(crate) context: crate::context::ContextModel,
 }
 
 impl Default for Script {
@@ -33,7 +34,47 @@ impl Script {
         Script {
             conversations: Vec::new(),
             models: vec![DEFAULT_MODEL.to_string()],
+            context: Default::default(),
         }
+    }
+
+    /// Models a context window of `tokens`: a request counted larger is
+    /// rejected with HTTP 400 and the provider's real error (Anthropic
+    /// "prompt is too long", OpenAI `context_length_exceeded`) without
+    /// taking a step. Implies [`Script::count_tokens`]. Tokens are the JSON
+    /// size of each element of the request over four.
+    pub fn context_window(mut self, tokens: u64) -> Script {
+        self.context.window = Some((tokens, crate::OverflowStyle::OpenAi));
+        self.context.count_tokens = true;
+        self
+    }
+
+    /// Like [`Script::context_window`], rejecting OpenAI-protocol requests
+    /// the way llama.cpp's server does (`exceed_context_size_error`).
+    pub fn llama_cpp_window(mut self, tokens: u64) -> Script {
+        self.context.window = Some((tokens, crate::OverflowStyle::LlamaCpp));
+        self.context.count_tokens = true;
+        self
+    }
+
+    /// Reports input usage counted from each request instead of the
+    /// steps' defaults (a step's explicit [`Step::usage`] still wins), and
+    /// models Anthropic's prompt cache: `cache_read_input_tokens` for the
+    /// longest prefix, up to a `cache_control` breakpoint, that an earlier
+    /// request of the same conversation marked; `cache_creation_input_tokens`
+    /// for the rest up to the last breakpoint.
+    pub fn count_tokens(mut self) -> Script {
+        self.context.count_tokens = true;
+        self
+    }
+
+    /// Answers every request whose last user text contains `marker` (a
+    /// client's summary request) itself, without taking a step: the reply
+    /// is `## Facts` and every distinct line of the request's messages that
+    /// contains `keep`, so a test can check what reached the summary.
+    pub fn summarizer(mut self, marker: &str, keep: &str) -> Script {
+        self.context.summarizer = Some((marker.to_owned(), keep.to_owned()));
+        self
     }
 
     /// Adds a conversation: requests whose FIRST user message text contains
