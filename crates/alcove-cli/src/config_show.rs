@@ -113,13 +113,20 @@ async fn context_lines(common: &CommonArgs, config: &config::Config) -> anyhow::
         .or_else(|| std::env::var("ALCOVE_MODEL").ok().filter(|m| !m.is_empty()))
         .or_else(|| config.model.clone());
     let Some(spec) = spec else {
-        return Ok("# context window: no model is configured (one is found when a session starts)
-".to_owned());
+        return Ok(
+            "# context window: no model is configured (one is found when a session starts)
+"
+            .to_owned(),
+        );
     };
     let provider = match provider::resolve_spec(&spec, config) {
         Ok(provider) => provider,
-        Err(err) => return Ok(format!("# context window: unknown ({err})
-")),
+        Err(err) => {
+            return Ok(format!(
+                "# context window: unknown ({err})
+"
+            ));
+        }
     };
     let window = context_setup::window(config, &provider).await;
     let limits = context_setup::limits(config, window.tokens)?;

@@ -115,7 +115,10 @@ pub(crate) fn cache_key(config: &Config, provider_id: &str, session_id: &str) ->
 
 /// What `usage` cost with `model`'s price, when config has one.
 pub(crate) fn cost(config: &Config, model: &str, usage: &Usage) -> Option<f64> {
-    config.pricing.get(model).map(|price: &Price| price.cost(usage))
+    config
+        .pricing
+        .get(model)
+        .map(|price: &Price| price.cost(usage))
 }
 
 #[cfg(test)]
@@ -145,7 +148,8 @@ mod tests {
         assert_eq!(configured(&plain, &claude), None);
         assert_eq!(from_table("claude-sonnet-4-5").tokens, 200_000);
         assert_eq!(from_table("mystery").tokens, DEFAULT_WINDOW);
-        let by_model = config("[context_windows]\n\"anthropic/claude-sonnet-4-5\" = 1000000\nanthropic = 5\n");
+        let by_model =
+            config("[context_windows]\n\"anthropic/claude-sonnet-4-5\" = 1000000\nanthropic = 5\n");
         let choice = configured(&by_model, &claude).unwrap();
         assert_eq!(choice.tokens, 1_000_000);
         assert!(choice.source.contains("context_windows"), "{choice:?}");
@@ -156,8 +160,18 @@ mod tests {
     #[test]
     fn auto_compact_at_is_a_fraction_or_tokens() {
         assert_eq!(limits(&config(""), 1000).unwrap().compact_at, 850);
-        assert_eq!(limits(&config("auto_compact_at = 0.5"), 1000).unwrap().compact_at, 500);
-        assert_eq!(limits(&config("auto_compact_at = 700"), 1000).unwrap().compact_at, 700);
+        assert_eq!(
+            limits(&config("auto_compact_at = 0.5"), 1000)
+                .unwrap()
+                .compact_at,
+            500
+        );
+        assert_eq!(
+            limits(&config("auto_compact_at = 700"), 1000)
+                .unwrap()
+                .compact_at,
+            700
+        );
         assert!(limits(&config("auto_compact_at = 1.5"), 1000).is_err());
         assert!(limits(&config("auto_compact_at = \"x\""), 1000).is_err());
         assert!(limits(&config(""), 0).is_err());
@@ -172,17 +186,27 @@ mod tests {
             cache_write_tokens: 0,
         };
         assert_eq!(cost(&config(""), "anthropic/x", &usage), None);
-        let priced = config("[pricing.\"anthropic/x\"]\ninput = 3.0\noutput = 15.0\ncache_read = 0.3\ncache_write = 3.75\n");
+        let priced = config(
+            "[pricing.\"anthropic/x\"]\ninput = 3.0\noutput = 15.0\ncache_read = 0.3\ncache_write = 3.75\n",
+        );
         let dollars = cost(&priced, "anthropic/x", &usage).unwrap();
         assert!((dollars - (3.0 + 1.5 + 0.6)).abs() < 1e-9, "{dollars}");
     }
 
     #[test]
     fn the_cache_key_is_sent_where_it_is_known_to_be_accepted() {
-        assert_eq!(cache_key(&config(""), "openai", "s1").as_deref(), Some("s1"));
+        assert_eq!(
+            cache_key(&config(""), "openai", "s1").as_deref(),
+            Some("s1")
+        );
         assert_eq!(cache_key(&config(""), "ollama", "s1"), None);
-        assert_eq!(cache_key(&config("prompt_cache_key = false"), "openai", "s1"), None);
-        let local = config("[providers.local]\nkind = \"openai\"\nbase_url = \"http://x/v1\"\nprompt_cache_key = true\n");
+        assert_eq!(
+            cache_key(&config("prompt_cache_key = false"), "openai", "s1"),
+            None
+        );
+        let local = config(
+            "[providers.local]\nkind = \"openai\"\nbase_url = \"http://x/v1\"\nprompt_cache_key = true\n",
+        );
         assert_eq!(cache_key(&local, "local", "s1").as_deref(), Some("s1"));
     }
 }

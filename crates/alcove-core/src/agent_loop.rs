@@ -252,7 +252,11 @@ pub async fn run_agent(
                 outcome.status = RunStatus::Failed;
                 outcome.error = Some(match err {
                     // Our own words already: no "model stream failed" prefix.
-                    ModelError::Stream(text) if text.starts_with("the conversation does not fit") => text,
+                    ModelError::Stream(text)
+                        if text.starts_with("the conversation does not fit") =>
+                    {
+                        text
+                    }
                     other => other.to_string(),
                 });
                 return outcome;

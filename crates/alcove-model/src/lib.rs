@@ -26,9 +26,9 @@ pub mod fuzzing;
 mod http;
 mod openai;
 mod overflow;
-mod window;
 mod retry;
 mod sse;
+mod window;
 
 pub use anthropic::AnthropicModel;
 pub use openai::OpenAiModel;

@@ -304,7 +304,10 @@ async fn stalls_and_hangs_time_out() {
 async fn client_errors_fail_at_once() {
     for protocol in PROTOCOLS {
         let steps = vec![
-            Step::http_error(400, r#"{"error":{"message":"messages: roles must alternate"}}"#),
+            Step::http_error(
+                400,
+                r#"{"error":{"message":"messages: roles must alternate"}}"#,
+            ),
             Step::text("unused"),
         ];
         let (result, deltas, server) = run(protocol, "bad order", steps).await;

@@ -145,9 +145,9 @@ fn strip_cache_control(value: &mut Value) -> bool {
             }
             found
         }
-        Value::Array(items) => items.iter_mut().fold(false, |found, item| {
-            strip_cache_control(item) | found
-        }),
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |found, item| strip_cache_control(item) | found),
         _ => false,
     }
 }
@@ -294,8 +294,14 @@ mod tests {
         else {
             panic!()
         };
-        assert!(body["error"]["message"].as_str().unwrap().starts_with("prompt is too long"));
-        let mut openai = record(json!({"messages": [{"role": "user", "content": "z".repeat(400)}]}));
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("prompt is too long")
+        );
+        let mut openai =
+            record(json!({"messages": [{"role": "user", "content": "z".repeat(400)}]}));
         openai.path = "/v1/chat/completions".to_owned();
         let Verdict::Reject(400, body) = judge(&model, &mut Cache::default(), &openai) else {
             panic!()

@@ -270,7 +270,9 @@ pub(crate) fn status_lines(app: &App) -> Vec<Line<'static>> {
             "cost",
             match &app.facts.price {
                 Some(price) => format!("${:.4}", price.cost(&app.usage)),
-                None => "no price for this model ([pricing.\"provider/model\"] in config)".to_owned(),
+                None => {
+                    "no price for this model ([pricing.\"provider/model\"] in config)".to_owned()
+                }
             },
         ),
         row("turns", app.main_turns.to_string()),

@@ -135,7 +135,10 @@ mod tests {
         let ContentBlock::ToolResult { content, .. } = &messages[2].content[0] else {
             panic!()
         };
-        assert!(content.contains("Read({\"path\":\"a.txt\"}) returned 5000 bytes"), "{content}");
+        assert!(
+            content.contains("Read({\"path\":\"a.txt\"}) returned 5000 bytes"),
+            "{content}"
+        );
         assert!(content.contains("re-run"));
         // A stub is never cleared again, and the recent turns are kept.
         assert_eq!(clearable(&messages, 2, 10), Vec::<String>::new());

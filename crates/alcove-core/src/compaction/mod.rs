@@ -177,8 +177,18 @@ impl Context {
     ) {
         if self.next_request(messages) > self.limits.compact_at {
             let used = self.next_request(messages);
-            if let Err(error) =
-                compact(runtime, run, messages, tools, Trigger::Auto, None, used, usage).await
+            if let Err(error) = compact(
+                runtime,
+                run,
+                self.limits,
+                messages,
+                tools,
+                Trigger::Auto,
+                None,
+                used,
+                usage,
+            )
+            .await
             {
                 runtime.emit(
                     &run.path,
@@ -226,7 +236,18 @@ impl Context {
             };
         }
         let used = stated_request.unwrap_or_else(|| self.next_request(messages));
-        let result = compact(runtime, run, messages, tools, Trigger::Overflow, None, used, usage).await;
+        let result = compact(
+            runtime,
+            run,
+            self.limits,
+            messages,
+            tools,
+            Trigger::Overflow,
+            None,
+            used,
+            usage,
+        )
+        .await;
         self.known = 0;
         result.map(|_| ())
     }
@@ -262,6 +283,7 @@ impl Context {
 async fn compact(
     runtime: &Runtime,
     run: &AgentRun,
+    limits: ContextLimits,
     messages: &mut Vec<Message>,
     tools: &[ToolSpec],
     trigger: Trigger,
@@ -269,7 +291,6 @@ async fn compact(
     used: u64,
     usage: &mut Usage,
 ) -> Result<bool, String> {
-    let limits = runtime.limits.context;
     runtime
         .hooks
         .pre_compact(run.hook_scope(), trigger.matcher(), focus.unwrap_or(""))
@@ -285,15 +306,28 @@ async fn compact(
         _ => limits.compact_at,
     };
 
-    let cleared = clear::clearable(messages, limits.keep_turns, limits.clear_over_bytes);
+    let mut cleared = clear::clearable(messages, limits.keep_turns, limits.clear_over_bytes);
     clear::clear(messages, &cleared);
     let mut tokens_after = fixed + estimate_all(messages);
+    if trigger == Trigger::Overflow {
+        // The request did not fit: recent results go too, the newest turn's
+        // last (the model can run a narrower call again).
+        for keep in [1, 0] {
+            if tokens_after <= target {
+                break;
+            }
+            let more = clear::clearable(messages, keep, limits.clear_over_bytes);
+            clear::clear(messages, &more);
+            cleared.extend(more);
+            tokens_after = fixed + estimate_all(messages);
+        }
+    }
 
     let mut replaced = 0;
     let mut note = None;
     if trigger == Trigger::Manual || tokens_after > target {
         if let Some(split) = summary::split_point(messages, limits.window / 4) {
-            let text = summarise(runtime, run, messages, tools, split, focus, usage).await;
+            let text = summarise(runtime, run, limits, messages, tools, split, focus, usage).await;
             match text {
                 Ok(text) => {
                     *messages = summary::rebuild(messages, split, &text);
@@ -331,16 +365,17 @@ async fn compact(
 }
 
 /// Asks the model for the handover note about `messages[..split]`.
+#[allow(clippy::too_many_arguments)]
 async fn summarise(
     runtime: &Runtime,
     run: &AgentRun,
+    limits: ContextLimits,
     messages: &[Message],
     tools: &[ToolSpec],
     split: usize,
     focus: Option<&str>,
     usage: &mut Usage,
 ) -> Result<String, String> {
-    let limits = runtime.limits.context;
     let mut request_messages = summary::request_messages(messages, split, focus);
     let fixed = estimate_fixed(&run.system_prompt, tools);
     let room = limits
@@ -395,6 +430,7 @@ pub async fn compact_history(
     let changed = compact(
         runtime,
         run,
+        runtime.limits.context,
         &mut messages,
         &tools,
         Trigger::Manual,

@@ -71,7 +71,11 @@ pub(crate) fn split_point(messages: &[Message], keep_tokens: u64) -> Option<usiz
 /// The messages of the summary request: those before `split`, with the
 /// handover request (and the user's focus) appended to the last user
 /// message, or as a new one.
-pub(crate) fn request_messages(messages: &[Message], split: usize, focus: Option<&str>) -> Vec<Message> {
+pub(crate) fn request_messages(
+    messages: &[Message],
+    split: usize,
+    focus: Option<&str>,
+) -> Vec<Message> {
     let mut request: Vec<Message> = messages[..split].to_vec();
     let mut prompt = HANDOVER_PROMPT.to_owned();
     if let Some(focus) = focus.filter(|focus| !focus.trim().is_empty()) {
@@ -164,9 +168,18 @@ mod tests {
         let split = split_point(&messages, 300).unwrap();
         let request = request_messages(&messages, split, Some("the parser"));
         assert_eq!(request.len(), split);
-        assert!(request.last().unwrap().text().contains("The user asked the note to focus on: the parser"));
+        assert!(
+            request
+                .last()
+                .unwrap()
+                .text()
+                .contains("The user asked the note to focus on: the parser")
+        );
         let rebuilt = rebuild(&messages, split, "NOTE ONE");
-        assert_eq!(rebuilt[0].text(), format!("the task{SUMMARY_MARK}\n\nNOTE ONE"));
+        assert_eq!(
+            rebuilt[0].text(),
+            format!("the task{SUMMARY_MARK}\n\nNOTE ONE")
+        );
         assert_eq!(rebuilt[1..], messages[split..]);
         // Compacting again replaces the earlier note, never stacks them.
         let again = rebuild(&rebuilt, 1, "NOTE TWO");
