@@ -49,7 +49,7 @@ impl ContextLimits {
         ContextLimits {
             window,
             compact_at: compact_at
-                .unwrap_or_else(|| (window as f64 * Self::DEFAULT_FRACTION) as u64)
+                .unwrap_or((window as f64 * Self::DEFAULT_FRACTION) as u64)
                 .clamp(1, window),
             keep_turns: 3,
             clear_over_bytes: 1024,
@@ -325,24 +325,25 @@ async fn compact(
 
     let mut replaced = 0;
     let mut note = None;
-    if trigger == Trigger::Manual || tokens_after > target {
-        if let Some(split) = summary::split_point(messages, limits.window / 4) {
-            let text = summarise(runtime, run, limits, messages, tools, split, focus, usage).await;
-            match text {
-                Ok(text) => {
-                    *messages = summary::rebuild(messages, split, &text);
-                    replaced = split;
-                    note = Some(text);
-                    tokens_after = fixed + estimate_all(messages);
-                }
-                Err(error) if cleared.is_empty() => return Err(error),
-                Err(error) => runtime.emit(
-                    &run.path,
-                    EventKind::Warning {
-                        message: format!("compaction could not summarise: {error}"),
-                    },
-                ),
+    let split = (trigger == Trigger::Manual || tokens_after > target)
+        .then(|| summary::split_point(messages, limits.window / 4))
+        .flatten();
+    if let Some(split) = split {
+        let text = summarise(runtime, run, limits, messages, tools, split, focus, usage).await;
+        match text {
+            Ok(text) => {
+                *messages = summary::rebuild(messages, split, &text);
+                replaced = split;
+                note = Some(text);
+                tokens_after = fixed + estimate_all(messages);
             }
+            Err(error) if cleared.is_empty() => return Err(error),
+            Err(error) => runtime.emit(
+                &run.path,
+                EventKind::Warning {
+                    message: format!("compaction could not summarise: {error}"),
+                },
+            ),
         }
     }
     if cleared.is_empty() && note.is_none() {
