@@ -12,14 +12,14 @@ use serde_json::{Value, json};
 use crate::support::{assert_nothing_lost, exec, of_type, setup, transcript};
 
 /// alcove's handover request starts with this.
-const HANDOVER: &str = "[alcove: context compaction]";
+pub(crate) const HANDOVER: &str = "[alcove: context compaction]";
 
 fn project_config(env: &TestEnv, toml: &str) {
     env.write_file(".alcove/config.toml", toml);
 }
 
 /// `count` files of about `bytes` bytes each, `data/N.txt`.
-fn data_files(env: &TestEnv, count: usize, bytes: usize) {
+pub(crate) fn data_files(env: &TestEnv, count: usize, bytes: usize) {
     for n in 0..count {
         let line = format!("record {n} of the data set, nothing worth remembering here\n");
         env.write_file(
@@ -30,7 +30,7 @@ fn data_files(env: &TestEnv, count: usize, bytes: usize) {
 }
 
 /// One scripted turn: a note with a fact, and a read of `data/N.txt`.
-fn reading_turn(n: usize) -> Step {
+pub(crate) fn reading_turn(n: usize) -> Step {
     Step::reply(vec![
         Block::text(&format!(
             "FACT-{n}: the checksum of data/{n}.txt is c{:04}. {}",
