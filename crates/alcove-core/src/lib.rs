@@ -49,6 +49,8 @@ pub use agents::{
 pub use agents::{AgentPermissions, DefinitionError, load_definitions, parse_definition};
 pub use call::{CallInput, ToolCall};
 pub use commands::{Commands, CustomCommand, Expansion, expand, load_commands, parse_command};
+#[doc(hidden)]
+pub use compaction::clear_old_results;
 pub use compaction::{
     ContextLimits, DEFAULT_WINDOW, WINDOW_TABLE, compact_history, replay_compaction, table_window,
 };

@@ -443,6 +443,17 @@ pub async fn compact_history(
     Ok((messages, usage, changed))
 }
 
+/// The part of a compaction that needs no model call, as the loop runs it:
+/// old results over the threshold become stubs and the history is
+/// estimated again. Returns how many results were cleared and the estimate
+/// after. For the benchmarks.
+#[doc(hidden)]
+pub fn clear_old_results(messages: &mut [Message], limits: &ContextLimits) -> (usize, u64) {
+    let cleared = clear::clearable(messages, limits.keep_turns, limits.clear_over_bytes);
+    clear::clear(messages, &cleared);
+    (cleared.len(), estimate_all(messages))
+}
+
 /// Applies a recorded `compacted` event to the history rebuilt so far from
 /// a transcript: the same stubs, the same summary split.
 pub fn replay_compaction(
