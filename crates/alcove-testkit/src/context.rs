@@ -102,6 +102,16 @@ pub(crate) fn judge(model: &ContextModel, cache: &mut Cache, record: &RecordedRe
     Verdict::Script(Some(accounting))
 }
 
+/// llama.cpp's `GET /props`, when the script models a llama.cpp window.
+pub(crate) fn props(model: &ContextModel) -> Option<Value> {
+    match model.window {
+        Some((window, OverflowStyle::LlamaCpp)) => {
+            Some(json!({"default_generation_settings": {"n_ctx": window}, "total_slots": 1}))
+        }
+        _ => None,
+    }
+}
+
 /// The request's elements in cache order: (tokens, prefix hash, breakpoint).
 fn elements(body: &Value, protocol: Protocol) -> Vec<(u64, u64, bool)> {
     let mut parts: Vec<Value> = Vec::new();

@@ -50,7 +50,8 @@ impl Script {
     }
 
     /// Like [`Script::context_window`], rejecting OpenAI-protocol requests
-    /// the way llama.cpp's server does (`exceed_context_size_error`).
+    /// the way llama.cpp's server does (`exceed_context_size_error`), and
+    /// reporting the window at `GET /props` as its `n_ctx`.
     pub fn llama_cpp_window(mut self, tokens: u64) -> Script {
         self.context.window = Some((tokens, crate::OverflowStyle::LlamaCpp));
         self.context.count_tokens = true;

@@ -296,6 +296,11 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
             )
         } else if method == Method::GET && record.path == "/v1/models" {
             Plan::Models(protocol)
+        } else if let Some(props) = (method == Method::GET && record.path == "/props")
+            .then(|| crate::context::props(&shared.context))
+            .flatten()
+        {
+            Plan::Json(StatusCode::OK, props)
         } else if !is_model_call {
             Plan::Reject(
                 StatusCode::NOT_FOUND,

@@ -442,3 +442,121 @@ fn without_a_price_no_cost_is_shown() {
     let ended = of_type(&out.events(), "session_ended")[0].clone();
     assert!(ended.get("cost").is_none(), "{ended}");
 }
+
+#[test]
+fn the_window_comes_from_config_or_the_server_and_config_show_says_where() {
+    let (env, server) = setup(Script::new().llama_cpp_window(12_345));
+    project_config(&env, "model_context_window = 16000\n");
+    let shown = exec_config_show(&env, &server, &[]);
+    assert!(
+        shown.contains("16000 tokens  # config model_context_window")
+            && shown.contains("compacts when a request would pass 13600 tokens"),
+        "{shown}"
+    );
+    // A llama.cpp server says its window at /props.
+    project_config(
+        &env,
+        &format!(
+            "[providers.local]\nkind = \"openai\"\nbase_url = \"{}\"\n",
+            server.openai_url()
+        ),
+    );
+    let shown = exec_config_show(&env, &server, &["--model", "local/some-model"]);
+    assert!(
+        shown.contains("12345 tokens  # server (llama.cpp /props)"),
+        "{shown}"
+    );
+    // An unknown model with nothing said gets the default, and says so.
+    let shown = exec_config_show(&env, &server, &["--model", "anthropic/mystery"]);
+    assert!(shown.contains("32768 tokens  # default"), "{shown}");
+}
+
+fn exec_config_show(env: &TestEnv, server: &alcove_testkit::FakeServer, args: &[&str]) -> String {
+    let output = env
+        .command(crate::support::alcove(), server)
+        .args(args)
+        .args(["config", "show"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn openai_requests_carry_the_session_as_prompt_cache_key_unless_switched_off() {
+    for (config, expected) in [("", true), ("prompt_cache_key = false\n", false)] {
+        let (env, server) = setup(Script::new().conversation("", vec![Step::text("hi")]));
+        project_config(&env, config);
+        let mut command = env.command_openai(crate::support::alcove(), &server);
+        command
+            .args(["exec", "--json", "hello"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let out = crate::support::finish(command.spawn().unwrap());
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let id = of_type(&out.events(), "session_started")[0]["session_id"].clone();
+        let body = &server.requests()[0].body;
+        if expected {
+            assert_eq!(body["prompt_cache_key"], id);
+        } else {
+            assert!(body.get("prompt_cache_key").is_none(), "{body}");
+        }
+    }
+}
+
+#[test]
+fn a_resumed_session_over_its_window_compacts_before_its_first_request() {
+    let mut steps: Vec<Step> = (0..8).map(reading_turn).collect();
+    steps.push(Step::text("first run done"));
+    steps.push(Step::text("second run done"));
+    let (env, server) = setup(
+        Script::new()
+            .conversation("read eight files", steps)
+            .count_tokens(),
+    );
+    data_files(&env, 8, 3_000);
+    let first = exec(&env, &server, &["--json", "read eight files"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let id = of_type(&first.events(), "session_started")[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The same session under a window it no longer fits.
+    let before = server.request_count();
+    let resumed = exec(
+        &env,
+        &server,
+        &[
+            "--json",
+            "-c",
+            "model_context_window=10000",
+            "--resume",
+            &id,
+            "go on",
+        ],
+    );
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    let events = resumed.events();
+    let compacted = of_type(&events, "compacted");
+    assert_eq!(compacted.len(), 1);
+    assert_eq!(compacted[0]["trigger"], "auto");
+    assert!(compacted[0].get("summary").is_none(), "clearing was enough");
+    // The compaction came before the first request of the resumed run.
+    let first_request = events
+        .iter()
+        .position(|event| event["type"] == "model_request")
+        .unwrap();
+    let compaction = events
+        .iter()
+        .position(|event| event["type"] == "compacted")
+        .unwrap();
+    assert!(compaction < first_request);
+    let request = server.requests()[before].body.to_string();
+    assert!(request.contains("re-run the call to see it"));
+    assert!(!request.contains("interrupted before it finished"));
+}
