@@ -175,9 +175,9 @@ impl Context {
         tools: &[ToolSpec],
         usage: &mut Usage,
     ) {
-        if self.next_request(messages) > self.limits.compact_at {
-            let used = self.next_request(messages);
-            if let Err(error) = compact(
+        let mut used = self.next_request(messages);
+        if used > self.limits.compact_at {
+            let result = compact(
                 runtime,
                 run,
                 self.limits,
@@ -188,21 +188,25 @@ impl Context {
                 used,
                 usage,
             )
-            .await
-            {
-                runtime.emit(
+            .await;
+            match result {
+                Ok(true) => {
+                    self.known = 0;
+                    used = self.next_request(messages);
+                }
+                Ok(false) => {}
+                Err(error) => runtime.emit(
                     &run.path,
                     EventKind::Warning {
                         message: format!("compaction failed: {error}"),
                     },
-                );
+                ),
             }
-            self.known = 0;
         }
         runtime.emit(
             &run.path,
             EventKind::Context {
-                used: self.next_request(messages),
+                used,
                 window: self.limits.window,
             },
         );
