@@ -109,7 +109,6 @@ fn main() -> ExitCode {
             Some(Command::Exec(args)) => exec::run(&cli.common, args).await,
             Some(Command::Agents(args)) => agents_cmd::run(&cli.common, &args),
             Some(Command::Skills(args)) => skills_cmd::run(&cli.common, &args),
-            Some(Command::Config(args)) => config_show::run(&cli.common, &args),
             Some(Command::Config(args)) => config_show::run(&cli.common, &args).await,
             Some(Command::Resume(args)) => tui::resume(&cli.common, args).await,
             None => tui::run(&cli.common, cli.prompt).await,

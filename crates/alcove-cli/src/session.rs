@@ -21,8 +21,8 @@ use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, Config, Dirs};
-use crate::model_aliases::Aliases;
 use crate::context_setup::{self, WindowChoice};
+use crate::model_aliases::Aliases;
 use crate::{
     CommonArgs, UsageError, agents_cmd, config_show, hook_setup, permission_setup, provider,
     skills_cmd,

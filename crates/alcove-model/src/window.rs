@@ -24,7 +24,7 @@ pub async fn probe_context_window(
     if config.protocol != WireProtocol::OpenAi {
         return None;
     }
-    let client = client_builder()
+    let client = client_builder(&[config.base_url.as_str()])
         .no_proxy()
         .timeout(timeout)
         .connect_timeout(timeout)

@@ -55,6 +55,8 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
     (
         "/init",
         "explore the repository (through a child) and write or update AGENTS.md",
+    ),
+    (
         "/compact",
         "compact the conversation now; /compact <focus> says what the summary must keep",
     ),
