@@ -303,7 +303,8 @@ async fn compact(
     let messages_before = messages.len();
     // The caller's figure may come from the provider; the estimate is what
     // the compacted size is compared with.
-    let tokens_before = used.max(fixed + estimate_all(messages));
+    let estimated = fixed + estimate_all(messages);
+    let tokens_before = used.max(estimated);
     let target = match trigger {
         // After an overflow, aim well below: the estimate was evidently low.
         Trigger::Overflow => limits.compact_at / 2,
@@ -312,7 +313,11 @@ async fn compact(
 
     let mut cleared = clear::clearable(messages, limits.keep_turns, limits.clear_over_bytes);
     clear::clear(messages, &cleared);
-    let mut tokens_after = fixed + estimate_all(messages);
+    let mut tokens_after = if cleared.is_empty() {
+        estimated
+    } else {
+        fixed + estimate_all(messages)
+    };
     if trigger == Trigger::Overflow {
         // The request did not fit: recent results go too, the newest turn's
         // last (the model can run a narrower call again).
