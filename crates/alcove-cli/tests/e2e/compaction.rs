@@ -560,3 +560,45 @@ fn a_resumed_session_over_its_window_compacts_before_its_first_request() {
     assert!(request.contains("re-run the call to see it"));
     assert!(!request.contains("interrupted before it finished"));
 }
+
+#[test]
+fn the_plain_front_end_compacts_on_request_too() {
+    use std::io::Write;
+    let mut steps: Vec<Step> = (0..4).map(reading_turn).collect();
+    steps.push(Step::text("FOUR-READ"));
+    steps.push(Step::text("AFTER-COMPACT"));
+    let (env, server) = setup(
+        Script::new()
+            .conversation("read four files", steps)
+            .count_tokens()
+            .summarizer(HANDOVER, "FACT-"),
+    );
+    data_files(&env, 4, 4_000);
+    let mut child = env
+        .command(crate::support::alcove(), &server)
+        .args(["--permission-mode", "bypassPermissions", "read four files"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"/compact\ngo on\n")
+        .unwrap();
+    let out = crate::support::finish(child);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("[context compacted (manual)"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("AFTER-COMPACT"), "{}", out.stdout);
+    let last = server.requests().pop().unwrap();
+    assert!(
+        last.first_user_message_text()
+            .contains("FACT-0: the checksum")
+    );
+}
