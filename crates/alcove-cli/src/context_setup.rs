@@ -64,6 +64,18 @@ pub(crate) fn configured(config: &Config, provider: &ProviderConfig) -> Option<W
     })
 }
 
+/// The window of a child's model (an agent definition's `model:`):
+/// `[context_windows]`, else the table; the top-level
+/// `model_context_window` is the session model's, and servers are not
+/// asked from the model factory.
+pub(crate) fn child_window(config: &Config, provider: &ProviderConfig) -> WindowChoice {
+    let bare = Config {
+        model_context_window: None,
+        ..config.clone()
+    };
+    configured(&bare, provider).unwrap_or_else(|| from_table(&provider.model))
+}
+
 /// The table's window for `model`, else the default.
 pub(crate) fn from_table(model: &str) -> WindowChoice {
     match table_window(model) {
@@ -138,6 +150,7 @@ mod tests {
             model: model.to_owned(),
             retry: Default::default(),
             prompt_cache_key: None,
+            context_window: None,
         }
     }
 

@@ -177,5 +177,6 @@ fn provider(
         model: model.to_owned(),
         retry: RetryPolicy::default(),
         prompt_cache_key: None,
+        context_window: None,
     }
 }

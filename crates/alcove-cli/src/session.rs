@@ -148,6 +148,7 @@ impl Session {
         let redactions = permission_setup::redactions(provider_config.api_key.as_deref());
         let context_window = context_setup::window(&config, &provider_config).await;
         let context_limits = context_setup::limits(&config, context_window.tokens)?;
+        provider_config.context_window = Some(context_window.tokens);
         let model =
             alcove_model::connect(provider_config).map_err(|err| UsageError(err.to_string()))?;
 
@@ -220,6 +221,10 @@ impl Session {
             apply_retry_settings(&mut provider_config.retry, &factory_config.retry);
             provider_config.prompt_cache_key =
                 context_setup::cache_key(&factory_config, &provider_config.id, &factory_id);
+            // A child on another model compacts against that model's window
+            // (config or table: the factory does not ask servers).
+            provider_config.context_window =
+                Some(context_setup::child_window(&factory_config, &provider_config).tokens);
             alcove_model::connect(provider_config).map_err(|err| err.to_string())
         });
         let supervisor = Arc::new(

@@ -34,6 +34,7 @@ pub struct AnthropicModel {
     url: String,
     headers: HeaderMap,
     http: Http,
+    context_window: Option<u64>,
 }
 
 impl AnthropicModel {
@@ -64,6 +65,7 @@ impl AnthropicModel {
             model: config.model,
             url,
             headers,
+            context_window: config.context_window,
         })
     }
 }
@@ -72,6 +74,10 @@ impl AnthropicModel {
 impl Model for AnthropicModel {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        self.context_window
     }
 
     async fn complete(

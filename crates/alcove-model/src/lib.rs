@@ -143,6 +143,11 @@ pub trait Model: Send + Sync {
     /// `provider/model`, for logs and events.
     fn name(&self) -> &str;
 
+    /// The model's context window in tokens, when the client was told it.
+    fn context_window(&self) -> Option<u64> {
+        None
+    }
+
     /// Sends the request and streams the answer, reporting progress to
     /// `on_delta` as it arrives.
     async fn complete(
@@ -182,6 +187,10 @@ pub struct ProviderConfig {
     /// one session's requests share a cache); `None` sends no such field,
     /// for servers that reject fields they do not know.
     pub prompt_cache_key: Option<String>,
+    /// The model's context window in tokens, as the caller determined it
+    /// (config, server, table); reported back by [`Model::context_window`]
+    /// so an agent on this model compacts against its own window.
+    pub context_window: Option<u64>,
 }
 
 /// Builds the client for a provider.

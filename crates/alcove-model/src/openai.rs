@@ -29,6 +29,7 @@ pub struct OpenAiModel {
     url: String,
     headers: HeaderMap,
     http: Http,
+    context_window: Option<u64>,
     prompt_cache_key: Option<String>,
 }
 
@@ -58,6 +59,7 @@ impl OpenAiModel {
             model: config.model,
             url,
             headers,
+            context_window: config.context_window,
             prompt_cache_key: config.prompt_cache_key,
         })
     }
@@ -67,6 +69,10 @@ impl OpenAiModel {
 impl Model for OpenAiModel {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        self.context_window
     }
 
     async fn complete(

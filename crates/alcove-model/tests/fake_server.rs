@@ -37,6 +37,7 @@ fn config(protocol: WireProtocol, server: &FakeServer) -> ProviderConfig {
             connect_timeout: Duration::from_secs(2),
         },
         prompt_cache_key: None,
+        context_window: None,
     }
 }
 

@@ -176,6 +176,7 @@ fn config(protocol: WireProtocol, base_url: String) -> ProviderConfig {
         model: "test-model".into(),
         retry: policy(),
         prompt_cache_key: None,
+        context_window: None,
     }
 }
 

@@ -602,3 +602,61 @@ fn the_plain_front_end_compacts_on_request_too() {
             .contains("FACT-0: the checksum")
     );
 }
+
+#[test]
+fn a_child_on_another_model_compacts_against_that_models_window() {
+    let mut child_steps: Vec<Step> = (0..8).map(reading_turn).collect();
+    child_steps.push(Step::text("SMALL CHILD REPORT"));
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "delegate to the small model",
+                vec![
+                    Step::tool_call(
+                        "Agent",
+                        json!({"description": "read", "prompt": "SMALL-CHILD: read eight files", "subagent_type": "small-reader"}),
+                    ),
+                    Step::text("parent done"),
+                ],
+            )
+            .conversation("SMALL-CHILD", child_steps)
+            .count_tokens()
+            .summarizer(HANDOVER, "FACT-"),
+    );
+    data_files(&env, 8, 4_000);
+    env.write_file(
+        ".alcove/agents/small-reader.md",
+        "---\nname: small-reader\ndescription: reads files on a small model\ntools: Read\nmodel: anthropic/small-model\n---\nRead what you are asked to.\n",
+    );
+    // The session's model has a large window; the child's model a small one.
+    project_config(
+        &env,
+        "model_context_window = 200000\n[context_windows]\n\"anthropic/small-model\" = 9000\n",
+    );
+    let out = exec(&env, &server, &["--json", "delegate to the small model"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let events = out.events();
+    let child_context: Vec<u64> = of_type(&events, "context")
+        .iter()
+        .filter(|event| event["agent"] == "main/agent-1")
+        .map(|event| event["window"].as_u64().unwrap())
+        .collect();
+    assert!(!child_context.is_empty() && child_context.iter().all(|w| *w == 9000));
+    assert!(
+        of_type(&events, "compacted")
+            .iter()
+            .any(|event| event["agent"] == "main/agent-1"),
+        "the child compacted against its own window"
+    );
+    let main_windows: Vec<&Value> = of_type(&events, "context")
+        .into_iter()
+        .filter(|event| event["agent"] == "main")
+        .collect();
+    assert!(main_windows.iter().all(|event| event["window"] == 200_000));
+    let child_requests = server.requests_for("SMALL-CHILD");
+    assert!(
+        child_requests
+            .iter()
+            .all(|request| request.model() == "small-model")
+    );
+}

@@ -92,6 +92,24 @@ impl Trigger {
     }
 }
 
+/// The limits of an agent on `runtime.model`: the session's, unless the
+/// model knows a window of its own (a child on another model), in which
+/// case the threshold keeps the same share of it.
+fn limits_for(runtime: &Runtime) -> ContextLimits {
+    let session = runtime.limits.context;
+    match runtime.model.context_window() {
+        Some(window) if window > 0 && window != session.window => {
+            let share = session.compact_at as f64 / session.window as f64;
+            ContextLimits {
+                window,
+                compact_at: ((window as f64 * share) as u64).clamp(1, window),
+                ..session
+            }
+        }
+        _ => session,
+    }
+}
+
 /// Estimated tokens of one message: its JSON size over four, rounded up.
 /// Real tokenizers give about four bytes of English or code per token; the
 /// JSON framing makes this err on the large side.
@@ -139,7 +157,7 @@ pub(crate) struct Context {
 impl Context {
     pub(crate) fn new(runtime: &Runtime, run: &AgentRun, tools: &[ToolSpec]) -> Context {
         Context {
-            limits: runtime.limits.context,
+            limits: limits_for(runtime),
             fixed: estimate_fixed(&run.system_prompt, tools),
             known: 0,
             counted: 0,
@@ -440,7 +458,7 @@ pub async fn compact_history(
     let changed = compact(
         runtime,
         run,
-        runtime.limits.context,
+        limits_for(runtime),
         &mut messages,
         &tools,
         Trigger::Manual,
