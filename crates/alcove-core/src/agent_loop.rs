@@ -217,7 +217,8 @@ pub async fn run_agent(
             )
             .await;
         let mut reply = send(runtime, run, turn, &mut outcome.messages, &mut tool_specs).await;
-        // A request the provider found too long: compact and try once more.
+        // A request the provider found too long: compact and try once more;
+        // if it still does not fit, end with an error in our own words.
         if let Some(Err(error @ ModelError::ContextOverflow { .. })) = &reply {
             let recovered = context
                 .recover(
@@ -229,17 +230,17 @@ pub async fn run_agent(
                     error,
                 )
                 .await;
-            reply = match recovered {
-                Ok(()) => send(runtime, run, turn, &mut outcome.messages, &mut tool_specs).await,
-                Err(why) => Some(Err(ModelError::Stream(format!(
-                    "{}; compacting failed: {why}",
-                    context.too_long(&outcome.messages, error)
-                )))),
-            };
+            if let Err(why) = recovered {
+                let error = context.too_long(&outcome.messages, error);
+                outcome.status = RunStatus::Failed;
+                outcome.error = Some(format!("{error}; compacting failed: {why}"));
+                return outcome;
+            }
+            reply = send(runtime, run, turn, &mut outcome.messages, &mut tool_specs).await;
             if let Some(Err(error @ ModelError::ContextOverflow { .. })) = &reply {
-                reply = Some(Err(ModelError::Stream(
-                    context.too_long(&outcome.messages, error),
-                )));
+                outcome.status = RunStatus::Failed;
+                outcome.error = Some(context.too_long(&outcome.messages, error));
+                return outcome;
             }
         }
         let Some(reply) = reply else {
@@ -250,15 +251,7 @@ pub async fn run_agent(
             Ok(response) => response,
             Err(err) => {
                 outcome.status = RunStatus::Failed;
-                outcome.error = Some(match err {
-                    // Our own words already: no "model stream failed" prefix.
-                    ModelError::Stream(text)
-                        if text.starts_with("the conversation does not fit") =>
-                    {
-                        text
-                    }
-                    other => other.to_string(),
-                });
+                outcome.error = Some(err.to_string());
                 return outcome;
             }
         };
