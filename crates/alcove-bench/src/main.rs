@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! alcove-bench [--alcove PATH] [--runs N] [--out FILE] [--tree DIR] [--rg PATH]
-//!              [--notes FILE] [--only startup,first,session,children,fanout,economy,grep]
+//!              [--notes FILE] [--only startup,first,session,children,fanout,economy,grep,cache,compaction]
 //!              [--fanout 1,4,16,64]
 //! ```
 //!
@@ -19,6 +19,7 @@
 mod delegation;
 mod first_request;
 mod grep;
+mod long_session;
 mod measure;
 mod report;
 mod scenarios;
@@ -189,6 +190,15 @@ fn run(options: Options) -> anyhow::Result<()> {
     if wanted("economy") {
         step("context economy");
         results.economy = Some(delegation::economy(&bench)?);
+    }
+    if wanted("cache") {
+        step("prompt cache share over a 30-turn Anthropic session");
+        results.cache = Some(long_session::cache_share(&bench)?);
+    }
+    if wanted("compaction") {
+        step("tokens at turn 30 with and without compaction; a compaction with no model call");
+        results.turn_tokens = Some(long_session::turn_tokens(&bench)?);
+        results.clear = Some(long_session::clear_cost(&bench)?);
     }
     if wanted("grep") {
         step("Grep against rg");

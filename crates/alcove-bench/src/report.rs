@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use crate::delegation::{Economy, FanOut};
 use crate::first_request::{FirstRequest, Sizes};
 use crate::grep::GrepFigure;
+use crate::long_session::{CacheShare, ClearCost, TurnTokens};
 use crate::scenarios::{LiveChildren, Session, SessionPoint, Startup};
 
 /// Everything measured (a scenario left out with `--only` is `None`).
@@ -22,6 +23,12 @@ pub(crate) struct Results {
     pub(crate) economy: Option<Economy>,
     /// The figures, or why Grep was not measured.
     pub(crate) grep: Option<Result<Vec<GrepFigure>, String>>,
+    /// Issue 11: the cache share of a 30-turn Anthropic session.
+    pub(crate) cache: Option<CacheShare>,
+    /// Issue 11: tokens sent at turn 30, with and without compaction.
+    pub(crate) turn_tokens: Option<TurnTokens>,
+    /// Issue 11: a compaction that needs no model call.
+    pub(crate) clear: Option<ClearCost>,
 }
 
 /// How the run was made.
@@ -186,6 +193,7 @@ pub(crate) fn render(results: &Results, context: &Context) -> String {
             met(ratio <= 0.02)
         );
     }
+    long_session_rows(&mut md, results);
     match &results.grep {
         Some(Ok(figures)) => {
             for g in figures {
@@ -216,6 +224,43 @@ pub(crate) fn render(results: &Results, context: &Context) -> String {
         let _ = writeln!(md, "\n{}", notes.trim_end());
     }
     md
+}
+
+/// Issue 11's rows.
+fn long_session_rows(md: &mut String, results: &Results) {
+    if let Some(c) = &results.cache {
+        let ratio = c.share / c.limit;
+        let _ = writeln!(
+            md,
+            "| prompt cache | 30-turn Anthropic session, a 2 kB read per turn: input read from the cache | {:.1} % | {:.1} %: everything but each turn's new tokens | {ratio:.2}× | ≥ 90 % of the limit | {} |",
+            c.share * 100.0,
+            c.limit * 100.0,
+            met(ratio >= 0.9)
+        );
+    }
+    if let Some(t) = &results.turn_tokens {
+        let ratio = t.with_compaction as f64 / t.without as f64;
+        let _ = writeln!(
+            md,
+            "| tokens at turn 30 | 30 reads of 11 kB, 32k window, compacting at 85 % ({} compactions) | {} tokens | {} tokens without compaction | {ratio:.2}× | within the window | {} |",
+            t.compactions,
+            t.with_compaction,
+            t.without,
+            met(t.with_compaction <= 32_000)
+        );
+    }
+    if let Some(c) = &results.clear {
+        let ratio = c.clear_us / c.encode_us;
+        let _ = writeln!(
+            md,
+            "| compaction without a model call | clearing old results at turn 30 ({} messages, {} B) | {:.0} µs | {:.0} µs: one JSON encoding of that history (every request makes one) | {ratio:.2}× | ≤ 1 encoding | {} |",
+            c.messages,
+            c.history_bytes,
+            c.clear_us,
+            c.encode_us,
+            met(ratio <= 1.0)
+        );
+    }
 }
 
 fn details(md: &mut String, results: &Results) {

@@ -52,6 +52,31 @@ pub(crate) struct Config {
     /// `[model_aliases]`: what `model: opus` (etc.) in agent definitions,
     /// skills and commands means (`opus = "anthropic/claude-opus-4-5"`).
     pub(crate) model_aliases: BTreeMap<String, String>,
+    /// The session model's context window in tokens (wins over everything).
+    pub(crate) model_context_window: Option<u64>,
+    /// `[context_windows]`: windows by `"provider/model"` or `"provider"`.
+    pub(crate) context_windows: BTreeMap<String, u64>,
+    /// When to compact: a fraction of the window (`0.85`) or tokens (`120000`).
+    pub(crate) auto_compact_at: Option<toml::Value>,
+    /// Send `prompt_cache_key` to OpenAI-compatible servers (default: only
+    /// to the built-in `openai` provider); `[providers.<id>]` can say too.
+    pub(crate) prompt_cache_key: Option<bool>,
+    /// `[pricing."provider/model"]`: prices per million tokens.
+    pub(crate) pricing: BTreeMap<String, Price>,
+}
+
+/// `[pricing."provider/model"]`: what a million tokens of each kind cost.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct Price {
+    /// Uncached input.
+    pub(crate) input: f64,
+    /// Output.
+    pub(crate) output: f64,
+    /// Input read from the cache.
+    pub(crate) cache_read: f64,
+    /// Input written to the cache.
+    pub(crate) cache_write: f64,
 }
 
 /// `[agents]`: delegation limits.
@@ -104,6 +129,17 @@ pub(crate) struct RetryEntry {
     pub(crate) idle_timeout_ms: Option<u64>,
 }
 
+impl Price {
+    /// What `usage` costs at this price, in dollars.
+    pub(crate) fn cost(&self, usage: &alcove_protocol::Usage) -> f64 {
+        (usage.input_tokens as f64 * self.input
+            + usage.output_tokens as f64 * self.output
+            + usage.cache_read_tokens as f64 * self.cache_read
+            + usage.cache_write_tokens as f64 * self.cache_write)
+            / 1_000_000.0
+    }
+}
+
 /// `[providers.<id>]`.
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct ProviderEntry {
@@ -113,6 +149,9 @@ pub(crate) struct ProviderEntry {
     pub(crate) base_url: String,
     /// The environment variable holding the key, if one is needed.
     pub(crate) api_key_env: Option<String>,
+    /// Whether the server accepts `prompt_cache_key` (OpenAI kind only;
+    /// default false: some servers reject fields they do not know).
+    pub(crate) prompt_cache_key: Option<bool>,
 }
 
 /// Where alcove keeps its files.

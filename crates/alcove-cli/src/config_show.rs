@@ -14,7 +14,7 @@ use alcove_tools::Workspace;
 use clap::{Args, Subcommand};
 
 use crate::config::{self, Dirs};
-use crate::{CommonArgs, UsageError, permission_setup, session};
+use crate::{CommonArgs, UsageError, context_setup, permission_setup, provider, session};
 
 /// `alcove config` arguments.
 #[derive(Debug, Args)]
@@ -72,7 +72,7 @@ const ENV_KEYS: [(&str, &str); 4] = [
     ("ALCOVE_ENABLE_COLLAB_TOOLS", "agents.collab"),
 ];
 
-pub(crate) fn run(common: &CommonArgs, args: &ConfigArgs) -> anyhow::Result<u8> {
+pub(crate) async fn run(common: &CommonArgs, args: &ConfigArgs) -> anyhow::Result<u8> {
     let ConfigCommand::Show = args.command;
     let workspace_dir = match &common.cd {
         Some(dir) => dir.clone(),
@@ -100,7 +100,42 @@ pub(crate) fn run(common: &CommonArgs, args: &ConfigArgs) -> anyhow::Result<u8> 
         "{}",
         render(workspace.root(), &layers, &env, common, &rules)
     );
+    print!("{}", context_lines(common, &merged).await?);
     Ok(0)
+}
+
+/// The model's context window and compaction threshold, and where the
+/// window figure came from, as comments (they are derived, not set).
+async fn context_lines(common: &CommonArgs, config: &config::Config) -> anyhow::Result<String> {
+    let spec = common
+        .model
+        .clone()
+        .or_else(|| std::env::var("ALCOVE_MODEL").ok().filter(|m| !m.is_empty()))
+        .or_else(|| config.model.clone());
+    let Some(spec) = spec else {
+        return Ok(
+            "# context window: no model is configured (one is found when a session starts)
+"
+            .to_owned(),
+        );
+    };
+    let provider = match provider::resolve_spec(&spec, config) {
+        Ok(provider) => provider,
+        Err(err) => {
+            return Ok(format!(
+                "# context window: unknown ({err})
+"
+            ));
+        }
+    };
+    let window = context_setup::window(config, &provider).await;
+    let limits = context_setup::limits(config, window.tokens)?;
+    Ok(format!(
+        "# context window of {spec}: {} tokens  # {}
+# compacts when a request would pass {} tokens (auto_compact_at)
+",
+        window.tokens, window.source, limits.compact_at
+    ))
 }
 
 /// The built-in defaults, from the constants the session uses.

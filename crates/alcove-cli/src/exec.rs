@@ -31,10 +31,20 @@ pub(crate) struct ExecArgs {
     /// Continue session ID (its transcript is read back and appended to).
     #[arg(long, value_name = "ID")]
     resume: Option<String>,
+    /// With --resume: compact the session's history first (old tool results
+    /// cleared, the rest summarised), optionally with a focus for the
+    /// summary; with no prompt, only compact.
+    #[arg(long, value_name = "FOCUS", requires = "resume", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    compact: Option<String>,
 }
 
 pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u8> {
-    let prompt = read_prompt(args.prompt)?;
+    let compact_only = args.compact.is_some() && args.prompt.is_none();
+    let prompt = if compact_only {
+        String::new()
+    } else {
+        read_prompt(args.prompt)?
+    };
     let mut sinks: Vec<Arc<dyn EventSink>> = vec![if args.json {
         Arc::new(JsonLines)
     } else {
@@ -51,6 +61,29 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
     };
     let session = Session::open(common, front_end).await?;
     session.runtime.hooks.session_start().await;
+    // A resumed session killed mid-turn ends with tool calls that have no
+    // results; they get error results so the conversation stays valid.
+    let mut history = crate::resume::continue_history(&session);
+    if let Some(focus) = &args.compact {
+        let run = session.main_run(CancellationToken::new());
+        let focus = Some(focus.as_str()).filter(|focus| !focus.is_empty());
+        match alcove_core::compact_history(&session.runtime, &run, history.clone(), focus).await {
+            Ok((compacted, usage, changed)) => {
+                if !changed {
+                    eprintln!("alcove: nothing to compact in this session");
+                }
+                history = compacted;
+                if compact_only {
+                    return finish_compaction(&session, usage, None).await;
+                }
+            }
+            Err(error) => {
+                let error = format!("compaction failed: {error}");
+                eprintln!("alcove: {error}");
+                return finish_compaction(&session, Default::default(), Some(error)).await;
+            }
+        }
+    }
     // `/init`, `/<command> args` and `/<skill> args` become their prompts.
     let (prompt, runtime) = crate::commands::prepare(&session, prompt);
     let prompt = match session.runtime.hooks.user_prompt_submit(&prompt).await {
@@ -62,15 +95,7 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
     let cancel = CancellationToken::new();
     let signal = tokio::spawn(watch_signals(cancel.clone()));
     let run = session.main_run(cancel.clone());
-    let mut outcome = run_agent(
-        &runtime,
-        &run,
-        // A resumed session killed mid-turn ends with tool calls that have no
-        // results; they get error results so the conversation stays valid.
-        crate::resume::continue_history(&session),
-        Message::user_text(prompt),
-    )
-    .await;
+    let mut outcome = run_agent(&runtime, &run, history, Message::user_text(prompt)).await;
     if outcome.status == RunStatus::Completed && session.supervisor.limits().wait_on_exit {
         outcome = finish_spawned(&session, &runtime, &run, &cancel, outcome).await;
     }
@@ -105,6 +130,7 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
             turns: outcome.turns,
             usage: outcome.usage,
             error: outcome.error.clone(),
+            cost: crate::context_setup::cost(&session.config, &session.model_name, &outcome.usage),
         },
     );
     if let Some(failure) = session.transcript.failure() {
@@ -179,6 +205,32 @@ async fn finish_spawned(
     next
 }
 
+/// `exec --resume ID --compact` without a prompt: the compaction was the
+/// whole run.
+async fn finish_compaction(
+    session: &Session,
+    usage: alcove_protocol::Usage,
+    error: Option<String>,
+) -> anyhow::Result<u8> {
+    session.runtime.hooks.session_end("other").await;
+    let status = if error.is_some() {
+        RunStatus::Failed
+    } else {
+        RunStatus::Completed
+    };
+    session.runtime.emit(
+        &AgentPath::main(),
+        EventKind::SessionEnded {
+            status,
+            turns: 0,
+            usage,
+            cost: crate::context_setup::cost(&session.config, &session.model_name, &usage),
+            error,
+        },
+    );
+    Ok(if status == RunStatus::Completed { 0 } else { 1 })
+}
+
 /// A UserPromptSubmit hook refused the prompt: nothing runs; exit 1.
 async fn refuse_prompt(session: &Session, reason: &str) -> anyhow::Result<u8> {
     let error = format!("the prompt was blocked by a UserPromptSubmit hook: {reason}");
@@ -190,6 +242,7 @@ async fn refuse_prompt(session: &Session, reason: &str) -> anyhow::Result<u8> {
             turns: 0,
             usage: Default::default(),
             error: Some(error.clone()),
+            cost: None,
         },
     );
     eprintln!("alcove: {error}");

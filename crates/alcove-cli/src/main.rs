@@ -8,6 +8,7 @@ mod agents_cmd;
 mod commands;
 mod config;
 mod config_show;
+mod context_setup;
 mod exec;
 mod hook_setup;
 
@@ -109,7 +110,7 @@ fn main() -> ExitCode {
             Some(Command::Exec(args)) => exec::run(&cli.common, args).await,
             Some(Command::Agents(args)) => agents_cmd::run(&cli.common, &args),
             Some(Command::Skills(args)) => skills_cmd::run(&cli.common, &args),
-            Some(Command::Config(args)) => config_show::run(&cli.common, &args),
+            Some(Command::Config(args)) => config_show::run(&cli.common, &args).await,
             Some(Command::Resume(args)) => tui::resume(&cli.common, args).await,
             None => tui::run(&cli.common, cli.prompt).await,
         }

@@ -133,6 +133,8 @@ mod tests {
             retry: RetryPolicy::default(),
             temperature: None,
             text_tool_calls: false,
+            prompt_cache_key: None,
+            context_window: None,
         }
     }
 

@@ -53,8 +53,25 @@ impl EventSink for Trace {
                 format!("model.restart reason={reason} agent={agent}")
             }
             EventKind::Usage { usage } => format!(
-                "model.usage input_tokens={} output_tokens={} agent={agent}",
-                usage.input_tokens, usage.output_tokens
+                "model.usage input_tokens={} output_tokens={} cache_read_tokens={} cache_write_tokens={} agent={agent}",
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+                usage.cache_write_tokens
+            ),
+            EventKind::Context { used, window } => {
+                format!("context used={used} window={window} agent={agent}")
+            }
+            EventKind::Compacted {
+                trigger,
+                tokens_before,
+                tokens_after,
+                cleared,
+                replaced,
+                ..
+            } => format!(
+                "context.compacted trigger={trigger} tokens_before={tokens_before} tokens_after={tokens_after} cleared={} summarised={replaced} agent={agent}",
+                cleared.len()
             ),
             EventKind::ToolCallStarted { id, name, .. } => {
                 format!("tool.start name={name} id={id} agent={agent}")
@@ -209,7 +226,23 @@ impl EventSink for Progress {
                 eprintln!(
                     "{prefix}◂ {child} {} after {turns} turns, {} tokens",
                     status.as_str(),
-                    usage.input_tokens + usage.output_tokens
+                    usage.total()
+                );
+            }
+            EventKind::Compacted {
+                trigger,
+                tokens_before,
+                tokens_after,
+                summary,
+                ..
+            } => {
+                let how = if summary.is_some() {
+                    "summarised"
+                } else {
+                    "old tool results cleared"
+                };
+                eprintln!(
+                    "{prefix}context compacted ({trigger}, {how}): about {tokens_before} → {tokens_after} tokens"
                 );
             }
             EventKind::Warning { message } => eprintln!("{prefix}warning: {message}"),

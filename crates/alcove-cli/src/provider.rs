@@ -178,5 +178,7 @@ fn provider(
         retry: RetryPolicy::default(),
         temperature: None,
         text_tool_calls: false,
+        prompt_cache_key: None,
+        context_window: None,
     }
 }

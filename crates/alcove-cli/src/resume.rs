@@ -86,7 +86,12 @@ pub(crate) fn find_session(data: &Path, id: &str) -> anyhow::Result<SessionInfo>
 /// Makes a history that ended mid-turn valid to continue: every tool call
 /// gets a result and the last message is the assistant's. Returns the
 /// messages it appended, which the caller records in the transcript.
-pub(crate) fn repair_history(history: &mut Vec<Message>) -> Vec<Message> {
+///
+/// A session whose last request did not fit the context window
+/// (`ended_by_overflow`) was not interrupted: its history ends with a whole
+/// turn's results, and the loop compacts it before its next request, so it
+/// gets no note (which would misdescribe the failure and grow the history).
+pub(crate) fn repair_history(history: &mut Vec<Message>, ended_by_overflow: bool) -> Vec<Message> {
     let mut appended = Vec::new();
     if let Some(last) = history.last()
         && last.role == Role::Assistant
@@ -107,6 +112,10 @@ pub(crate) fn repair_history(history: &mut Vec<Message>) -> Vec<Message> {
             });
         }
     }
+    if ended_by_overflow {
+        history.extend(appended.iter().cloned());
+        return appended;
+    }
     if history
         .last()
         .is_some_and(|message| message.role == Role::User)
@@ -125,7 +134,7 @@ pub(crate) fn repair_history(history: &mut Vec<Message>) -> Vec<Message> {
 /// the repair is recorded in the transcript.
 pub(crate) fn continue_history(session: &Session) -> Vec<Message> {
     let mut history = session.history.clone();
-    for message in repair_history(&mut history) {
+    for message in repair_history(&mut history, session.ended_by_overflow) {
         session
             .runtime
             .emit(&AgentPath::main(), EventKind::Message { message });
@@ -206,7 +215,7 @@ mod tests {
                 }],
             },
         ];
-        let appended = repair_history(&mut history);
+        let appended = repair_history(&mut history, false);
         assert_eq!(appended.len(), 2);
         assert_eq!(history.len(), 4);
         assert_eq!(history[3].role, Role::Assistant);
@@ -219,10 +228,13 @@ mod tests {
     #[test]
     fn a_finished_history_is_left_alone() {
         let mut history = vec![Message::user_text("hi"), Message::assistant_text("hello")];
-        assert!(repair_history(&mut history).is_empty());
+        assert!(repair_history(&mut history, false).is_empty());
         let mut dangling = vec![Message::user_text("hi")];
-        assert_eq!(repair_history(&mut dangling).len(), 1);
+        assert_eq!(repair_history(&mut dangling, false).len(), 1);
         assert_eq!(dangling[1].text(), INTERRUPTED_NOTE);
+        // A request that did not fit was no interruption: no note.
+        let mut overflowed = vec![Message::user_text("hi")];
+        assert!(repair_history(&mut overflowed, true).is_empty());
     }
 
     #[test]

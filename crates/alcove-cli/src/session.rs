@@ -13,7 +13,7 @@ use alcove_core::{
     AgentLimits, AgentRun, Approver, Commands, DEFAULT_MAX_TOOL_CALLS_PER_REPLY, EventSink, FanOut,
     HookSession, Limits, Memory, ModelFactory, POLICY_ENV, ParentPolicy, PermissionGate,
     PermissionMode, ProjectContext, Runtime, SkillTool, Skills, Supervisor, Transcript,
-    read_transcript, system_prompt,
+    read_transcript, replay_compaction, system_prompt,
 };
 use alcove_protocol::{AgentPath, EventKind, Message};
 use alcove_tools::Workspace;
@@ -21,6 +21,7 @@ use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, Config, Dirs};
+use crate::context_setup::{self, WindowChoice};
 use crate::model_aliases::Aliases;
 use crate::{
     CommonArgs, UsageError, agents_cmd, config_show, hook_setup, permission_setup, provider,
@@ -73,8 +74,16 @@ pub(crate) struct Session {
     model_factory: Arc<ModelFactory>,
     pub(crate) config: Config,
     pub(crate) dirs: Dirs,
-    /// The main agent's conversation so far (empty unless resumed).
+    /// The main agent's conversation so far (empty unless resumed;
+    /// compacted as the transcript's `compacted` events say).
     pub(crate) history: Vec<Message>,
+    /// The resumed session's last run ended because its request did not
+    /// fit the context window (so its history is not cut mid-turn).
+    pub(crate) ended_by_overflow: bool,
+    /// `provider/model`.
+    pub(crate) model_name: String,
+    /// The model's context window and where the figure came from.
+    pub(crate) context_window: WindowChoice,
 }
 
 impl Session {
@@ -122,8 +131,14 @@ impl Session {
             return Err(UsageError("--max-turns must be at least 1".to_owned()).into());
         }
 
+        let (id, resumed) = match &front_end.resume {
+            Some(id) => (id.clone(), resumed_history(&dirs, id)?),
+            None => (uuid::Uuid::new_v4().to_string(), Resumed::default()),
+        };
         let mut provider_config = provider::resolve(common.model.as_deref(), &config).await?;
         crate::model_options::apply(&mut provider_config, &config);
+        provider_config.prompt_cache_key =
+            context_setup::cache_key(&config, &provider_config.id, &id);
         let model_name = format!("{}/{}", provider_config.id, provider_config.model);
         let mut aliases = Aliases::new(
             &provider_config.id,
@@ -131,6 +146,9 @@ impl Session {
             &config.model_aliases,
         );
         let redactions = permission_setup::redactions(provider_config.api_key.as_deref());
+        let context_window = context_setup::window(&config, &provider_config).await;
+        let context_limits = context_setup::limits(&config, context_window.tokens)?;
+        provider_config.context_window = Some(context_window.tokens);
         let model =
             alcove_model::connect(provider_config).map_err(|err| UsageError(err.to_string()))?;
 
@@ -145,10 +163,6 @@ impl Session {
         setup_warnings.extend(aliases.warning());
         let skills = Arc::new(skills);
 
-        let (id, history) = match &front_end.resume {
-            Some(id) => (id.clone(), resumed_history(&dirs, id)?),
-            None => (uuid::Uuid::new_v4().to_string(), Vec::new()),
-        };
         let transcript_path: PathBuf = dirs.data.join("sessions").join(format!("{id}.jsonl"));
         let transcript = Arc::new(
             Transcript::create(&transcript_path)
@@ -198,14 +212,22 @@ impl Session {
                 max_tool_calls_per_reply: config
                     .max_tool_calls_per_reply
                     .unwrap_or(DEFAULT_MAX_TOOL_CALLS_PER_REPLY),
+                context: context_limits,
             },
             inbox: Arc::default(),
         };
         let factory_config = config.clone();
+        let factory_id = id.clone();
         let model_factory: Arc<ModelFactory> = Arc::new(move |spec: &str| {
             let mut provider_config =
                 provider::resolve_spec(spec, &factory_config).map_err(|err| err.0)?;
             crate::model_options::apply(&mut provider_config, &factory_config);
+            provider_config.prompt_cache_key =
+                context_setup::cache_key(&factory_config, &provider_config.id, &factory_id);
+            // A child on another model compacts against that model's window
+            // (config or table: the factory does not ask servers).
+            provider_config.context_window =
+                Some(context_setup::child_window(&factory_config, &provider_config).tokens);
             alcove_model::connect(provider_config).map_err(|err| err.to_string())
         });
         let supervisor = Arc::new(
@@ -228,7 +250,7 @@ impl Session {
             &AgentPath::main(),
             EventKind::SessionStarted {
                 session_id: id.clone(),
-                model: model_name,
+                model: model_name.clone(),
                 workspace: runtime.workspace.root().display().to_string(),
                 transcript: Some(transcript_path.display().to_string()),
             },
@@ -266,7 +288,10 @@ impl Session {
             max_turns,
             config,
             dirs,
-            history,
+            history: resumed.history,
+            ended_by_overflow: resumed.ended_by_overflow,
+            model_name,
+            context_window,
         })
     }
 
@@ -333,8 +358,17 @@ fn next_child_number(children: &std::path::Path) -> u64 {
     highest + 1
 }
 
-/// The main agent's messages recorded in session `id`'s transcript.
-fn resumed_history(dirs: &Dirs, id: &str) -> anyhow::Result<Vec<Message>> {
+/// What a resumed session continues from.
+#[derive(Debug, Default)]
+struct Resumed {
+    history: Vec<Message>,
+    ended_by_overflow: bool,
+}
+
+/// The main agent's history recorded in session `id`'s transcript: its
+/// `message` events in order, with each `compacted` event applied where it
+/// happened, so a compacted session continues from the compacted history.
+fn resumed_history(dirs: &Dirs, id: &str) -> anyhow::Result<Resumed> {
     if id.is_empty() || id.contains(['/', '\\']) || id.starts_with('.') {
         return Err(UsageError(format!("`{id}` is not a session id")).into());
     }
@@ -348,14 +382,35 @@ fn resumed_history(dirs: &Dirs, id: &str) -> anyhow::Result<Vec<Message>> {
     }
     let events =
         read_transcript(&path).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(events
+    let mut resumed = Resumed::default();
+    for event in events
         .into_iter()
         .filter(|event| event.agent == AgentPath::main())
-        .filter_map(|event| match event.kind {
-            EventKind::Message { message } => Some(message),
-            _ => None,
-        })
-        .collect())
+    {
+        match event.kind {
+            EventKind::Message { message } => resumed.history.push(message),
+            EventKind::Compacted {
+                cleared,
+                replaced,
+                summary,
+                ..
+            } => replay_compaction(&mut resumed.history, &cleared, replaced, summary.as_deref()),
+            // A run that made no request (`exec --compact` alone) did not
+            // change how the history ends.
+            EventKind::SessionEnded { turns: 0, .. } => {}
+            EventKind::SessionEnded { error, .. } => {
+                resumed.ended_by_overflow = error.as_deref().is_some_and(ended_by_overflow);
+            }
+            _ => {}
+        }
+    }
+    Ok(resumed)
+}
+
+/// Whether a run's error says its request did not fit the context window
+/// (the loop's own wording, `compaction::Context::too_long`).
+pub(crate) fn ended_by_overflow(error: &str) -> bool {
+    error.starts_with("the conversation does not fit")
 }
 
 /// The policy a parent alcove passed (`--parent-policy`, or

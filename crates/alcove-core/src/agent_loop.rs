@@ -8,11 +8,12 @@
 
 use std::sync::Arc;
 
-use alcove_model::{Model, ModelRequest, StreamDelta};
+use alcove_model::{Model, ModelError, ModelRequest, ModelResponse, StreamDelta};
 use alcove_protocol::{AgentEvent, AgentPath, EventKind, Message, Role, RunStatus, Usage};
 use alcove_tools::{Tool, Workspace};
 use tokio_util::sync::CancellationToken;
 
+use crate::compaction::{Context, ContextLimits};
 use crate::dispatch::run_tool_calls;
 use crate::repeats::Repeats;
 use crate::{Approver, EventSink, HookScope, Hooks, PermissionGate, ToolCall};
@@ -74,6 +75,8 @@ pub struct Limits {
     /// The most tool calls of one reply that run; the rest are answered
     /// with an error saying why.
     pub max_tool_calls_per_reply: usize,
+    /// The context window and when to compact (`compaction`).
+    pub context: ContextLimits,
 }
 
 /// The default of [`Limits::max_tool_calls_per_reply`].
@@ -177,6 +180,7 @@ pub async fn run_agent(
     let mut tool_specs: Vec<_> = run.tools.iter().map(|tool| tool.spec().clone()).collect();
     let mut stop_continuations = 0;
     let mut repeats = Repeats::default();
+    let mut context = Context::new(runtime, run, &tool_specs);
 
     loop {
         if run.cancel.is_cancelled() {
@@ -185,7 +189,7 @@ pub async fn run_agent(
         }
         if run
             .token_budget
-            .is_some_and(|budget| outcome.usage.input_tokens + outcome.usage.output_tokens > budget)
+            .is_some_and(|budget| outcome.usage.total() > budget)
         {
             outcome.status = RunStatus::Budget;
             return outcome;
@@ -211,31 +215,42 @@ pub async fn run_agent(
         let turn = outcome.turns;
         runtime.emit(&run.path, EventKind::TurnStarted { turn });
 
-        // The history and tool specs are lent to the request and taken back
-        // below, not cloned: a copy of the whole history per turn made the
-        // per-turn cost grow with the session (issue 7's benchmarks).
-        let request = ModelRequest {
-            system: run.system_prompt.clone(),
-            messages: std::mem::take(&mut outcome.messages),
-            tools: std::mem::take(&mut tool_specs),
-            max_tokens: runtime.limits.max_tokens,
-        };
-        runtime.emit(
-            &run.path,
-            EventKind::ModelRequest {
-                turn,
-                messages: request.messages.len(),
-                tools: request.tools.len(),
-            },
-        );
-        let on_delta = |delta: StreamDelta| runtime.emit(&run.path, delta_event(delta));
-        let reply = tokio::select! {
-            biased;
-            () = run.cancel.cancelled() => None,
-            reply = runtime.model.complete(&request, &on_delta) => Some(reply),
-        };
-        outcome.messages = request.messages;
-        tool_specs = request.tools;
+        context
+            .before_request(
+                runtime,
+                run,
+                &mut outcome.messages,
+                &tool_specs,
+                &mut outcome.usage,
+            )
+            .await;
+        let mut reply = send(runtime, run, turn, &mut outcome.messages, &mut tool_specs).await;
+        // A request the provider found too long: compact and try once more;
+        // if it still does not fit, end with an error in our own words.
+        if let Some(Err(error @ ModelError::ContextOverflow { .. })) = &reply {
+            let recovered = context
+                .recover(
+                    runtime,
+                    run,
+                    &mut outcome.messages,
+                    &tool_specs,
+                    &mut outcome.usage,
+                    error,
+                )
+                .await;
+            if let Err(why) = recovered {
+                let error = context.too_long(&outcome.messages, error);
+                outcome.status = RunStatus::Failed;
+                outcome.error = Some(format!("{error}; compacting failed: {why}"));
+                return outcome;
+            }
+            reply = send(runtime, run, turn, &mut outcome.messages, &mut tool_specs).await;
+            if let Some(Err(error @ ModelError::ContextOverflow { .. })) = &reply {
+                outcome.status = RunStatus::Failed;
+                outcome.error = Some(context.too_long(&outcome.messages, error));
+                return outcome;
+            }
+        }
         let Some(reply) = reply else {
             outcome.status = RunStatus::Aborted;
             return outcome;
@@ -267,7 +282,9 @@ pub async fn run_agent(
             .tool_uses()
             .map(|(id, name, input)| ToolCall::from_use(id, name, input))
             .collect();
+        let usage = response.usage;
         append(runtime, run, &mut outcome.messages, response.message);
+        context.record(&usage, &outcome.messages);
 
         if calls.is_empty() {
             runtime.emit(
@@ -319,6 +336,42 @@ pub async fn run_agent(
             return outcome;
         }
     }
+}
+
+/// Sends the history and tool specs as one request; `None` when the run was
+/// cancelled first. They are lent to the request and taken back, not
+/// cloned: a copy of the whole history per turn made the per-turn cost grow
+/// with the session (issue 7's benchmarks).
+async fn send(
+    runtime: &Runtime,
+    run: &AgentRun,
+    turn: u32,
+    messages: &mut Vec<Message>,
+    tool_specs: &mut Vec<alcove_protocol::ToolSpec>,
+) -> Option<Result<ModelResponse, ModelError>> {
+    let request = ModelRequest {
+        system: run.system_prompt.clone(),
+        messages: std::mem::take(messages),
+        tools: std::mem::take(tool_specs),
+        max_tokens: runtime.limits.max_tokens,
+    };
+    runtime.emit(
+        &run.path,
+        EventKind::ModelRequest {
+            turn,
+            messages: request.messages.len(),
+            tools: request.tools.len(),
+        },
+    );
+    let on_delta = |delta: StreamDelta| runtime.emit(&run.path, delta_event(delta));
+    let reply = tokio::select! {
+        biased;
+        () = run.cancel.cancelled() => None,
+        reply = runtime.model.complete(&request, &on_delta) => Some(reply),
+    };
+    *messages = request.messages;
+    *tool_specs = request.tools;
+    reply
 }
 
 fn append(runtime: &Runtime, run: &AgentRun, messages: &mut Vec<Message>, message: Message) {

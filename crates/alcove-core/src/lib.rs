@@ -28,6 +28,7 @@ mod agent_loop;
 mod agents;
 mod call;
 mod commands;
+mod compaction;
 mod context;
 mod dispatch;
 mod events;
@@ -51,6 +52,11 @@ pub use agents::{
 pub use agents::{AgentPermissions, DefinitionError, load_definitions, parse_definition};
 pub use call::{CallInput, ToolCall};
 pub use commands::{Commands, CustomCommand, Expansion, expand, load_commands, parse_command};
+#[doc(hidden)]
+pub use compaction::clear_old_results;
+pub use compaction::{
+    ContextLimits, DEFAULT_WINDOW, WINDOW_TABLE, compact_history, replay_compaction, table_window,
+};
 pub use context::{ProjectContext, system_prompt};
 pub use events::{EventSink, FanOut};
 pub use frontmatter::substitute_arguments;

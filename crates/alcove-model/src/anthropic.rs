@@ -4,6 +4,12 @@
 //! request translation is nearly one-to-one; most of this file is the SSE
 //! state machine that rebuilds the assistant message from
 //! `message_start` / `content_block_*` / `message_delta` / `message_stop`.
+//!
+//! Prompt caching: every request marks `cache_control: ephemeral`
+//! breakpoints on the last tool, the system prompt, the newest message and
+//! the newest message of the turn before (four, the most the API allows),
+//! so each turn reads the prefix the turn before wrote. The prefix is byte
+//! stable: the body is a pure function of the request.
 
 use std::collections::BTreeMap;
 
@@ -29,6 +35,7 @@ pub struct AnthropicModel {
     headers: HeaderMap,
     http: Http,
     temperature: Option<f32>,
+    context_window: Option<u64>,
 }
 
 impl AnthropicModel {
@@ -60,6 +67,7 @@ impl AnthropicModel {
             url,
             headers,
             temperature: config.temperature,
+            context_window: config.context_window,
         })
     }
 }
@@ -68,6 +76,10 @@ impl AnthropicModel {
 impl Model for AnthropicModel {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        self.context_window
     }
 
     async fn complete(
@@ -105,29 +117,81 @@ struct Body<'a> {
     max_tokens: u32,
     messages: Vec<MessageJson<'a>>,
     stream: bool,
-    #[serde(skip_serializing_if = "str::is_empty")]
-    system: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    system: Vec<SystemJson<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<ToolJson<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
 }
 
+/// `{"type": "ephemeral"}`: a prompt cache breakpoint.
+#[derive(Serialize, Clone, Copy)]
+struct Ephemeral {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+const BREAKPOINT: Option<Ephemeral> = Some(Ephemeral { kind: "ephemeral" });
+
+/// The system prompt as one text block, so it can carry a breakpoint.
+#[derive(Serialize)]
+struct SystemJson<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+    cache_control: Option<Ephemeral>,
+}
+
 impl<'a> Body<'a> {
     fn new(model: &'a str, request: &'a ModelRequest) -> Body<'a> {
+        // Consecutive messages of one role are joined: the API wants roles
+        // to alternate.
+        let mut messages = merged(&request.messages);
+        // The newest message, and the newest user message before the last
+        // assistant message (where the previous turn put its breakpoint).
+        let newest = messages.len().checked_sub(1);
+        let previous = messages
+            .iter()
+            .rposition(|message| message.role == "assistant")
+            .and_then(|assistant| {
+                messages[..assistant]
+                    .iter()
+                    .rposition(|message| message.role == "user")
+            });
+        for index in [newest, previous].into_iter().flatten() {
+            if let Some(block) = messages.get_mut(index).and_then(|m| m.content.last_mut()) {
+                block.mark();
+            }
+        }
+        let tool_count = request.tools.len();
         Body {
             model,
             max_tokens: request.max_tokens,
-            messages: merged(&request.messages),
+            messages,
             stream: true,
-            system: &request.system,
+            system: if request.system.is_empty() {
+                Vec::new()
+            } else {
+                vec![SystemJson {
+                    kind: "text",
+                    text: &request.system,
+                    cache_control: BREAKPOINT,
+                }]
+            },
             tools: request
                 .tools
                 .iter()
-                .map(|tool| ToolJson {
+                .enumerate()
+                .map(|(index, tool)| ToolJson {
                     name: &tool.name,
                     description: &tool.description,
                     input_schema: &tool.input_schema,
+                    cache_control: if index + 1 == tool_count {
+                        BREAKPOINT
+                    } else {
+                        None
+                    },
                 })
                 .collect(),
             temperature: None,
@@ -155,6 +219,8 @@ struct ToolJson<'a> {
     name: &'a str,
     description: &'a str,
     input_schema: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<Ephemeral>,
 }
 
 /// One message in the Messages API's shape.
@@ -169,17 +235,34 @@ struct MessageJson<'a> {
 enum BlockJson<'a> {
     Text {
         text: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<Ephemeral>,
     },
     ToolUse {
         id: &'a str,
         name: &'a str,
         input: InputJson<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<Ephemeral>,
     },
     ToolResult {
         tool_use_id: &'a str,
         content: &'a str,
         is_error: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<Ephemeral>,
     },
+}
+
+impl BlockJson<'_> {
+    /// Puts a cache breakpoint on this block.
+    fn mark(&mut self) {
+        match self {
+            BlockJson::Text { cache_control, .. }
+            | BlockJson::ToolUse { cache_control, .. }
+            | BlockJson::ToolResult { cache_control, .. } => *cache_control = BREAKPOINT,
+        }
+    }
 }
 
 /// A tool call's input as the API accepts it: an object. Arguments that
@@ -205,7 +288,10 @@ impl<'a> MessageJson<'a> {
             .filter_map(|block| match block {
                 // The API rejects empty text blocks.
                 ContentBlock::Text { text } if text.is_empty() => None,
-                ContentBlock::Text { text } => Some(BlockJson::Text { text }),
+                ContentBlock::Text { text } => Some(BlockJson::Text {
+                    text,
+                    cache_control: None,
+                }),
                 ContentBlock::ToolUse { id, name, input } => Some(BlockJson::ToolUse {
                     id,
                     name,
@@ -214,6 +300,7 @@ impl<'a> MessageJson<'a> {
                     } else {
                         InputJson::Empty {}
                     },
+                    cache_control: None,
                 }),
                 ContentBlock::ToolResult {
                     tool_use_id,
@@ -223,6 +310,7 @@ impl<'a> MessageJson<'a> {
                     tool_use_id,
                     content,
                     is_error: *is_error,
+                    cache_control: None,
                 }),
             })
             .collect();
@@ -253,15 +341,17 @@ pub(crate) struct AnthropicAssembler {
 }
 
 impl AnthropicAssembler {
-    /// Sets the input token count from a usage object, cache reads and
-    /// writes included, when it carries one.
+    /// Takes the input token counts a usage object carries: uncached
+    /// input, cache writes and cache reads, each kept apart.
     fn take_input_usage(&mut self, usage: &Value) {
         if let Some(input) = usage["input_tokens"].as_u64() {
-            // Saturating: the counts are the server's word, and a sum past
-            // u64::MAX panicked in debug builds (found by fuzzing).
-            self.usage.input_tokens = input
-                .saturating_add(usage["cache_creation_input_tokens"].as_u64().unwrap_or(0))
-                .saturating_add(usage["cache_read_input_tokens"].as_u64().unwrap_or(0));
+            self.usage.input_tokens = input;
+        }
+        if let Some(written) = usage["cache_creation_input_tokens"].as_u64() {
+            self.usage.cache_write_tokens = written;
+        }
+        if let Some(read) = usage["cache_read_input_tokens"].as_u64() {
+            self.usage.cache_read_tokens = read;
         }
     }
 }

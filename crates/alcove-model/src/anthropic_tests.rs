@@ -60,8 +60,10 @@ async fn streams_text_with_cached_usage() {
     assert_eq!(
         response.usage,
         Usage {
-            input_tokens: 40,
-            output_tokens: 15
+            input_tokens: 25,
+            output_tokens: 15,
+            cache_read_tokens: 5,
+            cache_write_tokens: 10,
         }
     );
 }
@@ -221,17 +223,18 @@ fn request_body_translates_blocks() {
             "model": "claude-test",
             "max_tokens": 1024,
             "stream": true,
-            "system": "be brief",
-            "tools": [{"name": "ls", "description": "list a directory", "input_schema": {"type": "object"}}],
+            "system": [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}],
+            "tools": [{"name": "ls", "description": "list a directory", "input_schema": {"type": "object"}, "cache_control": {"type": "ephemeral"}}],
             "messages": [
-                {"role": "user", "content": [{"type": "text", "text": "list files"}]},
+                // The previous turn's breakpoint, and the newest message's.
+                {"role": "user", "content": [{"type": "text", "text": "list files", "cache_control": {"type": "ephemeral"}}]},
                 {"role": "assistant", "content": [
                     {"type": "tool_use", "id": "t1", "name": "ls", "input": {"path": "."}},
                     {"type": "tool_use", "id": "t2", "name": "ls", "input": {}},
                 ]},
                 {"role": "user", "content": [
                     {"type": "tool_result", "tool_use_id": "t1", "content": "a.rs", "is_error": false},
-                    {"type": "tool_result", "tool_use_id": "t2", "content": "invalid arguments", "is_error": true},
+                    {"type": "tool_result", "tool_use_id": "t2", "content": "invalid arguments", "is_error": true, "cache_control": {"type": "ephemeral"}},
                 ]},
             ],
         })
@@ -258,5 +261,6 @@ async fn huge_usage_counts_saturate_instead_of_overflowing() {
     );
     let (response, _) = ok(&format!("{start}{TEXT}{END_TURN}")).await;
     assert_eq!(response.usage.input_tokens, u64::MAX);
+    assert_eq!(response.usage.prompt_tokens(), u64::MAX);
     assert_eq!(response.usage.output_tokens, 15);
 }

@@ -107,6 +107,11 @@ impl Http {
                 Ok(Ok(text)) => text,
                 _ => String::new(),
             };
+            if let Some(overflow) =
+                crate::overflow::classify_overflow(&self.provider, status.as_u16(), text.trim())
+            {
+                return Err(AttemptError::Fatal(overflow));
+            }
             let retryable = retry::retryable_response(status.as_u16(), &text);
             let error = ModelError::Http {
                 provider: self.provider.clone(),

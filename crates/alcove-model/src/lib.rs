@@ -25,13 +25,17 @@ mod anthropic;
 pub mod fuzzing;
 mod http;
 mod openai;
+mod overflow;
 mod retry;
 mod sse;
 mod text_calls;
+mod window;
 
 pub use anthropic::AnthropicModel;
 pub use openai::OpenAiModel;
+pub use overflow::classify_overflow;
 pub use retry::{LOCAL_FIRST_BYTE_TIMEOUT, RetryPolicy};
+pub use window::probe_context_window;
 
 /// One request to a model: the whole conversation so far.
 #[derive(Debug, Clone)]
@@ -116,6 +120,22 @@ pub enum ModelError {
     /// The provider sent something that is not the protocol.
     #[error("malformed model response: {0}")]
     Protocol(String),
+    /// The request was longer than the model's context window (recognised
+    /// by status and body: Anthropic's "prompt is too long", OpenAI's
+    /// `context_length_exceeded`, llama.cpp's `exceed_context_size_error`).
+    /// The loop compacts the history and tries again; it is never retried
+    /// as it was.
+    #[error("{provider}: the request does not fit the model's context window: {message}")]
+    ContextOverflow {
+        /// The provider's name.
+        provider: String,
+        /// The provider's own words.
+        message: String,
+        /// The request's size in tokens, when the provider said it.
+        request_tokens: Option<u64>,
+        /// The window in tokens, when the provider said it.
+        window: Option<u64>,
+    },
 }
 
 /// A model that can answer a conversation, streaming.
@@ -128,6 +148,11 @@ pub enum ModelError {
 pub trait Model: Send + Sync {
     /// `provider/model`, for logs and events.
     fn name(&self) -> &str;
+
+    /// The model's context window in tokens, when the client was told it.
+    fn context_window(&self) -> Option<u64> {
+        None
+    }
 
     /// Sends the request and streams the answer, reporting progress to
     /// `on_delta` as it arrives.
@@ -171,6 +196,14 @@ pub struct ProviderConfig {
     /// `{"name": …, "arguments": …}` naming an offered tool) in a reply with
     /// no real call into real calls (`text_calls.rs`).
     pub text_tool_calls: bool,
+    /// Sent as `prompt_cache_key` by the OpenAI client (the session id, so
+    /// one session's requests share a cache); `None` sends no such field,
+    /// for servers that reject fields they do not know.
+    pub prompt_cache_key: Option<String>,
+    /// The model's context window in tokens, as the caller determined it
+    /// (config, server, table); reported back by [`Model::context_window`]
+    /// so an agent on this model compacts against its own window.
+    pub context_window: Option<u64>,
 }
 
 /// Builds the client for a provider.

@@ -32,6 +32,8 @@ pub struct OpenAiModel {
     http: Http,
     temperature: Option<f32>,
     text_tool_calls: bool,
+    context_window: Option<u64>,
+    prompt_cache_key: Option<String>,
 }
 
 impl OpenAiModel {
@@ -62,6 +64,8 @@ impl OpenAiModel {
             headers,
             temperature: config.temperature,
             text_tool_calls: config.text_tool_calls,
+            context_window: config.context_window,
+            prompt_cache_key: config.prompt_cache_key,
         })
     }
 }
@@ -72,6 +76,10 @@ impl Model for OpenAiModel {
         &self.name
     }
 
+    fn context_window(&self) -> Option<u64> {
+        self.context_window
+    }
+
     async fn complete(
         &self,
         request: &ModelRequest,
@@ -80,6 +88,10 @@ impl Model for OpenAiModel {
         let mut body = request_body(&self.model, request);
         if let Some(temperature) = self.temperature {
             body["temperature"] = json!(temperature);
+        }
+        if let Some(key) = &self.prompt_cache_key {
+            // One session's requests share a cache on servers that key it.
+            body["prompt_cache_key"] = json!(key);
         }
         let mut response = self
             .http
@@ -233,7 +245,13 @@ impl Assembler for OpenAiAssembler {
         }
         if let Some(usage) = v.get("usage").filter(|u| u.is_object()) {
             if let Some(input) = usage["prompt_tokens"].as_u64() {
-                self.usage.input_tokens = input;
+                // prompt_tokens counts cached tokens too; keep them apart.
+                let cached = usage["prompt_tokens_details"]["cached_tokens"]
+                    .as_u64()
+                    .unwrap_or(0)
+                    .min(input);
+                self.usage.input_tokens = input - cached;
+                self.usage.cache_read_tokens = cached;
             }
             if let Some(output) = usage["completion_tokens"].as_u64() {
                 self.usage.output_tokens = output;

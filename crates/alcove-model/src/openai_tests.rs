@@ -61,7 +61,8 @@ async fn streams_text_and_usage() {
         response.usage,
         Usage {
             input_tokens: 31,
-            output_tokens: 9
+            output_tokens: 9,
+            ..Usage::default()
         }
     );
 }

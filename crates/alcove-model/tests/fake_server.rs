@@ -39,6 +39,8 @@ fn config(protocol: WireProtocol, server: &FakeServer) -> ProviderConfig {
         },
         temperature: None,
         text_tool_calls: false,
+        prompt_cache_key: None,
+        context_window: None,
     }
 }
 
@@ -114,7 +116,8 @@ async fn text_and_tool_calls_round_trip() {
             response.usage,
             Usage {
                 input_tokens: 1200,
-                output_tokens: 30
+                output_tokens: 30,
+                ..Usage::default()
             }
         );
         let inputs: Vec<(&str, Value)> = response
@@ -305,16 +308,45 @@ async fn stalls_and_hangs_time_out() {
 async fn client_errors_fail_at_once() {
     for protocol in PROTOCOLS {
         let steps = vec![
-            Step::http_error(400, r#"{"error":{"message":"prompt is too long"}}"#),
+            Step::http_error(
+                400,
+                r#"{"error":{"message":"messages: roles must alternate"}}"#,
+            ),
             Step::text("unused"),
         ];
-        let (result, deltas, server) = run(protocol, "too long", steps).await;
+        let (result, deltas, server) = run(protocol, "bad order", steps).await;
         match result {
             Err(ModelError::Http {
                 status: 400, body, ..
             }) => {
-                assert!(body.contains("prompt is too long"), "{body}");
+                assert!(body.contains("roles must alternate"), "{body}");
             }
+            other => panic!("{other:?}"),
+        }
+        assert!(deltas.is_empty());
+        assert_eq!(server.requests().len(), 1);
+    }
+}
+
+/// A context overflow is its own error kind (the loop compacts on it) and is
+/// never retried as it was.
+#[tokio::test]
+async fn context_overflows_fail_at_once_as_their_own_kind() {
+    for protocol in PROTOCOLS {
+        let steps = vec![
+            Step::http_error(
+                400,
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 9000 tokens > 8192 maximum"}}"#,
+            ),
+            Step::text("unused"),
+        ];
+        let (result, deltas, server) = run(protocol, "too long", steps).await;
+        match result {
+            Err(ModelError::ContextOverflow {
+                request_tokens: Some(9000),
+                window: Some(8192),
+                ..
+            }) => {}
             other => panic!("{other:?}"),
         }
         assert!(deltas.is_empty());

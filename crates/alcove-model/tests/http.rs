@@ -206,6 +206,8 @@ fn config(protocol: WireProtocol, base_url: String) -> ProviderConfig {
         retry: policy(),
         temperature: None,
         text_tool_calls: false,
+        prompt_cache_key: None,
+        context_window: None,
     }
 }
 
@@ -270,7 +272,8 @@ async fn anthropic_retries_a_500_then_succeeds_and_sends_the_right_request() {
     let body: serde_json::Value =
         serde_json::from_str(sent.split("\r\n\r\n").nth(1).unwrap()).unwrap();
     assert_eq!(body["model"], "test-model");
-    assert_eq!(body["system"], "sys");
+    assert_eq!(body["system"][0]["text"], "sys");
+    assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
     assert_eq!(body["stream"], true);
     assert_eq!(body["messages"][0]["content"][0]["text"], "hello");
 }

@@ -181,6 +181,44 @@ pub enum EventKind {
         /// Tokens used by this request.
         usage: Usage,
     },
+    /// How full the agent's context window is: the estimated size of the
+    /// request about to be sent, against the model's window. Emitted before
+    /// each model request.
+    Context {
+        /// Estimated prompt tokens of the next request.
+        used: u64,
+        /// The model's context window, in tokens.
+        window: u64,
+    },
+    /// The agent's history was compacted: old tool results became one-line
+    /// stubs and, when that was not enough, the oldest messages were replaced
+    /// by a summary. The transcript keeps every original message; replaying
+    /// `message` events and applying each `compacted` event in order rebuilds
+    /// the history the agent continued from.
+    Compacted {
+        /// `auto` (the next request would pass the threshold), `overflow`
+        /// (the provider said the request was too long), `manual`
+        /// (`/compact`, `exec --compact`) or `resume`.
+        trigger: String,
+        /// How many messages the history held before.
+        messages_before: usize,
+        /// How many it holds after.
+        messages_after: usize,
+        /// Estimated prompt tokens before.
+        tokens_before: u64,
+        /// Estimated prompt tokens after.
+        tokens_after: u64,
+        /// The ids of the tool calls whose results became stubs.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        cleared: Vec<String>,
+        /// How many messages at the start of the history were replaced by
+        /// the summary (0 when no summary was made).
+        #[serde(default)]
+        replaced: usize,
+        /// The summary text, when one was made.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        summary: Option<String>,
+    },
     /// A tool call is starting.
     ToolCallStarted {
         /// The call id.
@@ -262,5 +300,9 @@ pub enum EventKind {
         /// The error, when the status is `failed`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// What the tokens cost in dollars, when config has a price for
+        /// the model (`[pricing."provider/model"]`); never guessed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost: Option<f64>,
     },
 }

@@ -29,8 +29,8 @@ fn message_start(ctx: &Ctx<'_>) -> Vec<String> {
                     "stop_sequence": null,
                     "usage": {
                         "input_tokens": ctx.input_tokens,
-                        "cache_creation_input_tokens": 0,
-                        "cache_read_input_tokens": 0,
+                        "cache_creation_input_tokens": ctx.cache_write,
+                        "cache_read_input_tokens": ctx.cache_read,
                         "output_tokens": 1
                     }
                 }

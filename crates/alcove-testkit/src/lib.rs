@@ -44,6 +44,7 @@
 //! [`Step::first_byte_after`] holds back the first byte like a long prefill.
 
 mod anthropic;
+mod context;
 mod env;
 mod openai;
 mod record;
@@ -52,6 +53,7 @@ mod server;
 mod strict;
 mod wire;
 
+pub use context::OverflowStyle;
 pub use env::TestEnv;
 pub use record::{Protocol, RecordedRequest};
 pub use script::{

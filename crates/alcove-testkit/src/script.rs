@@ -21,6 +21,7 @@ pub struct Script {
     pub(crate) models: Vec<String>,
     pub(crate) strict: bool,
     pub(crate) slots: Option<usize>,
+    pub(crate) context: crate::context::ContextModel,
 }
 
 impl Default for Script {
@@ -37,6 +38,7 @@ impl Script {
             models: vec![DEFAULT_MODEL.to_string()],
             strict: true,
             slots: None,
+            context: Default::default(),
         }
     }
 
@@ -54,6 +56,46 @@ impl Script {
     /// or its client hung up. The queue wait is not part of any delay.
     pub fn one_slot(mut self) -> Script {
         self.slots = Some(1);
+        self
+    }
+
+    /// Models a context window of `tokens`: a request counted larger is
+    /// rejected with HTTP 400 and the provider's real error (Anthropic
+    /// "prompt is too long", OpenAI `context_length_exceeded`) without
+    /// taking a step. Implies [`Script::count_tokens`]. Tokens are the JSON
+    /// size of each element of the request over four.
+    pub fn context_window(mut self, tokens: u64) -> Script {
+        self.context.window = Some((tokens, crate::OverflowStyle::OpenAi));
+        self.context.count_tokens = true;
+        self
+    }
+
+    /// Like [`Script::context_window`], rejecting OpenAI-protocol requests
+    /// the way llama.cpp's server does (`exceed_context_size_error`), and
+    /// reporting the window at `GET /props` as its `n_ctx`.
+    pub fn llama_cpp_window(mut self, tokens: u64) -> Script {
+        self.context.window = Some((tokens, crate::OverflowStyle::LlamaCpp));
+        self.context.count_tokens = true;
+        self
+    }
+
+    /// Reports input usage counted from each request instead of the
+    /// steps' defaults (a step's explicit [`Step::usage`] still wins), and
+    /// models Anthropic's prompt cache: `cache_read_input_tokens` for the
+    /// longest prefix, up to a `cache_control` breakpoint, that an earlier
+    /// request of the same conversation marked; `cache_creation_input_tokens`
+    /// for the rest up to the last breakpoint.
+    pub fn count_tokens(mut self) -> Script {
+        self.context.count_tokens = true;
+        self
+    }
+
+    /// Answers every request whose last user text contains `marker` (a
+    /// client's summary request) itself, without taking a step: the reply
+    /// is `## Facts` and every distinct line of the request's messages that
+    /// contains `keep`, so a test can check what reached the summary.
+    pub fn summarizer(mut self, marker: &str, keep: &str) -> Script {
+        self.context.summarizer = Some((marker.to_owned(), keep.to_owned()));
         self
     }
 

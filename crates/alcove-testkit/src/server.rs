@@ -19,6 +19,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
+use crate::context::{Accounting, Cache, ContextModel, Verdict};
 use crate::record::{Protocol, RecordedRequest};
 use crate::script::{Script, Step, StepKind};
 use crate::wire::{Ctx, Ending, IdGen, prefix};
@@ -35,11 +36,13 @@ struct Conversation {
 struct State {
     conversations: Vec<Conversation>,
     requests: Vec<RecordedRequest>,
+    cache: Cache,
 }
 
 struct Shared {
     state: Mutex<State>,
     models: Vec<String>,
+    context: ContextModel,
     ids: IdGen,
     /// Validate histories as the real servers do (`strict.rs`).
     strict: bool,
@@ -109,8 +112,10 @@ impl FakeServer {
                     })
                     .collect(),
                 requests: Vec::new(),
+                cache: Cache::default(),
             }),
             models: script.models,
+            context: script.context,
             ids: IdGen::default(),
             strict: script.strict,
             slots: script.slots.map(|n| Arc::new(Semaphore::new(n))),
@@ -249,7 +254,8 @@ async fn serve_connection(stream: tokio::net::TcpStream, shared: Arc<Shared>) {
 
 /// What to do with a request once it is recorded.
 enum Plan {
-    Step(Step, Protocol),
+    Step(Step, Protocol, Option<Accounting>),
+    Json(StatusCode, Value),
     Reject(StatusCode, Protocol, String),
     Models(Protocol),
 }
@@ -296,6 +302,11 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
             )
         } else if method == Method::GET && record.path == "/v1/models" {
             Plan::Models(protocol)
+        } else if let Some(props) = (method == Method::GET && record.path == "/props")
+            .then(|| crate::context::props(&shared.context))
+            .flatten()
+        {
+            Plan::Json(StatusCode::OK, props)
         } else if !is_model_call {
             Plan::Reject(
                 StatusCode::NOT_FOUND,
@@ -315,14 +326,28 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
         {
             Plan::Reject(rejection.status, protocol, rejection.message)
         } else {
-            match next_step(&mut state, &record.first_user_message_text()) {
-                Ok(step) => Plan::Step(step, protocol),
-                Err(message) => Plan::Reject(StatusCode::BAD_REQUEST, protocol, message),
+            match crate::context::judge(&shared.context, &mut state.cache, &record) {
+                Verdict::Reject(status, body) => Plan::Json(
+                    StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST),
+                    body,
+                ),
+                Verdict::Summary(text, counts) => {
+                    Plan::Step(Step::text(&text), protocol, Some(counts))
+                }
+                Verdict::Script(counts) => {
+                    match next_step(&mut state, &record.first_user_message_text()) {
+                        Ok(step) => Plan::Step(step, protocol, counts),
+                        Err(message) => Plan::Reject(StatusCode::BAD_REQUEST, protocol, message),
+                    }
+                }
             }
         }
     };
     let response = match plan {
-        Plan::Step(step, protocol) => answer(step, protocol, &record, &shared).await,
+        Plan::Step(step, protocol, counts) => {
+            answer(step, protocol, &record, &shared, counts).await
+        }
+        Plan::Json(status, body) => json_response(status, &body),
         Plan::Reject(status, protocol, message) => {
             eprintln!("alcove-testkit: {status}: {message}");
             let kind = if status.is_server_error() {
@@ -383,6 +408,7 @@ async fn answer(
     protocol: Protocol,
     record: &RecordedRequest,
     shared: &Shared,
+    counts: Option<Accounting>,
 ) -> Response<Body> {
     // Queued behind the request being answered, in one-slot mode; the
     // permit lives as long as the answer is being sent.
@@ -393,7 +419,13 @@ async fn answer(
     if step.delay_ms > 0 {
         tokio::time::sleep(Duration::from_millis(step.delay_ms)).await;
     }
-    let (input_tokens, output_tokens) = step.tokens();
+    let (mut input_tokens, output_tokens) = step.tokens();
+    let (mut cache_read, mut cache_write) = (0, 0);
+    if let Some(counts) = counts.filter(|_| step.usage.is_none()) {
+        input_tokens = counts.uncached;
+        cache_read = counts.cache_read;
+        cache_write = counts.cache_write;
+    }
     let model = match record.model() {
         m if m.is_empty() => crate::script::DEFAULT_MODEL.to_string(),
         m => m,
@@ -403,6 +435,8 @@ async fn answer(
         ids: &shared.ids,
         input_tokens,
         output_tokens,
+        cache_read,
+        cache_write,
         include_usage: record.body["stream_options"]["include_usage"]
             .as_bool()
             .unwrap_or(false),

@@ -22,6 +22,9 @@ pub(crate) struct Ctx<'a> {
     pub(crate) ids: &'a IdGen,
     pub(crate) input_tokens: u64,
     pub(crate) output_tokens: u64,
+    /// Anthropic `cache_read_input_tokens` / `cache_creation_input_tokens`.
+    pub(crate) cache_read: u64,
+    pub(crate) cache_write: u64,
     /// OpenAI `stream_options.include_usage`.
     pub(crate) include_usage: bool,
     /// Unix seconds, for OpenAI `created`.

@@ -37,6 +37,11 @@ pub(crate) struct Facts {
     pub(crate) prompts: Vec<(String, String)>,
     /// The delegation tree's budget, when one is set (`/status` shows its use).
     pub(crate) tree: Option<Arc<alcove_core::TreeBudget>>,
+    /// The model's context window in tokens, and where the figure came from.
+    pub(crate) window: u64,
+    pub(crate) window_source: String,
+    /// The model's price, when config has one.
+    pub(crate) price: Option<crate::config::Price>,
 }
 
 /// What the loop must do after a key.
@@ -55,6 +60,8 @@ pub(crate) enum Action {
     ShowMemory,
     /// Append a line to the memory file.
     Remember(String),
+    /// Compact the conversation, with an optional focus.
+    Compact(Option<String>),
 }
 
 /// What the viewport shows besides the conversation.
@@ -90,6 +97,8 @@ pub(crate) struct App {
     /// Tokens of every agent.
     pub(crate) usage: Usage,
     pub(crate) main_turns: u32,
+    /// The main agent's last `context` figure: (used, window).
+    pub(crate) context: Option<(u64, u64)>,
     /// A short message for the footer, until the next key.
     pub(crate) hint: Option<String>,
     ctrl_c_armed: bool,
@@ -116,6 +125,7 @@ impl App {
             interrupting: false,
             usage: Usage::default(),
             main_turns: 0,
+            context: None,
             hint: None,
             ctrl_c_armed: false,
             outbox: Vec::new(),
@@ -167,6 +177,14 @@ impl App {
                 self.facts.transcript = transcript.clone();
             }
             EventKind::Usage { usage } => self.usage.add(*usage),
+            EventKind::Context { used, window } if event.agent.as_str() == "main" => {
+                self.context = Some((*used, *window));
+            }
+            EventKind::Compacted { tokens_after, .. } if event.agent.as_str() == "main" => {
+                if let Some((_, window)) = self.context {
+                    self.context = Some((*tokens_after, window));
+                }
+            }
             EventKind::TurnStarted { .. } if event.agent.as_str() == "main" => self.main_turns += 1,
             _ => {}
         }
@@ -179,6 +197,13 @@ impl App {
                 self.commit(cell, now);
             }
         }
+    }
+
+    /// `/compact` starts: it runs like a turn (interruptible, footer busy).
+    pub(crate) fn begin_compaction(&mut self, now: Instant) {
+        self.notice(NoticeKind::Info, "Compacting the conversation…", now);
+        self.turn_started = Some(now);
+        self.interrupting = false;
     }
 
     /// A turn starts with `prompt`.
@@ -450,7 +475,7 @@ impl App {
                 );
                 self.notice(NoticeKind::Info, text, now);
             }
-            Command::Clear | Command::Model(Some(_)) if self.running() => {
+            Command::Clear | Command::Model(Some(_)) | Command::Compact(_) if self.running() => {
                 self.notice(
                     NoticeKind::Warning,
                     "A turn is running: wait for it or press Esc first.",
@@ -459,6 +484,7 @@ impl App {
             }
             Command::Model(Some(spec)) => return Some(Action::SwitchModel(spec)),
             Command::Clear => return Some(Action::Clear),
+            Command::Compact(focus) => return Some(Action::Compact(focus)),
             Command::Exit => return Some(Action::Exit),
             Command::Memory => return Some(Action::ShowMemory),
             Command::Init => {}

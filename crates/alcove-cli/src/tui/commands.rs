@@ -25,6 +25,8 @@ pub(crate) enum Command {
     Memory,
     /// `/init [focus]`: write or update AGENTS.md (a prompt for the model).
     Init,
+    /// `/compact`, or `/compact focus` to say what the summary should keep.
+    Compact(Option<String>),
     Exit,
     /// Something that looks like a command but is none.
     Unknown(String),
@@ -53,6 +55,10 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
     (
         "/init",
         "explore the repository (through a child) and write or update AGENTS.md",
+    ),
+    (
+        "/compact",
+        "compact the conversation now; /compact <focus> says what the summary must keep",
     ),
     (
         "/exit",
@@ -102,6 +108,7 @@ pub(crate) fn parse(input: &str) -> Option<Command> {
         "status" => Command::Status,
         "memory" => Command::Memory,
         "init" => Command::Init,
+        "compact" => Command::Compact((!argument.is_empty()).then(|| argument.to_owned())),
         "exit" | "quit" => Command::Exit,
         _ => Command::Unknown(format!("/{word}")),
     };
@@ -238,12 +245,38 @@ pub(crate) fn status_lines(app: &App) -> Vec<Line<'static>> {
         row(
             "tokens",
             format!(
-                "{} in · {} out (all agents; {children} children)",
+                "{} in · {} cache read · {} cache write · {} out (all agents; {children} children)",
                 format_tokens(app.usage.input_tokens),
+                format_tokens(app.usage.cache_read_tokens),
+                format_tokens(app.usage.cache_write_tokens),
                 format_tokens(app.usage.output_tokens)
             ),
         ),
-        row("cost", "unknown (no price table for this model)".to_owned()),
+        row(
+            "context",
+            match app.context {
+                Some((used, window)) => format!(
+                    "{} of {} tokens · window from {}",
+                    format_tokens(used),
+                    format_tokens(window),
+                    app.facts.window_source
+                ),
+                None => format!(
+                    "{} tokens · window from {}",
+                    format_tokens(app.facts.window),
+                    app.facts.window_source
+                ),
+            },
+        ),
+        row(
+            "cost",
+            match &app.facts.price {
+                Some(price) => format!("${:.4}", price.cost(&app.usage)),
+                None => {
+                    "no price for this model ([pricing.\"provider/model\"] in config)".to_owned()
+                }
+            },
+        ),
         row("turns", app.main_turns.to_string()),
         row(
             "transcript",

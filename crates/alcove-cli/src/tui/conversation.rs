@@ -96,6 +96,28 @@ impl Conversation {
             EventKind::Warning { message } => {
                 vec![Cell::Notice(NoticeKind::Warning, message.clone())]
             }
+            EventKind::Compacted {
+                trigger,
+                tokens_before,
+                tokens_after,
+                cleared,
+                summary,
+                ..
+            } => {
+                let how = match (summary.is_some(), cleared.len()) {
+                    (true, 0) => "older messages summarised".to_owned(),
+                    (true, n) => format!("{n} old tool results cleared, older messages summarised"),
+                    (false, n) => format!("{n} old tool results cleared"),
+                };
+                vec![Cell::Notice(
+                    NoticeKind::Info,
+                    format!(
+                        "Context compacted ({trigger}): {how}; about {} → {} tokens. The transcript keeps everything.",
+                        super::cells::format_tokens(*tokens_before),
+                        super::cells::format_tokens(*tokens_after)
+                    ),
+                )]
+            }
             EventKind::Message { message } if echo_user && message.role == Role::User => {
                 let text = message.text();
                 if text.trim().is_empty() {

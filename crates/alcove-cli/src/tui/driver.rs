@@ -28,7 +28,7 @@ use super::approval::Ask;
 use super::cells::NoticeKind;
 use super::conversation::cells_from_history;
 use super::picker::{Picked, Picker};
-use super::runner::{Channels, Totals, Turn, cancel_and_wait, start_turn, wait};
+use super::runner::{Channels, Totals, Turn, cancel_and_wait, start_compaction, start_turn, wait};
 use super::term::Inline;
 use super::theme::Theme;
 use super::view;
@@ -270,6 +270,10 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
                     now,
                 ),
             },
+            Some(Action::Compact(focus)) => {
+                app.begin_compaction(now);
+                turn = Some(start_compaction(&session, history.clone(), focus));
+            }
             Some(Action::Interrupt) => {
                 if let Some(turn) = &turn {
                     turn.cancel.cancel();
@@ -310,6 +314,11 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
                         session = next;
                         common = next_common;
                         app.gate = Some(session.gate.clone());
+                        let next_facts = facts(&session);
+                        app.facts.window = next_facts.window;
+                        app.facts.window_source = next_facts.window_source;
+                        app.facts.price = next_facts.price;
+                        app.context = None;
                         app.notice(
                             NoticeKind::Info,
                             format!("Model switched to {spec}; the conversation goes on."),
@@ -399,6 +408,9 @@ fn facts(session: &Session) -> Facts {
             .collect(),
         prompts: prompts(session),
         tree: session.supervisor.tree_budget(),
+        window: session.context_window.tokens,
+        window_source: session.context_window.source.clone(),
+        price: session.config.pricing.get(&session.model_name).copied(),
     }
 }
 

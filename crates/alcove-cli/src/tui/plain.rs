@@ -18,7 +18,7 @@ use super::Start;
 use super::approval::{Ask, SessionRules, rules_for};
 use super::cells::{format_tokens, key_argument};
 use super::commands::{self, Command};
-use super::runner::{Channels, Totals, Turn, start_turn, wait};
+use super::runner::{Channels, Totals, Turn, start_compaction, start_turn, wait};
 use crate::CommonArgs;
 use crate::resume::continue_history;
 use crate::session::Session;
@@ -90,7 +90,7 @@ impl EventSink for Printer {
                 usage,
                 ..
             } => {
-                let tokens = format_tokens(usage.input_tokens + usage.output_tokens);
+                let tokens = format_tokens(usage.total());
                 self.line(
                     &mut out,
                     &format!(
@@ -105,6 +105,21 @@ impl EventSink for Printer {
                 eprintln!("{prefix}model request failed (attempt {attempt}): {reason}; retrying");
             }
             EventKind::Warning { message } => eprintln!("{prefix}warning: {message}"),
+            EventKind::Compacted {
+                trigger,
+                tokens_before,
+                tokens_after,
+                ..
+            } => {
+                self.line(
+                    &mut out,
+                    &format!(
+                        "{prefix}[context compacted ({trigger}): about {} → {} tokens]",
+                        format_tokens(*tokens_before),
+                        format_tokens(*tokens_after)
+                    ),
+                );
+            }
             _ => {}
         }
         let _ = out.flush();
@@ -160,8 +175,10 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
             continue;
         }
         let custom = crate::commands::expand_prompt(&session, &prompt).is_some();
+        let mut compact = None;
         match commands::parse(&prompt) {
             _ if custom => {}
+            Some(Command::Compact(focus)) => compact = Some(focus),
             Some(Command::Exit) => break,
             Some(Command::Memory) => {
                 println!("Agent memory {}", session.memory.path().display());
@@ -169,7 +186,9 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
                 continue;
             }
             Some(Command::Unknown(name)) => {
-                eprintln!("Unknown command {name}. Commands: /status, /memory, /init, /exit.");
+                eprintln!(
+                    "Unknown command {name}. Commands: /status, /memory, /init, /compact, /exit."
+                );
                 continue;
             }
             Some(_) => {
@@ -177,13 +196,16 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
                     "session {} · mode {} · {} tokens",
                     session.id,
                     session.gate.mode().as_str(),
-                    format_tokens(totals.usage.input_tokens + totals.usage.output_tokens)
+                    format_tokens(totals.usage.total())
                 );
                 continue;
             }
             None => {}
         }
-        let mut turn: Option<Turn> = Some(start_turn(&session, history.clone(), prompt));
+        let mut turn: Option<Turn> = Some(match compact {
+            Some(focus) => start_compaction(&session, history.clone(), focus),
+            None => start_turn(&session, history.clone(), prompt),
+        });
         let outcome = loop {
             tokio::select! {
                 outcome = wait(&mut turn) => break outcome,

@@ -31,6 +31,9 @@ fn app(workspace: &Path, color: bool) -> App {
         definitions: vec![("general-purpose".to_owned(), "A capable agent.".to_owned())],
         prompts: Vec::new(),
         tree: None,
+        window: 200_000,
+        window_source: "table of known models".to_owned(),
+        price: None,
     };
     App::new(
         Theme::new(color),
@@ -219,6 +222,7 @@ fn the_delegation_panel_with_three_children() {
     let usage = |input_tokens, output_tokens| Usage {
         input_tokens,
         output_tokens,
+        ..Usage::default()
     };
     for turn in 1..=3 {
         app.apply_event(&event("main/agent-1", EventKind::TurnStarted { turn }), t0);

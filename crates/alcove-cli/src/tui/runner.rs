@@ -100,6 +100,54 @@ pub(crate) fn start_turn(session: &Session, history: Vec<Message>, prompt: Strin
     Turn { cancel, handle }
 }
 
+/// Starts `/compact`: the conversation is compacted like a turn would
+/// (PreCompact hooks, a `compacted` event), and the outcome's messages are
+/// the compacted history; a failure keeps the history as it was.
+pub(crate) fn start_compaction(
+    session: &Session,
+    history: Vec<Message>,
+    focus: Option<String>,
+) -> Turn {
+    let cancel = CancellationToken::new();
+    let run = session.main_run(cancel.clone());
+    let runtime = session.runtime.clone();
+    let cancelled = cancel.clone();
+    let handle = tokio::spawn(async move {
+        match alcove_core::compact_history(&runtime, &run, history.clone(), focus.as_deref()).await
+        {
+            Ok((messages, usage, changed)) => {
+                if !changed {
+                    runtime.emit(
+                        &AgentPath::main(),
+                        EventKind::Warning {
+                            message: "Nothing to compact yet.".to_owned(),
+                        },
+                    );
+                }
+                AgentOutcome {
+                    status: RunStatus::Completed,
+                    messages,
+                    turns: 0,
+                    usage,
+                    error: None,
+                }
+            }
+            Err(error) => AgentOutcome {
+                status: if cancelled.is_cancelled() {
+                    RunStatus::Aborted
+                } else {
+                    RunStatus::Failed
+                },
+                messages: history,
+                turns: 0,
+                usage: Usage::default(),
+                error: Some(format!("compaction failed: {error}")),
+            },
+        }
+    });
+    Turn { cancel, handle }
+}
+
 /// Waits for the running turn, or forever when there is none.
 pub(crate) async fn wait(turn: &mut Option<Turn>) -> AgentOutcome {
     match turn {
@@ -134,6 +182,8 @@ pub(crate) struct Totals {
     pub(crate) turns: u32,
     pub(crate) usage: Usage,
     pub(crate) last: Option<RunStatus>,
+    /// The error the last turn failed with, if it did.
+    pub(crate) last_error: Option<String>,
 }
 
 impl Totals {
@@ -148,12 +198,17 @@ impl Totals {
         self.turns += outcome.turns;
         self.usage.add(outcome.usage);
         self.last = Some(outcome.status);
+        self.last_error = outcome.error.clone();
         if outcome.messages.is_empty() && outcome.status == RunStatus::Failed {
             // The task itself died; keep the conversation as it was.
             return;
         }
+        let overflow = outcome
+            .error
+            .as_deref()
+            .is_some_and(crate::session::ended_by_overflow);
         *history = outcome.messages;
-        for message in repair_history(history) {
+        for message in repair_history(history, overflow) {
             session
                 .runtime
                 .emit(&AgentPath::main(), EventKind::Message { message });
@@ -183,7 +238,8 @@ impl Totals {
                 status: status.or(self.last).unwrap_or(RunStatus::Completed),
                 turns: self.turns,
                 usage: self.usage,
-                error: None,
+                error: self.last_error.clone(),
+                cost: crate::context_setup::cost(&session.config, &session.model_name, &self.usage),
             },
         );
     }

@@ -156,10 +156,19 @@ fn child_view(
 /// `model · mode · tokens` on the left, what is happening on the right.
 fn footer(app: &App, width: usize, now: Instant) -> Line<'static> {
     let theme: Theme = app.theme;
-    let tokens = app.usage.input_tokens + app.usage.output_tokens;
+    let tokens = app.usage.total();
+    let context = match app.context {
+        Some((used, window)) if window > 0 => format!(
+            " · ctx {}/{} ({}%)",
+            format_tokens(used),
+            format_tokens(window),
+            used.saturating_mul(100) / window
+        ),
+        _ => String::new(),
+    };
     let facts = |model: &str| {
         format!(
-            "{model} · {} · {} tok",
+            "{model} · {} · {} tok{context}",
             app.facts.mode,
             format_tokens(tokens)
         )

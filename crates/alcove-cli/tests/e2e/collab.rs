@@ -390,10 +390,19 @@ fn a_finished_child_is_announced_in_the_parents_next_request() {
             .conversation("QUICK child", vec![Step::text("quick answer\nmore detail")]),
     );
     assert_eq!(run(&env, &server, &[], "parent keeps working").code, 0);
+    // The child may finish before the parent's second request or while
+    // its `wait` runs: either way the next request carries the notice, once.
     let requests = server.requests_for("parent keeps working");
-    assert_eq!(
-        requests[2].last_user_text(),
-        "[alcove notification] agent agent-1 completed: quick answer"
+    let notice = "[alcove notification] agent agent-1 completed: quick answer";
+    let announced: Vec<usize> = requests
+        .iter()
+        .enumerate()
+        .filter(|(_, request)| request.last_user_text() == notice)
+        .map(|(index, _)| index)
+        .collect();
+    assert!(
+        announced == [1] || announced == [2],
+        "announced in requests {announced:?}"
     );
 }
 

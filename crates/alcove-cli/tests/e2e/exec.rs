@@ -287,7 +287,12 @@ fn a_provider_from_config_is_selected_by_its_id() {
             .unwrap(),
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let request = &server.requests()[0];
+    // (Before it, alcove asked the server for its context window.)
+    let requests = server.requests();
+    let request = requests
+        .iter()
+        .find(|request| request.path == "/v1/chat/completions")
+        .unwrap();
     assert_eq!(request.model(), "my-model");
     assert_eq!(
         request.header("authorization").as_deref(),

@@ -16,6 +16,7 @@ mod agent_limits;
 mod agents;
 mod bad_input;
 mod collab;
+mod compaction;
 mod exec;
 mod faults;
 mod hooks;

@@ -486,3 +486,55 @@ fn closing_the_terminal_ends_the_turn_kills_its_commands_and_records_the_end() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn slash_compact_compacts_the_conversation_and_the_footer_shows_the_context() {
+    use crate::compaction::{HANDOVER, data_files, reading_turn};
+    let mut steps: Vec<Step> = (0..4).map(reading_turn).collect();
+    steps.push(Step::text("FOUR-FILES-READ"));
+    steps.push(Step::text("AFTER-COMPACT-ANSWER"));
+    let (env, server) = setup(
+        Script::new()
+            .conversation("read four files", steps)
+            .count_tokens()
+            .summarizer(HANDOVER, "FACT-"),
+    );
+    data_files(&env, 4, 4_000);
+    env.write_file(".alcove/config.toml", "model_context_window = 50000\n");
+    let pane = Pane::start(&env, &server, &["--permission-mode", "bypassPermissions"]);
+    pane.wait_for_screen("Ask anything");
+    pane.prompt("read four files");
+    pane.wait_for("FOUR-FILES-READ");
+    // The status line shows how full the window is.
+    let screen = pane.wait_for_screen("ctx ");
+    assert!(screen.contains("/50.0k"), "{screen}");
+    pane.prompt("/status");
+    let status = pane.wait_for("window from");
+    assert!(status.contains("config model_context_window"), "{status}");
+
+    pane.prompt("/compact the checksums");
+    pane.wait_for("Context compacted (manual)");
+    pane.prompt("go on");
+    pane.wait_for("AFTER-COMPACT-ANSWER");
+    let requests = server.requests_for("read four files");
+    let handover = requests
+        .iter()
+        .find(|request| request.last_user_text().contains(HANDOVER))
+        .expect("a summary request");
+    assert!(
+        handover
+            .last_user_text()
+            .contains("focus on: the checksums")
+    );
+    let last = requests.last().unwrap();
+    assert!(
+        last.first_user_message_text()
+            .contains("FACT-0: the checksum")
+    );
+    assert!(last.message_count() < 10, "{}", last.message_count());
+    pane.key("C-d");
+    assert_eq!(pane.wait_exit(), 0);
+    let recorded = read_jsonl(&transcripts(&env)[0]);
+    assert_eq!(of_type(&recorded, "compacted").len(), 1);
+    assert_nothing_lost(&recorded);
+}

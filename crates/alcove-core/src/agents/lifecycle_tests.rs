@@ -100,6 +100,7 @@ fn harness(limits: AgentLimits) -> Harness {
             result_cap: 10_000,
             stop_hook_limit: 1,
             max_tool_calls_per_reply: 32,
+            context: Default::default(),
         },
         inbox: Arc::new(Inbox::default()),
     };

@@ -172,10 +172,7 @@ fn footer(input: &ReportInput<'_>, evidence: &Evidence) -> String {
     let mut parts = vec![
         format!("status: {status}"),
         format!("turns: {}", outcome.turns),
-        format!(
-            "tokens: {} in / {} out",
-            outcome.usage.input_tokens, outcome.usage.output_tokens
-        ),
+        tokens_line(&outcome.usage),
         format!("time: {:.1}s", input.elapsed.as_secs_f64()),
     ];
     if let Ok(state) = evidence.state.lock() {
@@ -263,6 +260,20 @@ fn tail(text: &str, budget: usize) -> String {
         "[summary cut: its first {start} bytes are not shown]\n{}",
         &text[start..]
     )
+}
+
+/// `tokens: 1200 in / 300 out`, with cache reads and writes apart when the
+/// provider reported any.
+fn tokens_line(usage: &alcove_protocol::Usage) -> String {
+    let mut line = format!("tokens: {} in", usage.input_tokens);
+    if usage.cache_read_tokens > 0 || usage.cache_write_tokens > 0 {
+        line.push_str(&format!(
+            " + {} cache read + {} cache write",
+            usage.cache_read_tokens, usage.cache_write_tokens
+        ));
+    }
+    line.push_str(&format!(" / {} out", usage.output_tokens));
+    line
 }
 
 #[cfg(test)]

@@ -174,6 +174,7 @@ pub(crate) async fn run_process(
                         turns,
                         usage,
                         error,
+                        ..
                     } => {
                         outcome.turns = turns;
                         outcome.usage = usage;

@@ -198,6 +198,14 @@ impl Supervisor {
             .collect::<String>();
         let notify = state != State::Closed;
         let transcript = record.child.transcript.clone();
+        // The notice is left while the final state is still locked: a
+        // `wait` that sees the state (woken or not) finds the notice too.
+        if notify {
+            parent.runtime.inbox.push(
+                &parent.path,
+                format!("agent {id} {}: {first_line}", state.as_str()),
+            );
+        }
         drop(records);
         // Between submissions the child's transcript needs no open file.
         if let Some(transcript) = transcript {
@@ -211,12 +219,6 @@ impl Supervisor {
             turns: outcome.turns,
             usage: outcome.usage,
         });
-        if notify {
-            parent.runtime.inbox.push(
-                &parent.path,
-                format!("agent {id} {}: {first_line}", state.as_str()),
-            );
-        }
         self.registry.changed.notify_waiters();
     }
 }

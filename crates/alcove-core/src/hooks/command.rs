@@ -332,6 +332,14 @@ impl Hooks for CommandHooks {
             .await;
         self.cannot_block(HookEvent::SessionEnd, &AgentPath::main(), &outcomes);
     }
+
+    async fn pre_compact(&self, scope: HookScope<'_>, trigger: &str, instructions: &str) {
+        let fields = json!({"trigger": trigger, "custom_instructions": instructions});
+        let outcomes = self
+            .fire(HookEvent::PreCompact, trigger, Some(scope), fields)
+            .await;
+        self.cannot_block(HookEvent::PreCompact, scope.agent, &outcomes);
+    }
 }
 
 #[cfg(test)]

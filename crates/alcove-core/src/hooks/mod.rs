@@ -112,6 +112,11 @@ pub trait Hooks: Send + Sync {
 
     /// The session is ending (`SessionEnd`).
     async fn session_end(&self, _reason: &str) {}
+
+    /// An agent's history is about to be compacted (`PreCompact`).
+    /// `trigger` is `auto` or `manual`; `instructions` is the focus the
+    /// user gave `/compact`, if any. It cannot stop the compaction.
+    async fn pre_compact(&self, _scope: HookScope<'_>, _trigger: &str, _instructions: &str) {}
 }
 
 /// No hooks at all.

@@ -42,11 +42,14 @@ pub enum HookEvent {
     SubagentStop,
     /// The session ends (matcher: the reason).
     SessionEnd,
+    /// An agent's history is about to be compacted (matcher: `auto` or
+    /// `manual`).
+    PreCompact,
 }
 
 impl HookEvent {
     /// Every event, in a stable order.
-    pub const ALL: [HookEvent; 8] = [
+    pub const ALL: [HookEvent; 9] = [
         HookEvent::SessionStart,
         HookEvent::UserPromptSubmit,
         HookEvent::PreToolUse,
@@ -55,6 +58,7 @@ impl HookEvent {
         HookEvent::SubagentStart,
         HookEvent::SubagentStop,
         HookEvent::SessionEnd,
+        HookEvent::PreCompact,
     ];
 
     /// The name used in config and in `hook_event_name`.
@@ -68,6 +72,7 @@ impl HookEvent {
             HookEvent::SubagentStart => "SubagentStart",
             HookEvent::SubagentStop => "SubagentStop",
             HookEvent::SessionEnd => "SessionEnd",
+            HookEvent::PreCompact => "PreCompact",
         }
     }
 

@@ -238,6 +238,14 @@ fn ten_megabyte_strings_are_written_whole_or_refused_cleanly() {
     ));
     case.write("small.txt", "small\n");
     case.write("one-line.txt", "x".repeat(300_000));
+    // The fake server builds the whole 10 MB reply before its first byte;
+    // on a loaded machine (the suite runs in parallel) that took over the
+    // suite's 3 s idle timeout, and the retry ate the next step.
+    std::fs::write(
+        case.env.home().join("config.toml"),
+        "[retry]\nbase_delay_ms = 10\nmax_delay_ms = 3000\nidle_timeout_ms = 60000\n",
+    )
+    .unwrap();
     let out = case.run(&[BYPASS[0], BYPASS[1], "huge strings"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let r = case.results("huge strings", 1);

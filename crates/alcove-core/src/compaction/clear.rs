@@ -1,0 +1,150 @@
+//! Clearing old tool results: the cheap half of compaction.
+//!
+//! A result older than the last few turns and larger than a threshold is
+//! replaced by a one-line stub naming the call and the size removed; the
+//! call itself stays, so every `tool_use` keeps its one `tool_result`. This
+//! needs no model call, and in a session of big reads and command outputs it
+//! is often all the room needed.
+
+use std::collections::HashMap;
+
+use alcove_protocol::{ContentBlock, Message, Role};
+use serde_json::Value;
+
+/// Where a stub starts, so a result is never cleared twice.
+const STUB_MARK: &str = "[alcove cleared this result";
+
+/// The ids of the results to clear: those before the last `keep_turns`
+/// assistant messages whose content is longer than `over_bytes` and not a
+/// stub already.
+pub(crate) fn clearable(messages: &[Message], keep_turns: usize, over_bytes: usize) -> Vec<String> {
+    let boundary = messages
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, message)| message.role == Role::Assistant)
+        .nth(keep_turns.saturating_sub(1))
+        .map_or(0, |(index, _)| index);
+    let boundary = if keep_turns == 0 {
+        messages.len()
+    } else {
+        boundary
+    };
+    messages[..boundary]
+        .iter()
+        .flat_map(|message| &message.content)
+        .filter_map(|block| match block {
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                ..
+            } if content.len() > over_bytes && !content.starts_with(STUB_MARK) => {
+                Some(tool_use_id.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Replaces the results of the calls `ids` by stubs. Deterministic, so
+/// replaying a transcript's `compacted` events rebuilds the same history.
+pub(crate) fn clear(messages: &mut [Message], ids: &[String]) {
+    if ids.is_empty() {
+        return;
+    }
+    let calls: HashMap<String, (String, String)> = messages
+        .iter()
+        .flat_map(|message| message.tool_uses())
+        .filter(|(id, _, _)| ids.iter().any(|wanted| wanted == id))
+        .map(|(id, name, input)| (id.to_owned(), (name.to_owned(), arguments(input))))
+        .collect();
+    for message in messages.iter_mut() {
+        for block in &mut message.content {
+            if let ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                ..
+            } = block
+                && ids.iter().any(|id| id == tool_use_id)
+                && !content.starts_with(STUB_MARK)
+            {
+                let (name, args) = calls
+                    .get(tool_use_id.as_str())
+                    .cloned()
+                    .unwrap_or_else(|| ("a tool".to_owned(), String::new()));
+                *content = format!(
+                    "{STUB_MARK} to save context: {name}({args}) returned {} bytes; re-run the call to see it]",
+                    content.len()
+                );
+            }
+        }
+    }
+}
+
+/// A call's arguments on one short line.
+fn arguments(input: &Value) -> String {
+    let text = match input {
+        Value::String(raw) => raw.clone(),
+        other => other.to_string(),
+    };
+    let text = text.replace('\n', " ");
+    if text.chars().count() <= 160 {
+        return text;
+    }
+    let cut: String = text.chars().take(160).collect();
+    format!("{cut}…")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn turn(id: &str, result: &str) -> [Message; 2] {
+        [
+            Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::ToolUse {
+                    id: id.to_owned(),
+                    name: "Read".to_owned(),
+                    input: json!({"path": format!("{id}.txt")}),
+                }],
+            },
+            Message {
+                role: Role::User,
+                content: vec![ContentBlock::ToolResult {
+                    tool_use_id: id.to_owned(),
+                    content: result.to_owned(),
+                    is_error: false,
+                }],
+            },
+        ]
+    }
+
+    #[test]
+    fn old_big_results_become_stubs_and_recent_ones_stay() {
+        let big = "x".repeat(5000);
+        let mut messages = vec![Message::user_text("task")];
+        for id in ["a", "b", "c", "d"] {
+            messages.extend(turn(id, &big));
+        }
+        messages.extend(turn("e", "small"));
+        let ids = clearable(&messages, 2, 1000);
+        assert_eq!(ids, vec!["a", "b", "c"]);
+        clear(&mut messages, &ids);
+        let ContentBlock::ToolResult { content, .. } = &messages[2].content[0] else {
+            panic!()
+        };
+        assert!(
+            content.contains("Read({\"path\":\"a.txt\"}) returned 5000 bytes"),
+            "{content}"
+        );
+        assert!(content.contains("re-run"));
+        // A stub is never cleared again, and the recent turns are kept.
+        assert_eq!(clearable(&messages, 2, 10), Vec::<String>::new());
+        let ContentBlock::ToolResult { content, .. } = &messages[8].content[0] else {
+            panic!()
+        };
+        assert_eq!(content.len(), 5000);
+    }
+}

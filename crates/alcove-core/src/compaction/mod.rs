@@ -1,0 +1,519 @@
+//! Context management for the agent loop, the same at every depth: knowing
+//! how full the window is, compacting the history before it overflows, and
+//! recovering when the provider says a request was too long anyway.
+//!
+//! Compaction goes in two steps, cheapest first: old tool results become
+//! one-line stubs (`clear`); only if the history is still over the threshold
+//! are the oldest messages replaced by a handover note the model writes
+//! (`summary`). Every compaction emits a `compacted` event that, applied to
+//! the history rebuilt from the transcript's `message` events, gives the
+//! compacted history ([`replay_compaction`]), so the transcript keeps every
+//! original message and a resumed session continues from the compacted one.
+//!
+//! The loop calls [`Context::before_request`] before each request and
+//! [`Context::recover`] on a context overflow error; front ends call
+//! [`compact_history`] for `/compact`.
+
+mod clear;
+mod summary;
+mod window;
+
+use alcove_model::{ModelError, ModelRequest};
+use alcove_protocol::{EventKind, Message, ToolSpec, Usage};
+
+use crate::agent_loop::{AgentRun, Runtime};
+
+pub use window::{DEFAULT_WINDOW, WINDOW_TABLE, table_window};
+
+/// How much context an agent has and when to compact it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContextLimits {
+    /// The model's context window, in tokens.
+    pub window: u64,
+    /// Compact when the next request would be larger than this.
+    pub compact_at: u64,
+    /// How many recent turns keep their tool results whatever their size.
+    pub keep_turns: usize,
+    /// Results longer than this (bytes) are cleared once they are old.
+    pub clear_over_bytes: usize,
+}
+
+impl ContextLimits {
+    /// The share of the window at which compaction starts by default.
+    pub const DEFAULT_FRACTION: f64 = 0.85;
+
+    /// Limits for a window of `window` tokens, compacting at `compact_at`
+    /// tokens (default 85 % of the window).
+    pub fn new(window: u64, compact_at: Option<u64>) -> ContextLimits {
+        let window = window.max(1);
+        ContextLimits {
+            window,
+            compact_at: compact_at
+                .unwrap_or((window as f64 * Self::DEFAULT_FRACTION) as u64)
+                .clamp(1, window),
+            keep_turns: 3,
+            clear_over_bytes: 1024,
+        }
+    }
+}
+
+impl Default for ContextLimits {
+    fn default() -> Self {
+        ContextLimits::new(DEFAULT_WINDOW, None)
+    }
+}
+
+/// Why a compaction runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Trigger {
+    /// The next request would pass the threshold.
+    Auto,
+    /// The provider said the request was too long.
+    Overflow,
+    /// The user asked (`/compact`, `exec --compact`).
+    Manual,
+}
+
+impl Trigger {
+    fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Auto => "auto",
+            Trigger::Overflow => "overflow",
+            Trigger::Manual => "manual",
+        }
+    }
+
+    /// The `PreCompact` matcher: Claude Code knows `auto` and `manual`.
+    fn matcher(self) -> &'static str {
+        match self {
+            Trigger::Manual => "manual",
+            Trigger::Auto | Trigger::Overflow => "auto",
+        }
+    }
+}
+
+/// The limits of an agent on `runtime.model`: the session's, unless the
+/// model knows a window of its own (a child on another model), in which
+/// case the threshold keeps the same share of it.
+fn limits_for(runtime: &Runtime) -> ContextLimits {
+    let session = runtime.limits.context;
+    match runtime.model.context_window() {
+        Some(window) if window > 0 && window != session.window => {
+            let share = session.compact_at as f64 / session.window as f64;
+            ContextLimits {
+                window,
+                compact_at: ((window as f64 * share) as u64).clamp(1, window),
+                ..session
+            }
+        }
+        _ => session,
+    }
+}
+
+/// Estimated tokens of one message: its JSON size over four, rounded up.
+/// Real tokenizers give about four bytes of English or code per token; the
+/// JSON framing makes this err on the large side.
+pub(crate) fn estimate(message: &Message) -> u64 {
+    let mut counter = ByteCount(0);
+    let _ = serde_json::to_writer(&mut counter, message);
+    (counter.0 as u64).div_ceil(4)
+}
+
+fn estimate_all(messages: &[Message]) -> u64 {
+    messages.iter().map(estimate).sum()
+}
+
+/// Estimated tokens of the system prompt and tool specs.
+fn estimate_fixed(system: &str, tools: &[ToolSpec]) -> u64 {
+    let mut counter = ByteCount(system.len());
+    let _ = serde_json::to_writer(&mut counter, tools);
+    (counter.0 as u64).div_ceil(4)
+}
+
+struct ByteCount(usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One agent run's view of its context: the size of the last request as the
+/// provider counted it, plus an estimate of what was added since.
+#[derive(Debug)]
+pub(crate) struct Context {
+    limits: ContextLimits,
+    fixed: u64,
+    /// Prompt plus output tokens of the last response, as reported.
+    known: u64,
+    /// How many messages `known` covers.
+    counted: usize,
+}
+
+impl Context {
+    pub(crate) fn new(runtime: &Runtime, run: &AgentRun, tools: &[ToolSpec]) -> Context {
+        Context {
+            limits: limits_for(runtime),
+            fixed: estimate_fixed(&run.system_prompt, tools),
+            known: 0,
+            counted: 0,
+        }
+    }
+
+    /// The estimated size of a request carrying `messages`.
+    pub(crate) fn next_request(&self, messages: &[Message]) -> u64 {
+        if self.known > 0 && self.counted <= messages.len() {
+            self.known + estimate_all(&messages[self.counted..])
+        } else {
+            self.fixed + estimate_all(messages)
+        }
+    }
+
+    /// Notes a response's usage; `messages` now ends with its message.
+    pub(crate) fn record(&mut self, usage: &Usage, messages: &[Message]) {
+        let reported = usage.prompt_tokens() + usage.output_tokens;
+        if reported > 0 {
+            self.known = reported;
+            self.counted = messages.len();
+        }
+    }
+
+    /// Before a request: compacts when it would pass the threshold, then
+    /// emits the `context` figure. Usage of a summary call is added to
+    /// `usage`.
+    pub(crate) async fn before_request(
+        &mut self,
+        runtime: &Runtime,
+        run: &AgentRun,
+        messages: &mut Vec<Message>,
+        tools: &[ToolSpec],
+        usage: &mut Usage,
+    ) {
+        let mut used = self.next_request(messages);
+        if used > self.limits.compact_at {
+            let result = compact(
+                runtime,
+                run,
+                self.limits,
+                messages,
+                tools,
+                Trigger::Auto,
+                None,
+                used,
+                usage,
+            )
+            .await;
+            match result {
+                Ok(true) => {
+                    self.known = 0;
+                    used = self.next_request(messages);
+                }
+                Ok(false) => {}
+                Err(error) => runtime.emit(
+                    &run.path,
+                    EventKind::Warning {
+                        message: format!("compaction failed: {error}"),
+                    },
+                ),
+            }
+        }
+        runtime.emit(
+            &run.path,
+            EventKind::Context {
+                used,
+                window: self.limits.window,
+            },
+        );
+    }
+
+    /// After a context overflow error: adopts the window the provider
+    /// stated when it is smaller, and compacts. `Err` says why the run
+    /// cannot go on.
+    pub(crate) async fn recover(
+        &mut self,
+        runtime: &Runtime,
+        run: &AgentRun,
+        messages: &mut Vec<Message>,
+        tools: &[ToolSpec],
+        usage: &mut Usage,
+        error: &ModelError,
+    ) -> Result<(), String> {
+        let (stated_request, stated_window) = match error {
+            ModelError::ContextOverflow {
+                request_tokens,
+                window,
+                ..
+            } => (*request_tokens, *window),
+            _ => (None, None),
+        };
+        if let Some(window) = stated_window.filter(|window| *window < self.limits.window) {
+            self.limits = ContextLimits {
+                window,
+                compact_at: (window as f64 * ContextLimits::DEFAULT_FRACTION) as u64,
+                ..self.limits
+            };
+        }
+        let used = stated_request.unwrap_or_else(|| self.next_request(messages));
+        let result = compact(
+            runtime,
+            run,
+            self.limits,
+            messages,
+            tools,
+            Trigger::Overflow,
+            None,
+            used,
+            usage,
+        )
+        .await;
+        self.known = 0;
+        result.map(|_| ())
+    }
+
+    /// The error a run ends with when a request does not fit even after
+    /// compacting.
+    pub(crate) fn too_long(&self, messages: &[Message], error: &ModelError) -> String {
+        let (request, window) = match error {
+            ModelError::ContextOverflow {
+                request_tokens,
+                window,
+                ..
+            } => (
+                request_tokens.unwrap_or_else(|| self.next_request(messages)),
+                window.unwrap_or(self.limits.window),
+            ),
+            _ => (self.next_request(messages), self.limits.window),
+        };
+        format!(
+            "the conversation does not fit the model's context window even after compacting it: \
+             the request was about {request} tokens, the window is {window} tokens ({error}). \
+             Set `model_context_window` to the model's real window, use a model with a larger one, \
+             or start a new session with the task restated"
+        )
+    }
+}
+
+/// Compacts `messages` in place: PreCompact hooks, then clearing, then a
+/// summary when still over the threshold (always, for a manual compaction).
+/// Emits `compacted` when anything changed. `used` is the size the caller
+/// believes the next request has.
+#[allow(clippy::too_many_arguments)]
+async fn compact(
+    runtime: &Runtime,
+    run: &AgentRun,
+    limits: ContextLimits,
+    messages: &mut Vec<Message>,
+    tools: &[ToolSpec],
+    trigger: Trigger,
+    focus: Option<&str>,
+    used: u64,
+    usage: &mut Usage,
+) -> Result<bool, String> {
+    runtime
+        .hooks
+        .pre_compact(run.hook_scope(), trigger.matcher(), focus.unwrap_or(""))
+        .await;
+    let fixed = estimate_fixed(&run.system_prompt, tools);
+    let messages_before = messages.len();
+    // The caller's figure may come from the provider; the estimate is what
+    // the compacted size is compared with.
+    let estimated = fixed + estimate_all(messages);
+    let tokens_before = used.max(estimated);
+    let target = match trigger {
+        // After an overflow, aim well below: the estimate was evidently low.
+        Trigger::Overflow => limits.compact_at / 2,
+        _ => limits.compact_at,
+    };
+
+    let mut cleared = clear::clearable(messages, limits.keep_turns, limits.clear_over_bytes);
+    clear::clear(messages, &cleared);
+    let mut tokens_after = if cleared.is_empty() {
+        estimated
+    } else {
+        fixed + estimate_all(messages)
+    };
+    if trigger == Trigger::Overflow {
+        // The request did not fit: recent results go too, the newest turn's
+        // last (the model can run a narrower call again).
+        for keep in [1, 0] {
+            if tokens_after <= target {
+                break;
+            }
+            let more = clear::clearable(messages, keep, limits.clear_over_bytes);
+            clear::clear(messages, &more);
+            cleared.extend(more);
+            tokens_after = fixed + estimate_all(messages);
+        }
+    }
+
+    let mut replaced = 0;
+    let mut note = None;
+    let split = (trigger == Trigger::Manual || tokens_after > target)
+        .then(|| summary::split_point(messages, limits.window / 4))
+        .flatten();
+    if let Some(split) = split {
+        let text = summarise(runtime, run, limits, messages, tools, split, focus, usage).await;
+        match text {
+            Ok(text) => {
+                *messages = summary::rebuild(messages, split, &text);
+                replaced = split;
+                note = Some(text);
+                tokens_after = fixed + estimate_all(messages);
+            }
+            Err(error) if cleared.is_empty() => return Err(error),
+            Err(error) => runtime.emit(
+                &run.path,
+                EventKind::Warning {
+                    message: format!("compaction could not summarise: {error}"),
+                },
+            ),
+        }
+    }
+    if cleared.is_empty() && note.is_none() {
+        return Ok(false);
+    }
+    runtime.emit(
+        &run.path,
+        EventKind::Compacted {
+            trigger: trigger.as_str().to_owned(),
+            messages_before,
+            messages_after: messages.len(),
+            tokens_before,
+            tokens_after,
+            cleared,
+            replaced,
+            summary: note,
+        },
+    );
+    Ok(true)
+}
+
+/// Asks the model for the handover note about `messages[..split]`.
+#[allow(clippy::too_many_arguments)]
+async fn summarise(
+    runtime: &Runtime,
+    run: &AgentRun,
+    limits: ContextLimits,
+    messages: &[Message],
+    tools: &[ToolSpec],
+    split: usize,
+    focus: Option<&str>,
+    usage: &mut Usage,
+) -> Result<String, String> {
+    let mut request_messages = summary::request_messages(messages, split, focus);
+    let fixed = estimate_fixed(&run.system_prompt, tools);
+    let room = limits
+        .window
+        .saturating_sub(u64::from(runtime.limits.max_tokens))
+        .saturating_sub(fixed);
+    if estimate_all(&request_messages) > room {
+        // Too big to summarise whole: every result goes, recent ones too.
+        let all = clear::clearable(&request_messages, 0, 256);
+        clear::clear(&mut request_messages, &all);
+    }
+    let request = ModelRequest {
+        system: run.system_prompt.clone(),
+        messages: request_messages,
+        tools: tools.to_vec(),
+        max_tokens: runtime.limits.max_tokens,
+    };
+    let on_delta = |_| {};
+    let reply = tokio::select! {
+        biased;
+        () = run.cancel.cancelled() => return Err("cancelled".to_owned()),
+        reply = runtime.model.complete(&request, &on_delta) => reply,
+    };
+    let response = reply.map_err(|error| error.to_string())?;
+    usage.add(response.usage);
+    runtime.emit(
+        &run.path,
+        EventKind::Usage {
+            usage: response.usage,
+        },
+    );
+    let text = response.message.text();
+    if text.trim().is_empty() {
+        return Err("the model answered the summary request without text".to_owned());
+    }
+    Ok(text)
+}
+
+/// Compacts an agent's history on request (`/compact [focus]`, `exec
+/// --compact`): clears old results and always summarises when there is
+/// something to summarise. Returns the compacted history and the usage of
+/// the summary call; `Err` leaves the history as it was.
+pub async fn compact_history(
+    runtime: &Runtime,
+    run: &AgentRun,
+    mut messages: Vec<Message>,
+    focus: Option<&str>,
+) -> Result<(Vec<Message>, Usage, bool), String> {
+    let tools: Vec<ToolSpec> = run.tools.iter().map(|tool| tool.spec().clone()).collect();
+    let mut usage = Usage::default();
+    let used = estimate_fixed(&run.system_prompt, &tools) + estimate_all(&messages);
+    let changed = compact(
+        runtime,
+        run,
+        limits_for(runtime),
+        &mut messages,
+        &tools,
+        Trigger::Manual,
+        focus,
+        used,
+        &mut usage,
+    )
+    .await?;
+    Ok((messages, usage, changed))
+}
+
+/// The part of a compaction that needs no model call, as the loop runs it:
+/// old results over the threshold become stubs and the history is
+/// estimated again. Returns how many results were cleared and the estimate
+/// after. For the benchmarks.
+#[doc(hidden)]
+pub fn clear_old_results(messages: &mut [Message], limits: &ContextLimits) -> (usize, u64) {
+    let cleared = clear::clearable(messages, limits.keep_turns, limits.clear_over_bytes);
+    clear::clear(messages, &cleared);
+    (cleared.len(), estimate_all(messages))
+}
+
+/// Applies a recorded `compacted` event to the history rebuilt so far from
+/// a transcript: the same stubs, the same summary split.
+pub fn replay_compaction(
+    messages: &mut Vec<Message>,
+    cleared: &[String],
+    replaced: usize,
+    summary: Option<&str>,
+) {
+    clear::clear(messages, cleared);
+    if let Some(text) = summary
+        && replaced > 0
+    {
+        *messages = summary::rebuild(messages, replaced, text);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_default_to_85_percent_and_stay_inside_the_window() {
+        let limits = ContextLimits::new(16_000, None);
+        assert_eq!(limits.compact_at, 13_600);
+        assert_eq!(ContextLimits::new(100, Some(500)).compact_at, 100);
+        assert_eq!(ContextLimits::new(0, None).window, 1);
+    }
+
+    #[test]
+    fn estimates_grow_with_the_text() {
+        let small = estimate(&Message::user_text("hi"));
+        let big = estimate(&Message::user_text("x".repeat(4000)));
+        assert!(small < 20, "{small}");
+        assert!((1000..1100).contains(&big), "{big}");
+    }
+}
