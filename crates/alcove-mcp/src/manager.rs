@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use alcove_tools::Tool;
+use futures::future::join_all;
 
 use crate::config::ServerConfig;
 use crate::resources::{ListMcpResources, ReadMcpResource};
@@ -61,7 +62,7 @@ impl McpManager {
     /// Waits until every server has started or given up (each within its
     /// own startup timeout) and returns a warning per server that failed.
     pub async fn wait_started(&self) -> Vec<String> {
-        futures_join(self.servers.iter().map(|server| server.wait_started())).await;
+        join_all(self.servers.iter().map(|server| server.wait_started())).await;
         self.servers
             .iter()
             .filter_map(|server| match server.state() {
@@ -148,13 +149,6 @@ impl McpManager {
 
     /// Closes every server and kills its process group.
     pub async fn shutdown(&self) {
-        futures_join(self.servers.iter().map(|server| server.close())).await;
-    }
-}
-
-async fn futures_join<F: std::future::Future<Output = ()>>(futures: impl Iterator<Item = F>) {
-    let handles: Vec<F> = futures.collect();
-    for future in handles {
-        future.await;
+        join_all(self.servers.iter().map(|server| server.close())).await;
     }
 }

@@ -486,7 +486,7 @@ impl Server {
         if let Some(connection) = connection {
             // A polite end first (HTTP sessions get their DELETE), bounded.
             let mut service = connection.service;
-            let _ = tokio::time::timeout(Duration::from_secs(1), service.close()).await;
+            let _ = tokio::time::timeout(Duration::from_millis(500), service.close()).await;
         }
         self.kill_groups();
         if self.config.enabled {
