@@ -20,6 +20,7 @@ mod exec;
 mod faults;
 mod hooks;
 mod lifecycle;
+mod mcp;
 mod memory;
 mod permissions;
 mod reliability;
