@@ -311,11 +311,9 @@ impl Session {
     }
 
     /// Waits until every MCP server has started or given up (each within
-    /// its startup timeout), re-lists tools a server said changed, and warns
-    /// once about each server that failed.
+    /// its startup timeout) and warns once about each server that failed.
     pub(crate) async fn mcp_ready(&self) {
         let warnings = self.mcp.wait_started().await;
-        self.mcp.refresh().await;
         if !self
             .mcp_reported
             .swap(true, std::sync::atomic::Ordering::Relaxed)

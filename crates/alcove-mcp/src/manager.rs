@@ -36,6 +36,14 @@ pub struct ServerStatus {
     pub log: String,
 }
 
+impl std::fmt::Debug for McpManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.servers.iter().map(|server| &server.config().name))
+            .finish()
+    }
+}
+
 impl McpManager {
     /// Starts every enabled server in the background; their stderr goes to
     /// `<log_dir>/<name>.log`. Must be called inside a tokio runtime.
@@ -74,15 +82,6 @@ impl McpManager {
                 _ => None,
             })
             .collect()
-    }
-
-    /// Lists again the tools of servers that said their list changed.
-    pub async fn refresh(&self) -> bool {
-        let mut changed = false;
-        for server in &self.servers {
-            changed |= server.refresh_tools().await;
-        }
-        changed
     }
 
     /// The tools of every ready server, plus the resource tools when a

@@ -83,11 +83,10 @@ pub struct Server {
     workspace: PathBuf,
     log_path: PathBuf,
     connection: tokio::sync::Mutex<Option<Connection>>,
-    state: Mutex<State>,
+    state: Arc<Mutex<State>>,
     /// Set once the first start attempt has ended, either way.
     started: tokio::sync::watch::Sender<bool>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
-    tools_changed: Arc<AtomicBool>,
     restarts: AtomicU32,
     spawned: AtomicU32,
     /// Process groups of every process started, killed at the end.
@@ -104,12 +103,27 @@ struct Connection {
 /// Receives the server's notifications.
 #[derive(Clone)]
 struct Handler {
-    tools_changed: Arc<AtomicBool>,
+    state: Arc<Mutex<State>>,
+    config: ServerConfig,
 }
 
 impl ClientHandler for Handler {
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.tools_changed.store(true, Ordering::Relaxed);
+    /// Lists the tools again at once (in a task: the handler runs on the
+    /// connection's loop, which must stay free to read the answer), so the
+    /// next tool set built — the next prompt's, a new child's — has them.
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        let state = self.state.clone();
+        let config = self.config.clone();
+        tokio::spawn(async move {
+            let Ok(fresh) = list_tools(&context.peer, &config).await else {
+                return;
+            };
+            if let Ok(mut state) = state.lock()
+                && let State::Ready { tools, .. } = &mut *state
+            {
+                *tools = fresh;
+            }
+        });
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -144,10 +158,9 @@ impl Server {
             workspace: workspace.to_owned(),
             log_path,
             connection: tokio::sync::Mutex::new(None),
-            state: Mutex::new(state),
+            state: Arc::new(Mutex::new(state)),
             started: tokio::sync::watch::channel(false).0,
             stderr_tail: Arc::default(),
-            tools_changed: Arc::default(),
             restarts: AtomicU32::new(0),
             spawned: AtomicU32::new(0),
             groups: Mutex::default(),
@@ -225,7 +238,8 @@ impl Server {
 
     async fn connect(&self) -> Result<(Connection, Vec<RemoteTool>, bool), String> {
         let handler = Handler {
-            tools_changed: self.tools_changed.clone(),
+            state: self.state.clone(),
+            config: self.config.clone(),
         };
         let (service, group) = match &self.config.transport {
             Transport::Stdio {
@@ -298,8 +312,7 @@ impl Server {
         let resources = peer
             .peer_info()
             .is_some_and(|info| info.capabilities.resources.is_some());
-        self.tools_changed.store(false, Ordering::Relaxed);
-        let tools = self.list_tools(&peer).await?;
+        let tools = list_tools(&peer, &self.config).await?;
         Ok((
             Connection {
                 service,
@@ -309,46 +322,6 @@ impl Server {
             tools,
             resources,
         ))
-    }
-
-    async fn list_tools(&self, peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, String> {
-        let tools = peer
-            .list_all_tools()
-            .await
-            .map_err(|err| format!("tools/list failed: {err}"))?;
-        Ok(tools
-            .into_iter()
-            .filter(|tool| self.config.offers(&tool.name))
-            .map(|tool| RemoteTool {
-                name: tool.name.to_string(),
-                description: tool.description.as_deref().unwrap_or_default().to_owned(),
-                read_only: tool
-                    .annotations
-                    .as_ref()
-                    .and_then(|annotations| annotations.read_only_hint)
-                    .unwrap_or(false),
-                input_schema: tool.input_schema.as_ref().clone(),
-            })
-            .collect())
-    }
-
-    /// Lists the tools again if the server said they changed; true if it did.
-    pub async fn refresh_tools(&self) -> bool {
-        if !self.tools_changed.swap(false, Ordering::Relaxed) {
-            return false;
-        }
-        let peer = match self.connection.lock().await.as_ref() {
-            Some(connection) => connection.peer.clone(),
-            None => return false,
-        };
-        match self.list_tools(&peer).await {
-            Ok(tools) => {
-                let resources = matches!(self.state(), State::Ready { resources: true, .. });
-                self.set_state(State::Ready { tools, resources });
-                true
-            }
-            Err(_) => false,
-        }
     }
 
     /// A peer to send a request to, restarting a crashed server when restarts remain.
@@ -520,6 +493,30 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.kill_groups();
     }
+}
+
+async fn list_tools(
+    peer: &Peer<RoleClient>,
+    config: &ServerConfig,
+) -> Result<Vec<RemoteTool>, String> {
+    let tools = peer
+        .list_all_tools()
+        .await
+        .map_err(|err| format!("tools/list failed: {err}"))?;
+    Ok(tools
+        .into_iter()
+        .filter(|tool| config.offers(&tool.name))
+        .map(|tool| RemoteTool {
+            name: tool.name.to_string(),
+            description: tool.description.as_deref().unwrap_or_default().to_owned(),
+            read_only: tool
+                .annotations
+                .as_ref()
+                .and_then(|annotations| annotations.read_only_hint)
+                .unwrap_or(false),
+            input_schema: tool.input_schema.as_ref().clone(),
+        })
+        .collect())
 }
 
 fn failure(state: &State) -> &str {
