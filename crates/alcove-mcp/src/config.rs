@@ -94,6 +94,11 @@ pub struct ServerEntry {
     pub disabled_tools: Vec<String>,
     /// Seconds starting may take.
     pub startup_timeout_sec: Option<f64>,
+    /// Codex's older spelling of the same, in milliseconds.
+    pub startup_timeout_ms: Option<u64>,
+    /// Codex: variables passed through to the server. alcove passes its whole
+    /// environment to stdio servers, so these are accepted and need nothing.
+    pub env_vars: Vec<String>,
     /// Seconds one call may take.
     pub tool_timeout_sec: Option<f64>,
     /// `false` keeps the server configured but stopped.
@@ -148,7 +153,11 @@ impl ServerEntry {
             enabled: self.enabled.unwrap_or(true),
             enabled_tools: self.enabled_tools,
             disabled_tools: self.disabled_tools,
-            startup_timeout: seconds(self.startup_timeout_sec, DEFAULT_STARTUP_TIMEOUT),
+            startup_timeout: seconds(
+                self.startup_timeout_sec
+                    .or(self.startup_timeout_ms.map(|ms| ms as f64 / 1000.0)),
+                DEFAULT_STARTUP_TIMEOUT,
+            ),
             tool_timeout: seconds(self.tool_timeout_sec, DEFAULT_TOOL_TIMEOUT),
             source: source.to_owned(),
         })

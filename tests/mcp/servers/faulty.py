@@ -2,6 +2,7 @@
 
 Usage: faulty.py MODE
   fail   write to stderr and exit 1 before answering initialize
+  mute   read requests and never answer (a start-up that hangs)
   serve  answer normally; tools:
          ok     returns "ok from <pid>"
          slow   answers after `seconds` (default 1)
@@ -22,6 +23,11 @@ if os.environ.get("FAULTY_PIDS"):
 if mode == "fail":
     print("faulty: cannot open the frobnicator database", file=sys.stderr)
     sys.exit(1)
+if mode == "mute":
+    print("faulty: thinking very hard", file=sys.stderr, flush=True)
+    for _ in sys.stdin:
+        pass
+    time.sleep(3600)
 
 
 def log(line):

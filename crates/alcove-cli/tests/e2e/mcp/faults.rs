@@ -124,3 +124,32 @@ fn sigint_mid_call_cancels_it_and_leaves_no_server_process() {
     assert_eq!(started.len(), 2, "the sleep and the server: {started:?}");
     assert_all_dead(&started);
 }
+
+#[test]
+fn a_server_that_never_answers_delays_the_first_request_only_its_startup_timeout() {
+    let env = test_env();
+    write_mcp_json(
+        &env,
+        json!({"mute": faulty(&env, json!({
+            "args": [server_script("faulty.py"), "mute"],
+            "startup_timeout_sec": 1,
+        }))}),
+    );
+    let server = FakeServer::start(Script::new().conversation("go on", vec![Step::text("went on")]));
+    let started_at = Instant::now();
+    let out = exec(&env, &server, &[BYPASS[0], BYPASS[1], "--json", "go on"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let first_request = server.requests_for("go on")[0].received_at;
+    assert!(
+        first_request.duration_since(started_at) < Duration::from_secs(8),
+        "the first request waited {:?}",
+        first_request.duration_since(started_at)
+    );
+    assert!(
+        out.stdout.contains("MCP server `mute` failed to start")
+            && out.stdout.contains("did not start within 1s (startup_timeout_sec)"),
+        "{}",
+        out.stdout
+    );
+    assert_all_dead(&pids(&env.home().join("faulty.pids")));
+}

@@ -362,3 +362,25 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+#[test]
+fn a_servers_resources_are_listed_through_list_mcp_resources() {
+    let env = test_env();
+    write_mcp_json(&env, json!({"everything": everything_stdio()}));
+    let server = FakeServer::start(Script::new().conversation(
+        "what resources",
+        vec![
+            Step::tool_call("ListMcpResources", json!({"server": "everything"})),
+            Step::text("listed"),
+        ],
+    ));
+    let out = exec(&env, &server, &["what resources"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let requests = server.requests_for("what resources");
+    let tools = requests[0].tool_names();
+    assert!(tools.iter().any(|tool| tool == "ReadMcpResource"), "{tools:?}");
+    // Read-only, so the default mode allows it without asking.
+    let (_, content, is_error) = requests[1].tool_results().remove(0);
+    assert!(!is_error, "{content}");
+    assert!(content.starts_with("everything {") && content.contains("\"uri\":"), "{content}");
+}
