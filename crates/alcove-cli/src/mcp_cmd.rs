@@ -101,7 +101,10 @@ async fn list(dirs: &Dirs, workspace: &Path, overrides: &[String]) -> anyhow::Re
         return Ok(0);
     }
     let logs = std::env::temp_dir().join(format!("alcove-mcp-list-{}", std::process::id()));
-    let manager = McpManager::start(configs, workspace, &logs);
+    let config = crate::config::load(dirs, workspace, overrides)
+        .map_err(|err| UsageError(format!("{err:#}")))?;
+    let env_remove = crate::permission_setup::env_policy(&config).names_to_remove(std::env::vars_os());
+    let manager = McpManager::start(configs, workspace, &logs, &env_remove);
     manager.wait_started().await;
     for line in status_lines(&manager) {
         println!("{line}");

@@ -186,6 +186,8 @@ impl Session {
             mcp_configs,
             workspace.root(),
             &dirs.data.join("sessions").join(&id).join("mcp"),
+            // The same `[env]` policy as Bash: servers do not see the secrets.
+            &permission_setup::env_policy(&config).names_to_remove(std::env::vars_os()),
         );
         let mut observers = FanOut::default();
         for sink in front_end.sinks {

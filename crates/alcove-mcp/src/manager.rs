@@ -46,13 +46,20 @@ impl std::fmt::Debug for McpManager {
 
 impl McpManager {
     /// Starts every enabled server in the background; their stderr goes to
-    /// `<log_dir>/<name>.log`. Must be called inside a tokio runtime.
-    pub fn start(configs: Vec<ServerConfig>, workspace: &Path, log_dir: &Path) -> Arc<McpManager> {
+    /// `<log_dir>/<name>.log`, and stdio servers do not inherit the variables
+    /// named in `env_remove` (the secrets Bash does not see either) unless
+    /// their own `env` sets them. Must be called inside a tokio runtime.
+    pub fn start(
+        configs: Vec<ServerConfig>,
+        workspace: &Path,
+        log_dir: &Path,
+        env_remove: &[String],
+    ) -> Arc<McpManager> {
         let servers: Vec<Arc<Server>> = configs
             .into_iter()
             .map(|config| {
                 let log = log_dir.join(format!("{}.log", config.name));
-                Arc::new(Server::new(config, workspace, log))
+                Arc::new(Server::new(config, workspace, log, env_remove.to_vec()))
             })
             .collect();
         for server in &servers {

@@ -82,6 +82,7 @@ pub struct Server {
     config: ServerConfig,
     workspace: PathBuf,
     log_path: PathBuf,
+    env_remove: Vec<String>,
     connection: tokio::sync::Mutex<Option<Connection>>,
     state: Arc<Mutex<State>>,
     /// Set once the first start attempt has ended, either way.
@@ -147,7 +148,12 @@ pub enum CallError {
 
 impl Server {
     /// A server that is not started yet; its stderr will go to `log_path`.
-    pub fn new(config: ServerConfig, workspace: &Path, log_path: PathBuf) -> Server {
+    pub fn new(
+        config: ServerConfig,
+        workspace: &Path,
+        log_path: PathBuf,
+        env_remove: Vec<String>,
+    ) -> Server {
         let state = if config.enabled {
             State::Starting
         } else {
@@ -157,6 +163,7 @@ impl Server {
             config,
             workspace: workspace.to_owned(),
             log_path,
+            env_remove,
             connection: tokio::sync::Mutex::new(None),
             state: Arc::new(Mutex::new(state)),
             started: tokio::sync::watch::channel(false).0,
@@ -249,6 +256,9 @@ impl Server {
                 cwd,
             } => {
                 let mut cmd = tokio::process::Command::new(command);
+                for name in &self.env_remove {
+                    cmd.env_remove(name);
+                }
                 cmd.args(args)
                     .envs(env)
                     .current_dir(cwd.as_deref().unwrap_or(&self.workspace))

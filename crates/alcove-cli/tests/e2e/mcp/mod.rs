@@ -384,3 +384,33 @@ fn a_servers_resources_are_listed_through_list_mcp_resources() {
     assert!(!is_error, "{content}");
     assert!(content.starts_with("everything {") && content.contains("\"uri\":"), "{content}");
 }
+
+#[test]
+fn stdio_servers_do_not_inherit_secrets_unless_their_env_sets_them() {
+    let env = test_env();
+    write_mcp_json(
+        &env,
+        json!({"everything": {
+            "command": "node",
+            "args": [npm_server("server-everything"), "stdio"],
+            "env": {"GRANTED_TOKEN": "${GRANTED_TOKEN}"},
+        }}),
+    );
+    let server = FakeServer::start(Script::new().conversation(
+        "show env",
+        vec![Step::tool_call("mcp__everything__get-env", json!({})), Step::text("shown")],
+    ));
+    let out = crate::support::finish(
+        crate::support::exec_command(&env, &server, &[BYPASS[0], BYPASS[1], "show env"])
+            .env("SOME_SERVICE_API_KEY", "hidden-value-123456")
+            .env("GRANTED_TOKEN", "granted-value-654321")
+            .spawn()
+            .unwrap(),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (_, content, is_error) = server.requests_for("show env")[1].tool_results().remove(0);
+    assert!(!is_error, "{content}");
+    assert!(content.contains("PATH"), "{content}");
+    assert!(!content.contains("hidden-value-123456"), "a secret reached the server: {content}");
+    assert!(content.contains("granted-value-654321"), "{content}");
+}
