@@ -127,7 +127,11 @@ pub(crate) fn overhead(bench: &Bench) -> anyhow::Result<McpOverhead> {
             )?;
             let prompt = format!("{kind} calls run {run}.");
             let status = bench
-                .exec(&env, &server, &["--permission-mode", "bypassPermissions", &prompt])
+                .exec(
+                    &env,
+                    &server,
+                    &["--permission-mode", "bypassPermissions", &prompt],
+                )
                 .status()
                 .context("cannot run alcove")?;
             if !status.success() {
@@ -135,7 +139,11 @@ pub(crate) fn overhead(bench: &Bench) -> anyhow::Result<McpOverhead> {
             }
             if run > 0 {
                 let gap = turn_gap(&server, &prompt)?;
-                if kind == "MCP" { mcp.push(gap) } else { read.push(gap) }
+                if kind == "MCP" {
+                    mcp.push(gap)
+                } else {
+                    read.push(gap)
+                }
             }
         }
     }
@@ -168,8 +176,10 @@ fn bare_round_trip(faulty: &Path, calls: usize) -> anyhow::Result<f64> {
         lines.next().context("the server closed")??;
         Ok(started.elapsed())
     };
-    ask(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}}))?;
+    ask(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}}),
+    )?;
     let mut times = Vec::with_capacity(calls);
     for id in 1..=calls {
         let elapsed = ask(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
@@ -203,7 +213,10 @@ pub(crate) fn sharing(bench: &Bench) -> anyhow::Result<McpSharing> {
                 &format!("MCPKID r{run} c{i}."),
                 vec![
                     Step::reply(vec![
-                        Block::tool_call("mcp__everything__echo", json!({"message": format!("child {i}")})),
+                        Block::tool_call(
+                            "mcp__everything__echo",
+                            json!({"message": format!("child {i}")}),
+                        ),
                         Block::tool_call("mcp__py__add", json!({"a": i, "b": 1})),
                     ])
                     .delay(200),
@@ -217,9 +230,7 @@ pub(crate) fn sharing(bench: &Bench) -> anyhow::Result<McpSharing> {
     for run in 0..=bench.runs {
         let env = TestEnv::new();
         let pids = env.home().join("server.pids");
-        let wrap = |command: String| {
-            json!({"command": "sh", "args": ["-c", format!("echo $$ >> {}; exec {command}", pids.display())]})
-        };
+        let wrap = |command: String| json!({"command": "sh", "args": ["-c", format!("echo $$ >> {}; exec {command}", pids.display())]});
         write_mcp_json(
             &env,
             json!({
@@ -230,7 +241,17 @@ pub(crate) fn sharing(bench: &Bench) -> anyhow::Result<McpSharing> {
         let prompt = format!("MCPKIDS run {run}.");
         let limit = format!("agents.max_concurrent={CHILDREN}");
         let mut child = bench
-            .exec(&env, &server, &["--permission-mode", "bypassPermissions", "-c", &limit, &prompt])
+            .exec(
+                &env,
+                &server,
+                &[
+                    "--permission-mode",
+                    "bypassPermissions",
+                    "-c",
+                    &limit,
+                    &prompt,
+                ],
+            )
             .spawn()
             .context("cannot run alcove")?;
         let (mut peak_servers, mut peak_alcove) = (0u64, 0u64);

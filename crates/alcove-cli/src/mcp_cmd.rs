@@ -77,11 +77,9 @@ pub(crate) async fn run(common: &CommonArgs, args: McpArgs) -> anyhow::Result<u8
         Action::Remove { name, scope } => {
             let file = scope_file(&dirs, &workspace, scope);
             let Some(text) = remove_server(&read(&file)?, &name) else {
-                return Err(UsageError(format!(
-                    "no MCP server `{name}` in {}",
-                    file.display()
-                ))
-                .into());
+                return Err(
+                    UsageError(format!("no MCP server `{name}` in {}", file.display())).into(),
+                );
             };
             write(&file, &text)?;
             println!("Removed MCP server `{name}` from {}", file.display());
@@ -103,7 +101,8 @@ async fn list(dirs: &Dirs, workspace: &Path, overrides: &[String]) -> anyhow::Re
     let logs = std::env::temp_dir().join(format!("alcove-mcp-list-{}", std::process::id()));
     let config = crate::config::load(dirs, workspace, overrides)
         .map_err(|err| UsageError(format!("{err:#}")))?;
-    let env_remove = crate::permission_setup::env_policy(&config).names_to_remove(std::env::vars_os());
+    let env_remove =
+        crate::permission_setup::env_policy(&config).names_to_remove(std::env::vars_os());
     let manager = McpManager::start(configs, workspace, &logs, &env_remove);
     manager.wait_started().await;
     for line in status_lines(&manager) {
@@ -244,9 +243,9 @@ fn remove_server(text: &str, name: &str) -> Option<String> {
         let trimmed = line.trim();
         if trimmed.starts_with('[') {
             let key = trimmed.trim_matches(|c| c == '[' || c == ']').trim();
-            skipping = [&header, &quoted].iter().any(|own| {
-                key == own.as_str() || key.starts_with(&format!("{own}."))
-            });
+            skipping = [&header, &quoted]
+                .iter()
+                .any(|own| key == own.as_str() || key.starts_with(&format!("{own}.")));
             removed |= skipping;
         }
         if !skipping {
@@ -277,7 +276,8 @@ mod tests {
     #[test]
     fn add_appends_and_remove_cuts_only_that_server() {
         let start = "# my settings\nmodel = \"openai/x\"\n\n[mcp_servers.keep]\ncommand = \"k\"\n";
-        let added = add_server(start, &add_args("fs", &["node", "fs.js", "/tmp"], &["A=1"])).unwrap();
+        let added =
+            add_server(start, &add_args("fs", &["node", "fs.js", "/tmp"], &["A=1"])).unwrap();
         assert!(added.starts_with(start), "{added}");
         let table: toml::Table = added.parse().unwrap();
         assert_eq!(table["mcp_servers"]["fs"]["command"].as_str(), Some("node"));

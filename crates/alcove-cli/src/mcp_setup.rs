@@ -64,7 +64,10 @@ pub(crate) fn configs(
                     found.insert(name, entry.map_err(|err| format!("{source}: {err}")));
                 }
             }
-            Err(err) => warnings.push(format!("{}: {err}; its servers are ignored", path.display())),
+            Err(err) => warnings.push(format!(
+                "{}: {err}; its servers are ignored",
+                path.display()
+            )),
         }
     }
     for layer in &upper {
@@ -87,7 +90,10 @@ pub(crate) fn configs(
 
 /// `.mcp.json` and `.alcove/mcp.json`, lowest first.
 pub(crate) fn json_files(workspace: &Path) -> [PathBuf; 2] {
-    [workspace.join(".mcp.json"), workspace.join(".alcove/mcp.json")]
+    [
+        workspace.join(".mcp.json"),
+        workspace.join(".alcove/mcp.json"),
+    ]
 }
 
 fn merge_toml(
@@ -163,14 +169,31 @@ mod tests {
             "[mcp_servers.b]\nenabled = false\n[mcp_servers.d]\nargs = [\"no command\"]\n",
         )
         .unwrap();
-        let (servers, warnings) = configs(&dirs, &workspace, &["mcp_servers.c.enabled=false".to_owned()]).unwrap();
-        let by_name: BTreeMap<_, _> = servers.iter().map(|server| (server.name.as_str(), server)).collect();
-        assert!(by_name["a"].source.ends_with(".mcp.json"), "{:?}", by_name["a"]);
-        assert!(matches!(&by_name["a"].transport, alcove_mcp::Transport::Stdio { command, args, .. } if command == "json-a" && args == &["x"]));
+        let (servers, warnings) = configs(
+            &dirs,
+            &workspace,
+            &["mcp_servers.c.enabled=false".to_owned()],
+        )
+        .unwrap();
+        let by_name: BTreeMap<_, _> = servers
+            .iter()
+            .map(|server| (server.name.as_str(), server))
+            .collect();
+        assert!(
+            by_name["a"].source.ends_with(".mcp.json"),
+            "{:?}",
+            by_name["a"]
+        );
+        assert!(
+            matches!(&by_name["a"].transport, alcove_mcp::Transport::Stdio { command, args, .. } if command == "json-a" && args == &["x"])
+        );
         assert!(!by_name["b"].enabled);
         assert_eq!(by_name["b"].tool_timeout, std::time::Duration::from_secs(5));
         assert!(!by_name["c"].enabled);
         assert!(!by_name.contains_key("d"));
-        assert!(warnings.iter().any(|warning| warning.contains("`d`")), "{warnings:?}");
+        assert!(
+            warnings.iter().any(|warning| warning.contains("`d`")),
+            "{warnings:?}"
+        );
     }
 }

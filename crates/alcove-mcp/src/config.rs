@@ -182,13 +182,16 @@ pub fn valid_server_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
+/// One `.mcp.json` server entry after expansion, or why it cannot be used.
+pub type JsonEntry = Result<Value, String>;
+
 /// The servers of a `.mcp.json` file (`{"mcpServers": {name: {...}}}`), as
 /// entries in alcove's shape, with `${VAR}` expanded through `lookup`. A
 /// server whose entry is bad is returned as an error next to the others.
 pub fn parse_mcp_json(
     text: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<Vec<(String, Result<Value, String>)>, String> {
+) -> Result<Vec<(String, JsonEntry)>, String> {
     let root: Value = serde_json::from_str(text).map_err(|err| err.to_string())?;
     let Some(servers) = root.get("mcpServers") else {
         return Ok(Vec::new());
@@ -312,7 +315,11 @@ mod tests {
         let config = |value: Value| {
             ServerEntry::from_value(value).and_then(|entry| entry.into_config("s", "test"))
         };
-        assert!(config(serde_json::json!({})).unwrap_err().contains("command"));
+        assert!(
+            config(serde_json::json!({}))
+                .unwrap_err()
+                .contains("command")
+        );
         assert!(
             config(serde_json::json!({"type": "sse", "url": "http://x"}))
                 .unwrap_err()
@@ -324,19 +331,27 @@ mod tests {
                 .contains("comand")
         );
         let entry = ServerEntry::from_value(serde_json::json!({"command": "x"})).unwrap();
-        assert!(entry.into_config("a b", "test").unwrap_err().contains("a b"));
-        let timed = config(serde_json::json!({"command": "x", "tool_timeout_sec": 1.5, "startup_timeout_sec": -3}))
-            .unwrap();
+        assert!(
+            entry
+                .into_config("a b", "test")
+                .unwrap_err()
+                .contains("a b")
+        );
+        let timed = config(
+            serde_json::json!({"command": "x", "tool_timeout_sec": 1.5, "startup_timeout_sec": -3}),
+        )
+        .unwrap();
         assert_eq!(timed.tool_timeout, Duration::from_millis(1500));
         assert_eq!(timed.startup_timeout, DEFAULT_STARTUP_TIMEOUT);
     }
 
     #[test]
     fn tool_lists_filter() {
-        let mut config = ServerEntry::from_value(serde_json::json!({"command": "x", "disabled_tools": ["rm"]}))
-            .unwrap()
-            .into_config("s", "t")
-            .unwrap();
+        let mut config =
+            ServerEntry::from_value(serde_json::json!({"command": "x", "disabled_tools": ["rm"]}))
+                .unwrap()
+                .into_config("s", "t")
+                .unwrap();
         assert!(config.offers("ls") && !config.offers("rm"));
         config.enabled_tools = Some(vec!["ls".to_owned()]);
         assert!(config.offers("ls") && !config.offers("cat"));

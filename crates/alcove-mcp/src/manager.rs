@@ -126,7 +126,9 @@ impl McpManager {
                     source: config.source.clone(),
                     target: match &config.transport {
                         crate::Transport::Stdio { command, args, .. } => {
-                            format!("stdio: {command} {}", args.join(" ")).trim_end().to_owned()
+                            format!("stdio: {command} {}", args.join(" "))
+                                .trim_end()
+                                .to_owned()
                         }
                         crate::Transport::Http { url, .. } => format!("http: {url}"),
                     },
@@ -148,7 +150,15 @@ impl McpManager {
     pub(crate) fn resource_servers(&self) -> Vec<Arc<Server>> {
         self.servers
             .iter()
-            .filter(|server| matches!(server.state(), State::Ready { resources: true, .. }))
+            .filter(|server| {
+                matches!(
+                    server.state(),
+                    State::Ready {
+                        resources: true,
+                        ..
+                    }
+                )
+            })
             .cloned()
             .collect()
     }

@@ -86,7 +86,10 @@ mod tests {
     #[test]
     fn short_clean_names_are_kept() {
         assert_eq!(tool_name("fs", "read_file"), "mcp__fs__read_file");
-        assert_eq!(tool_name("everything", "get-sum"), "mcp__everything__get-sum");
+        assert_eq!(
+            tool_name("everything", "get-sum"),
+            "mcp__everything__get-sum"
+        );
     }
 
     #[test]
@@ -110,7 +113,10 @@ mod tests {
     #[test]
     fn schemas_become_objects() {
         let object = json!({"type": "object", "properties": {"a": {"type": "string"}}});
-        assert_eq!(input_schema(object.as_object().unwrap()), (object.clone(), false));
+        assert_eq!(
+            input_schema(object.as_object().unwrap()),
+            (object.clone(), false)
+        );
         let bare = json!({"properties": {"a": {"type": "string"}}});
         let (completed, wrapped) = input_schema(bare.as_object().unwrap());
         assert!(!wrapped);
@@ -119,6 +125,9 @@ mod tests {
         let (wrapper, wrapped) = input_schema(string.as_object().unwrap());
         assert!(wrapped);
         assert_eq!(wrapper["properties"]["value"], string);
-        assert_eq!(input_schema(&Map::new()).0, json!({"type": "object", "properties": {}}));
+        assert_eq!(
+            input_schema(&Map::new()).0,
+            json!({"type": "object", "properties": {}})
+        );
     }
 }

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use alcove_protocol::ToolSpec;
-use alcove_tools::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for};
+use alcove_tools::{
+    Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for,
+};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -89,10 +91,12 @@ impl Tool for ListMcpResources {
         };
         let servers = self.manager.resource_servers();
         let mut lines = Vec::new();
-        for server in servers
-            .iter()
-            .filter(|server| input.server.as_ref().is_none_or(|name| *name == server.config().name))
-        {
+        for server in servers.iter().filter(|server| {
+            input
+                .server
+                .as_ref()
+                .is_none_or(|name| *name == server.config().name)
+        }) {
             match server.list_resources(&context.cancel).await {
                 Ok(resources) => {
                     for resource in resources.as_array().into_iter().flatten() {
@@ -142,13 +146,15 @@ impl Tool for ReadMcpResource {
                 let parts: Vec<String> = contents
                     .into_iter()
                     .flatten()
-                    .map(|content| match content.get("text").and_then(Value::as_str) {
-                        Some(text) => text.to_owned(),
-                        None => format!(
-                            "[binary resource {}; not shown]",
-                            content.get("uri").and_then(Value::as_str).unwrap_or("")
-                        ),
-                    })
+                    .map(
+                        |content| match content.get("text").and_then(Value::as_str) {
+                            Some(text) => text.to_owned(),
+                            None => format!(
+                                "[binary resource {}; not shown]",
+                                content.get("uri").and_then(Value::as_str).unwrap_or("")
+                            ),
+                        },
+                    )
                     .collect();
                 ToolOutput::ok(parts.join("\n"))
             }

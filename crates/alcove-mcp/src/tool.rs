@@ -30,7 +30,11 @@ impl McpTool {
         let spec = ToolSpec {
             name: tool_name(&server.config().name, &remote.name),
             description: if remote.description.is_empty() {
-                format!("Tool `{}` of MCP server `{}`.", remote.name, server.config().name)
+                format!(
+                    "Tool `{}` of MCP server `{}`.",
+                    remote.name,
+                    server.config().name
+                )
             } else {
                 remote.description.clone()
             },
@@ -144,11 +148,9 @@ pub(crate) fn output(result: &CallToolResult) -> ToolOutput {
                     None => parts.push(format!("[binary resource {uri}; not shown]")),
                 }
             }
-            "resource_link" => parts.push(format!(
-                "[resource link: {} {}]",
-                text("uri"),
-                text("name")
-            )),
+            "resource_link" => {
+                parts.push(format!("[resource link: {} {}]", text("uri"), text("name")))
+            }
             _ => parts.push(block.to_string()),
         }
     }
@@ -182,7 +184,10 @@ mod tests {
             ]
         })));
         assert!(!out.is_error);
-        assert!(out.content.starts_with("Echo: hi\n[image from the MCP tool: image/png, 4 bytes"));
+        assert!(
+            out.content
+                .starts_with("Echo: hi\n[image from the MCP tool: image/png, 4 bytes")
+        );
         let structured = output(&result(serde_json::json!({
             "content": [], "structuredContent": {"result": 42}
         })));

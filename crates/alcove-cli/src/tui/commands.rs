@@ -50,7 +50,10 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
         "show the model; /model provider/name switches for the next turns",
     ),
     ("/status", "model, permission mode, session, tokens used"),
-    ("/mcp", "MCP servers: state, tools, where each is configured"),
+    (
+        "/mcp",
+        "MCP servers: state, tools, where each is configured",
+    ),
     (
         "/memory",
         "the agent's memory file (.agents/memory/MEMORY.md); `# text` adds a line to it",

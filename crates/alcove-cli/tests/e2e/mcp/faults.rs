@@ -48,7 +48,10 @@ fn a_crash_mid_call_is_an_error_result_and_the_next_call_restarts_the_server() {
     let requests = server.requests_for("crash it");
     let (_, crashed, is_error) = requests[1].tool_results().remove(0);
     assert!(is_error, "{crashed}");
-    assert!(crashed.contains("exited or disconnected during the call"), "{crashed}");
+    assert!(
+        crashed.contains("exited or disconnected during the call"),
+        "{crashed}"
+    );
     assert!(crashed.contains("faulty: crashing on purpose"), "{crashed}");
     let started = pids(&env.home().join("faulty.pids"));
     assert_eq!(started.len(), 2, "one restart: {started:?}");
@@ -62,7 +65,10 @@ fn a_hung_call_ends_at_the_tool_timeout_and_is_cancelled_on_the_server() {
     let env = test_env();
     write_mcp_json(&env, json!({"faulty": faulty(&env, json!({}))}));
     // The TOML layer sets the timeout of the server `.mcp.json` defined.
-    env.write_file(".alcove/config.toml", "[mcp_servers.faulty]\ntool_timeout_sec = 1\n");
+    env.write_file(
+        ".alcove/config.toml",
+        "[mcp_servers.faulty]\ntool_timeout_sec = 1\n",
+    );
     let server = FakeServer::start(Script::new().conversation(
         "hang it",
         vec![
@@ -78,8 +84,15 @@ fn a_hung_call_ends_at_the_tool_timeout_and_is_cancelled_on_the_server() {
     let requests = server.requests_for("hang it");
     let (_, hung, is_error) = requests[1].tool_results().remove(0);
     assert!(is_error);
-    assert!(hung.contains("did not answer within 1s (tool_timeout_sec)"), "{hung}");
-    assert!(seen(&env).contains("cancelled"), "no notifications/cancelled: {}", seen(&env));
+    assert!(
+        hung.contains("did not answer within 1s (tool_timeout_sec)"),
+        "{hung}"
+    );
+    assert!(
+        seen(&env).contains("cancelled"),
+        "no notifications/cancelled: {}",
+        seen(&env)
+    );
     // The same process answers the next call.
     let started = pids(&env.home().join("faulty.pids"));
     assert_eq!(started.len(), 1, "{started:?}");
@@ -103,14 +116,20 @@ fn sigint_mid_call_cancels_it_and_leaves_no_server_process() {
     );
     let server = FakeServer::start(Script::new().conversation(
         "hang forever",
-        vec![Step::tool_call("mcp__faulty__hang", json!({})), Step::text("never")],
+        vec![
+            Step::tool_call("mcp__faulty__hang", json!({})),
+            Step::text("never"),
+        ],
     ));
     let child = exec_command(&env, &server, &[BYPASS[0], BYPASS[1], "hang forever"])
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     while !seen(&env).contains("call hang") {
-        assert!(Instant::now() < deadline, "the call never reached the server");
+        assert!(
+            Instant::now() < deadline,
+            "the call never reached the server"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     nix::sys::signal::kill(
@@ -135,7 +154,8 @@ fn a_server_that_never_answers_delays_the_first_request_only_its_startup_timeout
             "startup_timeout_sec": 1,
         }))}),
     );
-    let server = FakeServer::start(Script::new().conversation("go on", vec![Step::text("went on")]));
+    let server =
+        FakeServer::start(Script::new().conversation("go on", vec![Step::text("went on")]));
     let started_at = Instant::now();
     let out = exec(&env, &server, &[BYPASS[0], BYPASS[1], "--json", "go on"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -147,7 +167,9 @@ fn a_server_that_never_answers_delays_the_first_request_only_its_startup_timeout
     );
     assert!(
         out.stdout.contains("MCP server `mute` failed to start")
-            && out.stdout.contains("did not start within 1s (startup_timeout_sec)"),
+            && out
+                .stdout
+                .contains("did not start within 1s (startup_timeout_sec)"),
         "{}",
         out.stdout
     );

@@ -128,16 +128,33 @@ fn each_stdio_server_answers_a_call_from_mcp_json() {
             "py": {"command": venv_python(), "args": [server_script("py_server.py")]},
         }),
     );
-    let out = exec(&env, &server, &[BYPASS[0], BYPASS[1], "--json", "use the servers"]);
+    let out = exec(
+        &env,
+        &server,
+        &[BYPASS[0], BYPASS[1], "--json", "use the servers"],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let requests = server.requests_for("use the servers");
     let tools = requests[0].tool_names();
-    for name in ["mcp__everything__echo", "mcp__fs__read_text_file", "mcp__py__add"] {
-        assert!(tools.iter().any(|tool| tool == name), "{name} not offered: {tools:?}");
+    for name in [
+        "mcp__everything__echo",
+        "mcp__fs__read_text_file",
+        "mcp__py__add",
+    ] {
+        assert!(
+            tools.iter().any(|tool| tool == name),
+            "{name} not offered: {tools:?}"
+        );
     }
     let results = requests[1].tool_results();
-    assert_eq!((results[0].1.as_str(), results[0].2), ("Echo: hi there", false));
-    assert!(results[1].1.contains("hello from the workspace"), "{results:?}");
+    assert_eq!(
+        (results[0].1.as_str(), results[0].2),
+        ("Echo: hi there", false)
+    );
+    assert!(
+        results[1].1.contains("hello from the workspace"),
+        "{results:?}"
+    );
     assert!(!results[1].2);
     assert_eq!((results[2].1.as_str(), results[2].2), ("42", false));
     // Server stderr goes to the session's log files, not the terminal.
@@ -151,7 +168,11 @@ fn each_stdio_server_answers_a_call_from_mcp_json() {
         .filter(|path| path.ends_with("mcp/fs.log"))
         .collect();
     assert_eq!(logs.len(), 1, "{logs:?}");
-    assert!(std::fs::read_to_string(&logs[0]).unwrap().contains("Secure MCP Filesystem Server"));
+    assert!(
+        std::fs::read_to_string(&logs[0])
+            .unwrap()
+            .contains("Secure MCP Filesystem Server")
+    );
 }
 
 #[test]
@@ -171,7 +192,10 @@ fn toml_config_reaches_server_everything_over_streamable_http() {
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "server-everything did not listen on {port}");
+        assert!(
+            Instant::now() < deadline,
+            "server-everything did not listen on {port}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     std::fs::write(
@@ -190,7 +214,9 @@ fn toml_config_reaches_server_everything_over_streamable_http() {
     let _ = http.kill();
     let _ = http.wait();
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let (_, content, is_error) = server.requests_for("add over http")[1].tool_results().remove(0);
+    let (_, content, is_error) = server.requests_for("add over http")[1]
+        .tool_results()
+        .remove(0);
     assert!(!is_error, "{content}");
     assert!(content.contains("The sum of 2 and 3 is 5"), "{content}");
 }
@@ -198,7 +224,10 @@ fn toml_config_reaches_server_everything_over_streamable_http() {
 #[test]
 fn a_pre_tool_use_hook_matching_mcp_blocks_the_call() {
     let env = test_env();
-    write_mcp_json(&env, json!({"py": {"command": venv_python(), "args": [server_script("py_server.py")]}}));
+    write_mcp_json(
+        &env,
+        json!({"py": {"command": venv_python(), "args": [server_script("py_server.py")]}}),
+    );
     env.write_file(
         ".alcove/config.toml",
         "[[hooks.PreToolUse]]\nmatcher = \"mcp__.*\"\ncommand = \"echo MCP calls need review >&2; exit 2\"\n",
@@ -212,7 +241,9 @@ fn a_pre_tool_use_hook_matching_mcp_blocks_the_call() {
     ));
     let out = exec(&env, &server, &[BYPASS[0], BYPASS[1], "shout please"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let (_, content, is_error) = server.requests_for("shout please")[1].tool_results().remove(0);
+    let (_, content, is_error) = server.requests_for("shout please")[1]
+        .tool_results()
+        .remove(0);
     assert!(is_error);
     assert_eq!(content, "Blocked by PreToolUse hook: MCP calls need review");
 }
@@ -220,7 +251,10 @@ fn a_pre_tool_use_hook_matching_mcp_blocks_the_call() {
 #[test]
 fn without_an_allow_rule_an_mcp_call_is_asked_about_and_headless_denies_it() {
     let env = test_env();
-    write_mcp_json(&env, json!({"py": {"command": venv_python(), "args": [server_script("py_server.py")]}}));
+    write_mcp_json(
+        &env,
+        json!({"py": {"command": venv_python(), "args": [server_script("py_server.py")]}}),
+    );
     let server = FakeServer::start(Script::new().conversation(
         "add please",
         vec![
@@ -238,11 +272,16 @@ fn without_an_allow_rule_an_mcp_call_is_asked_about_and_headless_denies_it() {
     // A rule naming the server allows its tools.
     let server2 = FakeServer::start(Script::new().conversation(
         "add again",
-        vec![Step::tool_call("mcp__py__add", json!({"a": 1, "b": 2})), Step::text("done")],
+        vec![
+            Step::tool_call("mcp__py__add", json!({"a": 1, "b": 2})),
+            Step::text("done"),
+        ],
     ));
     let out = exec(&env, &server2, &["--allow", "mcp__py", "add again"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let (_, content, is_error) = server2.requests_for("add again")[1].tool_results().remove(0);
+    let (_, content, is_error) = server2.requests_for("add again")[1]
+        .tool_results()
+        .remove(0);
     assert_eq!((content.as_str(), is_error), ("3", false));
 }
 
@@ -279,14 +318,35 @@ fn alcove_mcp_list_shows_state_source_and_tools() {
             .unwrap_or_else(|| panic!("no line for {name}: {}", out.stdout))
     };
     let everything = line("everything");
-    assert!(lines[everything].contains("  ready  stdio: node "), "{}", out.stdout);
+    assert!(
+        lines[everything].contains("  ready  stdio: node "),
+        "{}",
+        out.stdout
+    );
     assert!(lines[everything].contains(".mcp.json)"), "{}", out.stdout);
-    assert!(lines[everything + 1].starts_with("  tools: echo, "), "{}", out.stdout);
+    assert!(
+        lines[everything + 1].starts_with("  tools: echo, "),
+        "{}",
+        out.stdout
+    );
     let broken = line("broken");
     assert!(lines[broken].contains("  failed  "), "{}", out.stdout);
-    assert!(out.stdout.contains("faulty: cannot open the frobnicator database"), "{}", out.stdout);
-    assert!(lines[line("off")].contains("  disabled  "), "{}", out.stdout);
-    assert!(lines[line("off")].contains("config.toml)"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("faulty: cannot open the frobnicator database"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        lines[line("off")].contains("  disabled  "),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        lines[line("off")].contains("config.toml)"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
@@ -303,12 +363,25 @@ fn mcp_add_then_remove_edits_the_project_toml() {
                 .unwrap(),
         )
     };
-    let out = run(&["mcp", "add", "--scope", "project", "py", "--", &venv_python(), &server_script("py_server.py")]);
+    let out = run(&[
+        "mcp",
+        "add",
+        "--scope",
+        "project",
+        "py",
+        "--",
+        &venv_python(),
+        &server_script("py_server.py"),
+    ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let config = env.read_file(".alcove/config.toml");
     assert!(config.contains("[mcp_servers.py]"), "{config}");
     let listed = run(&["mcp", "list"]);
-    assert!(listed.stdout.contains("  tools: add, shout"), "{}", listed.stdout);
+    assert!(
+        listed.stdout.contains("  tools: add, shout"),
+        "{}",
+        listed.stdout
+    );
     let out = run(&["mcp", "remove", "--scope", "project", "py"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!env.read_file(".alcove/config.toml").contains("mcp_servers"));
@@ -328,7 +401,10 @@ fn a_server_that_fails_to_start_is_a_named_warning_with_its_stderr() {
     );
     let server = FakeServer::start(Script::new().conversation(
         "carry on",
-        vec![Step::tool_call("mcp__py__add", json!({"a": 1, "b": 1})), Step::text("fine")],
+        vec![
+            Step::tool_call("mcp__py__add", json!({"a": 1, "b": 1})),
+            Step::text("fine"),
+        ],
     ));
     let out = exec(&env, &server, &[BYPASS[0], BYPASS[1], "--json", "carry on"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -342,10 +418,18 @@ fn a_server_that_fails_to_start_is_a_named_warning_with_its_stderr() {
         .find(|warning| warning.contains("`broken`"))
         .unwrap_or_else(|| panic!("no warning for broken: {warnings:?}"));
     assert!(warning.contains("failed to start"), "{warning}");
-    assert!(warning.contains("faulty: cannot open the frobnicator database"), "{warning}");
+    assert!(
+        warning.contains("faulty: cannot open the frobnicator database"),
+        "{warning}"
+    );
     assert!(!out.stderr.contains("frobnicator"), "{}", out.stderr);
     let requests = server.requests_for("carry on");
-    assert!(!requests[0].tool_names().iter().any(|tool| tool.starts_with("mcp__broken")));
+    assert!(
+        !requests[0]
+            .tool_names()
+            .iter()
+            .any(|tool| tool.starts_with("mcp__broken"))
+    );
     let (_, content, _) = requests[1].tool_results().remove(0);
     assert_eq!(content, "2");
 }
@@ -378,11 +462,17 @@ fn a_servers_resources_are_listed_through_list_mcp_resources() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let requests = server.requests_for("what resources");
     let tools = requests[0].tool_names();
-    assert!(tools.iter().any(|tool| tool == "ReadMcpResource"), "{tools:?}");
+    assert!(
+        tools.iter().any(|tool| tool == "ReadMcpResource"),
+        "{tools:?}"
+    );
     // Read-only, so the default mode allows it without asking.
     let (_, content, is_error) = requests[1].tool_results().remove(0);
     assert!(!is_error, "{content}");
-    assert!(content.starts_with("everything {") && content.contains("\"uri\":"), "{content}");
+    assert!(
+        content.starts_with("everything {") && content.contains("\"uri\":"),
+        "{content}"
+    );
 }
 
 #[test]
@@ -398,7 +488,10 @@ fn stdio_servers_do_not_inherit_secrets_unless_their_env_sets_them() {
     );
     let server = FakeServer::start(Script::new().conversation(
         "show env",
-        vec![Step::tool_call("mcp__everything__get-env", json!({})), Step::text("shown")],
+        vec![
+            Step::tool_call("mcp__everything__get-env", json!({})),
+            Step::text("shown"),
+        ],
     ));
     let out = crate::support::finish(
         crate::support::exec_command(&env, &server, &[BYPASS[0], BYPASS[1], "show env"])
@@ -411,6 +504,9 @@ fn stdio_servers_do_not_inherit_secrets_unless_their_env_sets_them() {
     let (_, content, is_error) = server.requests_for("show env")[1].tool_results().remove(0);
     assert!(!is_error, "{content}");
     assert!(content.contains("PATH"), "{content}");
-    assert!(!content.contains("hidden-value-123456"), "a secret reached the server: {content}");
+    assert!(
+        !content.contains("hidden-value-123456"),
+        "a secret reached the server: {content}"
+    );
     assert!(content.contains("granted-value-654321"), "{content}");
 }

@@ -27,7 +27,11 @@ fn four_parallel_children_share_one_server_process() {
     let mut script = Script::new().conversation(
         "fan out",
         vec![
-            Step::reply((1..=4).map(|n| agent(&format!("CHILD-{n}: echo"))).collect()),
+            Step::reply(
+                (1..=4)
+                    .map(|n| agent(&format!("CHILD-{n}: echo")))
+                    .collect(),
+            ),
             Step::text("all four answered"),
         ],
     );
@@ -35,7 +39,10 @@ fn four_parallel_children_share_one_server_process() {
         script = script.conversation(
             &format!("CHILD-{n}:"),
             vec![
-                Step::tool_call("mcp__everything__echo", json!({"message": format!("child {n}")})),
+                Step::tool_call(
+                    "mcp__everything__echo",
+                    json!({"message": format!("child {n}")}),
+                ),
                 Step::text(&format!("child {n} done")),
             ],
         );
@@ -44,16 +51,30 @@ fn four_parallel_children_share_one_server_process() {
     let out = exec(
         &env,
         &server,
-        &[BYPASS[0], BYPASS[1], "-c", "agents.max_concurrent=4", "--json", "fan out"],
+        &[
+            BYPASS[0],
+            BYPASS[1],
+            "-c",
+            "agents.max_concurrent=4",
+            "--json",
+            "fan out",
+        ],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     for n in 1..=4 {
         let child = server.requests_for(&format!("CHILD-{n}:"));
         let (_, content, is_error) = child[1].tool_results().remove(0);
-        assert_eq!((content.as_str(), is_error), (format!("Echo: child {n}").as_str(), false));
+        assert_eq!(
+            (content.as_str(), is_error),
+            (format!("Echo: child {n}").as_str(), false)
+        );
     }
     let started = pids(&pid_file);
-    assert_eq!(started.len(), 1, "one server process for the whole tree, got {started:?}");
+    assert_eq!(
+        started.len(),
+        1,
+        "one server process for the whole tree, got {started:?}"
+    );
     assert_all_dead(&started);
     assert_nothing_lost(&out.events());
 }
@@ -68,8 +89,20 @@ fn a_deny_rule_on_one_mcp_tool_holds_in_a_grandchild_and_hides_it() {
     );
     let server = FakeServer::start(
         Script::new()
-            .conversation("top", vec![Step::reply(vec![agent("MIDDLE: delegate")]), Step::text("top done")])
-            .conversation("MIDDLE:", vec![Step::reply(vec![agent("BOTTOM: try echo")]), Step::text("middle done")])
+            .conversation(
+                "top",
+                vec![
+                    Step::reply(vec![agent("MIDDLE: delegate")]),
+                    Step::text("top done"),
+                ],
+            )
+            .conversation(
+                "MIDDLE:",
+                vec![
+                    Step::reply(vec![agent("BOTTOM: try echo")]),
+                    Step::text("middle done"),
+                ],
+            )
             .conversation(
                 "BOTTOM:",
                 vec![
@@ -84,18 +117,39 @@ fn a_deny_rule_on_one_mcp_tool_holds_in_a_grandchild_and_hides_it() {
     let out = exec(
         &env,
         &server,
-        &[BYPASS[0], BYPASS[1], "-c", "agents.max_depth=2", "--json", "top"],
+        &[
+            BYPASS[0],
+            BYPASS[1],
+            "-c",
+            "agents.max_depth=2",
+            "--json",
+            "top",
+        ],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     for prompt in ["top", "MIDDLE:", "BOTTOM:"] {
         let tools = server.requests_for(prompt)[0].tool_names();
-        assert!(!tools.iter().any(|tool| tool == "mcp__everything__echo"), "{prompt}: {tools:?}");
-        assert!(tools.iter().any(|tool| tool == "mcp__everything__get-sum"), "{prompt}: {tools:?}");
+        assert!(
+            !tools.iter().any(|tool| tool == "mcp__everything__echo"),
+            "{prompt}: {tools:?}"
+        );
+        assert!(
+            tools.iter().any(|tool| tool == "mcp__everything__get-sum"),
+            "{prompt}: {tools:?}"
+        );
     }
     let bottom = server.requests_for("BOTTOM:");
     let results = bottom[1].tool_results();
     assert!(results[0].2, "the denied tool ran: {results:?}");
-    assert!(results[0].1.contains("Unknown tool `mcp__everything__echo`"), "{results:?}");
-    assert_eq!((results[1].1.as_str(), results[1].2), ("The sum of 1 and 2 is 3.", false));
+    assert!(
+        results[0]
+            .1
+            .contains("Unknown tool `mcp__everything__echo`"),
+        "{results:?}"
+    );
+    assert_eq!(
+        (results[1].1.as_str(), results[1].2),
+        ("The sum of 1 and 2 is 3.", false)
+    );
     assert_nothing_lost(&transcript(&env));
 }
