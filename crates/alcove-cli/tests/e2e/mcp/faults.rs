@@ -139,6 +139,7 @@ fn sigint_mid_call_cancels_it_and_leaves_no_server_process() {
     .unwrap();
     let out = finish(child);
     assert_eq!(out.code, 130, "{}", out.stderr);
+    assert!(seen(&env).contains("cancelled"), "the call was not cancelled: {}", seen(&env));
     let started = pids(&pid_file);
     assert_eq!(started.len(), 2, "the sleep and the server: {started:?}");
     assert_all_dead(&started);
