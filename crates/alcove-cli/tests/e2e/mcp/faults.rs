@@ -139,7 +139,11 @@ fn sigint_mid_call_cancels_it_and_leaves_no_server_process() {
     .unwrap();
     let out = finish(child);
     assert_eq!(out.code, 130, "{}", out.stderr);
-    assert!(seen(&env).contains("cancelled"), "the call was not cancelled: {}", seen(&env));
+    assert!(
+        seen(&env).contains("cancelled"),
+        "the call was not cancelled: {}",
+        seen(&env)
+    );
     let started = pids(&pid_file);
     assert_eq!(started.len(), 2, "the sleep and the server: {started:?}");
     assert_all_dead(&started);
@@ -175,4 +179,34 @@ fn a_server_that_never_answers_delays_the_first_request_only_its_startup_timeout
         out.stdout
     );
     assert_all_dead(&pids(&env.home().join("faulty.pids")));
+}
+
+#[test]
+fn restarts_after_crashes_are_bounded() {
+    let env = test_env();
+    write_mcp_json(&env, json!({"faulty": faulty(&env, json!({}))}));
+    let mut steps: Vec<Step> = (0..4)
+        .map(|_| Step::tool_call("mcp__faulty__crash", json!({})))
+        .collect();
+    steps.push(Step::tool_call("mcp__faulty__ok", json!({})));
+    steps.push(Step::text("gave up"));
+    let server = FakeServer::start(Script::new().conversation("crash it again", steps));
+    let out = exec(&env, &server, &[BYPASS[0], BYPASS[1], "crash it again"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = server.requests_for("crash it again")[5].tool_results();
+    assert!(results[..4].iter().all(|(_, content, is_error)| *is_error
+        && content.contains("exited or disconnected during the call")));
+    let (_, last, is_error) = &results[4];
+    assert!(is_error);
+    assert!(
+        last.contains("restarted 3 times; it stays down this session"),
+        "{last}"
+    );
+    let started = pids(&env.home().join("faulty.pids"));
+    assert_eq!(
+        started.len(),
+        4,
+        "the first start and three restarts: {started:?}"
+    );
+    assert_all_dead(&started);
 }
