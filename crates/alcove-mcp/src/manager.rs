@@ -91,21 +91,17 @@ impl McpManager {
             .collect()
     }
 
-    /// The tools of every ready server, plus the resource tools when a
-    /// server has resources. Every tool holds its server by reference.
+    /// The tools of every ready server (and of a crashed one the next call
+    /// will restart), plus the resource tools when a server has resources.
+    /// Every tool holds its server by reference.
     pub fn tools(self: &Arc<Self>) -> Vec<Arc<dyn Tool>> {
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         let mut any_resources = false;
         for server in &self.servers {
-            if let State::Ready {
-                tools: remote,
-                resources,
-            } = server.state()
-            {
-                any_resources |= resources;
-                for remote in &remote {
-                    tools.push(Arc::new(McpTool::new(server.clone(), remote)));
-                }
+            let (remote, resources) = server.offered_tools();
+            any_resources |= resources;
+            for remote in &remote {
+                tools.push(Arc::new(McpTool::new(server.clone(), remote)));
             }
         }
         if any_resources {

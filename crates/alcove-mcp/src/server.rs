@@ -85,6 +85,9 @@ pub struct Server {
     env_remove: Vec<String>,
     connection: tokio::sync::Mutex<Option<Connection>>,
     state: Arc<Mutex<State>>,
+    /// The tools (and whether it has resources) it last listed: a crashed
+    /// server keeps offering them, since the next call restarts it.
+    known: Arc<Mutex<(Vec<RemoteTool>, bool)>>,
     /// Set once the first start attempt has ended, either way.
     started: tokio::sync::watch::Sender<bool>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
@@ -105,6 +108,7 @@ struct Connection {
 #[derive(Clone)]
 struct Handler {
     state: Arc<Mutex<State>>,
+    known: Arc<Mutex<(Vec<RemoteTool>, bool)>>,
     config: ServerConfig,
 }
 
@@ -114,11 +118,15 @@ impl ClientHandler for Handler {
     /// next tool set built — the next prompt's, a new child's — has them.
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
         let state = self.state.clone();
+        let known = self.known.clone();
         let config = self.config.clone();
         tokio::spawn(async move {
             let Ok(fresh) = list_tools(&context.peer, &config).await else {
                 return;
             };
+            if let Ok(mut known) = known.lock() {
+                known.0 = fresh.clone();
+            }
             if let Ok(mut state) = state.lock()
                 && let State::Ready { tools, .. } = &mut *state
             {
@@ -166,6 +174,7 @@ impl Server {
             env_remove,
             connection: tokio::sync::Mutex::new(None),
             state: Arc::new(Mutex::new(state)),
+            known: Arc::default(),
             started: tokio::sync::watch::channel(false).0,
             stderr_tail: Arc::default(),
             restarts: AtomicU32::new(0),
@@ -191,6 +200,20 @@ impl Server {
             .lock()
             .map(|state| state.clone())
             .unwrap_or(State::Failed("state lock poisoned".to_owned()))
+    }
+
+    /// The tools to offer: the current list when ready, the last one when
+    /// crashed with restarts left (the next call restarts it), else none.
+    pub fn offered_tools(&self) -> (Vec<RemoteTool>, bool) {
+        match self.state() {
+            State::Ready { tools, resources } => (tools, resources),
+            State::Crashed(_) if self.restarts.load(Ordering::Relaxed) < MAX_RESTARTS => self
+                .known
+                .lock()
+                .map(|known| known.clone())
+                .unwrap_or_default(),
+            _ => (Vec::new(), false),
+        }
     }
 
     /// How many processes it has started (restarts included).
@@ -232,6 +255,9 @@ impl Server {
         match result {
             Ok((connection, tools, resources)) => {
                 *slot = Some(connection);
+                if let Ok(mut known) = self.known.lock() {
+                    *known = (tools.clone(), resources);
+                }
                 self.set_state(State::Ready { tools, resources });
             }
             Err(reason) => {
@@ -246,6 +272,7 @@ impl Server {
     async fn connect(&self) -> Result<(Connection, Vec<RemoteTool>, bool), String> {
         let handler = Handler {
             state: self.state.clone(),
+            known: self.known.clone(),
             config: self.config.clone(),
         };
         let (service, group) = match &self.config.transport {

@@ -546,6 +546,8 @@ fn slash_mcp_shows_the_servers_state_live() {
         vec![
             Step::tool_call("mcp__faulty__crash", json!({})),
             Step::text("CRASH-REPORTED"),
+            Step::tool_call("mcp__faulty__ok", json!({})),
+            Step::text("RESTARTED-OK"),
         ],
     ));
     crate::mcp::write_mcp_json(
@@ -561,6 +563,18 @@ fn slash_mcp_shows_the_servers_state_live() {
     pane.wait_for("CRASH-REPORTED");
     pane.prompt("/mcp");
     pane.wait_for("faulty  crashed");
+    // The next prompt still offers its tools: the next call restarts it.
+    pane.prompt("and again");
+    pane.wait_for("RESTARTED-OK");
+    let again = server.requests_for("crash the server");
+    assert!(
+        again[2]
+            .tool_names()
+            .iter()
+            .any(|tool| tool == "mcp__faulty__ok")
+    );
+    let (_, content, is_error) = again[3].tool_results().pop().unwrap();
+    assert!(!is_error && content.starts_with("ok from "), "{content}");
     pane.key("C-d");
     assert_eq!(pane.wait_exit(), 0);
 }
