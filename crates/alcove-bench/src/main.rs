@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! alcove-bench [--alcove PATH] [--runs N] [--out FILE] [--tree DIR] [--rg PATH]
-//!              [--notes FILE] [--only startup,first,session,children,fanout,economy,grep,cache,compaction]
+//!              [--notes FILE] [--only startup,first,session,children,fanout,economy,grep,cache,compaction,mcp]
 //!              [--fanout 1,4,16,64]
 //! ```
 //!
@@ -20,6 +20,7 @@ mod delegation;
 mod first_request;
 mod grep;
 mod long_session;
+mod mcp;
 mod measure;
 mod report;
 mod scenarios;
@@ -199,6 +200,11 @@ fn run(options: Options) -> anyhow::Result<()> {
         step("tokens at turn 30 with and without compaction; a compaction with no model call");
         results.turn_tokens = Some(long_session::turn_tokens(&bench)?);
         results.clear = Some(long_session::clear_cost(&bench)?);
+    }
+    if wanted("mcp") {
+        step("MCP: call overhead, and 16 children on two servers");
+        results.mcp_overhead = Some(mcp::overhead(&bench)?);
+        results.mcp_sharing = Some(mcp::sharing(&bench)?);
     }
     if wanted("grep") {
         step("Grep against rg");

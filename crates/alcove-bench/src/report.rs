@@ -21,6 +21,10 @@ pub(crate) struct Results {
     /// bare client's).
     pub(crate) solo_gap_ms: Option<(f64, f64)>,
     pub(crate) economy: Option<Economy>,
+    /// What an MCP call adds over the server's own time (issue 14).
+    pub(crate) mcp_overhead: Option<crate::mcp::McpOverhead>,
+    /// Server processes and memory with 16 children on two servers.
+    pub(crate) mcp_sharing: Option<crate::mcp::McpSharing>,
     /// The figures, or why Grep was not measured.
     pub(crate) grep: Option<Result<Vec<GrepFigure>, String>>,
     /// Issue 11: the cache share of a 30-turn Anthropic session.
@@ -194,6 +198,31 @@ pub(crate) fn render(results: &Results, context: &Context) -> String {
         );
     }
     long_session_rows(&mut md, results);
+    if let Some(m) = &results.mcp_overhead {
+        let _ = writeln!(
+            md,
+            "| MCP call overhead | {} turns each calling a trivial MCP tool (Python server over stdio) vs. reading a small file | {:.2} ms per call beyond the server's own time | server's own round trip: {:.2} ms (bare client) | turn with the call {:.2} ms, with a Read {:.2} ms | none set | |",
+            m.calls,
+            m.overhead_ms(),
+            m.server_ms,
+            m.mcp_turn_ms,
+            m.read_turn_ms
+        );
+    }
+    if let Some(m) = &results.mcp_sharing {
+        let _ = writeln!(
+            md,
+            "| MCP servers under delegation | {} parallel children each calling {} servers (server-everything, Python SDK) | {} server processes; servers' peak RSS {:.0} MiB, alcove's {:.0} MiB | one process per server: {} (Codex: 245 processes, 18 GB in openai/codex#34658) | {:.2}× | one process per server | {} |",
+            m.children,
+            m.servers,
+            m.processes,
+            m.servers_rss_mib,
+            m.alcove_rss_mib,
+            m.servers,
+            m.processes as f64 / m.servers as f64,
+            met(m.processes == m.servers)
+        );
+    }
     match &results.grep {
         Some(Ok(figures)) => {
             for g in figures {

@@ -94,6 +94,7 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
 
     let cancel = CancellationToken::new();
     let signal = tokio::spawn(watch_signals(cancel.clone()));
+    session.mcp_ready().await;
     let run = session.main_run(cancel.clone());
     let mut outcome = run_agent(&runtime, &run, history, Message::user_text(prompt)).await;
     if outcome.status == RunStatus::Completed && session.supervisor.limits().wait_on_exit {
@@ -122,6 +123,7 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
             eprintln!("alcove: {message}");
         }
     }
+    session.mcp.shutdown().await;
     session.runtime.hooks.session_end("other").await;
     session.runtime.emit(
         &AgentPath::main(),
@@ -234,6 +236,7 @@ async fn finish_compaction(
 /// A UserPromptSubmit hook refused the prompt: nothing runs; exit 1.
 async fn refuse_prompt(session: &Session, reason: &str) -> anyhow::Result<u8> {
     let error = format!("the prompt was blocked by a UserPromptSubmit hook: {reason}");
+    session.mcp.shutdown().await;
     session.runtime.hooks.session_end("other").await;
     session.runtime.emit(
         &AgentPath::main(),

@@ -11,7 +11,8 @@ mod config_show;
 mod context_setup;
 mod exec;
 mod hook_setup;
-
+mod mcp_cmd;
+mod mcp_setup;
 mod model_aliases;
 mod model_options;
 mod output;
@@ -77,6 +78,8 @@ enum Command {
     Skills(skills_cmd::SkillsArgs),
     /// Inspect the configuration (`alcove config show`).
     Config(config_show::ConfigArgs),
+    /// MCP servers: `alcove mcp list`, `alcove mcp add`, `alcove mcp remove`.
+    Mcp(mcp_cmd::McpArgs),
     /// Continue an earlier session of this folder: pick one, `--last`, or give its id.
     Resume(tui::ResumeArgs),
 }
@@ -111,6 +114,7 @@ fn main() -> ExitCode {
             Some(Command::Agents(args)) => agents_cmd::run(&cli.common, &args),
             Some(Command::Skills(args)) => skills_cmd::run(&cli.common, &args),
             Some(Command::Config(args)) => config_show::run(&cli.common, &args).await,
+            Some(Command::Mcp(args)) => mcp_cmd::run(&cli.common, args).await,
             Some(Command::Resume(args)) => tui::resume(&cli.common, args).await,
             None => tui::run(&cli.common, cli.prompt).await,
         }

@@ -15,6 +15,7 @@ use alcove_core::{
     PermissionMode, ProjectContext, Runtime, SkillTool, Skills, Supervisor, Transcript,
     read_transcript, replay_compaction, system_prompt,
 };
+use alcove_mcp::McpManager;
 use alcove_protocol::{AgentPath, EventKind, Message};
 use alcove_tools::Workspace;
 use anyhow::Context;
@@ -24,8 +25,8 @@ use crate::config::{self, Config, Dirs};
 use crate::context_setup::{self, WindowChoice};
 use crate::model_aliases::Aliases;
 use crate::{
-    CommonArgs, UsageError, agents_cmd, config_show, hook_setup, permission_setup, provider,
-    skills_cmd,
+    CommonArgs, UsageError, agents_cmd, config_show, hook_setup, mcp_setup, permission_setup,
+    provider, skills_cmd,
 };
 
 /// Project instructions beyond this many bytes are cut (and the cut is stated).
@@ -84,6 +85,10 @@ pub(crate) struct Session {
     pub(crate) model_name: String,
     /// The model's context window and where the figure came from.
     pub(crate) context_window: WindowChoice,
+    /// The session's MCP servers: one connection each, lent to every agent.
+    pub(crate) mcp: Arc<McpManager>,
+    /// Whether the servers' start-up warnings were emitted.
+    mcp_reported: std::sync::atomic::AtomicBool,
 }
 
 impl Session {
@@ -170,6 +175,19 @@ impl Session {
                     format!("cannot create the transcript {}", transcript_path.display())
                 })?
                 .with_redactions(redactions.clone()),
+        );
+        // MCP servers start now, in the background; the first model request
+        // waits for them at most their startup timeout (`mcp_ready`).
+        let (mcp_configs, mcp_warnings) =
+            mcp_setup::configs(&dirs, workspace.root(), &common.overrides)
+                .map_err(|err| UsageError(format!("{err:#}")))?;
+        setup_warnings.extend(mcp_warnings);
+        let mcp = McpManager::start(
+            mcp_configs,
+            workspace.root(),
+            &dirs.data.join("sessions").join(&id).join("mcp"),
+            // The same `[env]` policy as Bash: servers do not see the secrets.
+            &permission_setup::env_policy(&config).names_to_remove(std::env::vars_os()),
         );
         let mut observers = FanOut::default();
         for sink in front_end.sinks {
@@ -292,7 +310,24 @@ impl Session {
             ended_by_overflow: resumed.ended_by_overflow,
             model_name,
             context_window,
+            mcp,
+            mcp_reported: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Waits until every MCP server has started or given up (each within
+    /// its startup timeout) and warns once about each server that failed.
+    pub(crate) async fn mcp_ready(&self) {
+        let warnings = self.mcp.wait_started().await;
+        if !self
+            .mcp_reported
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            for message in warnings {
+                self.runtime
+                    .emit(&AgentPath::main(), EventKind::Warning { message });
+            }
+        }
     }
 
     /// The main agent's run, cancelled by `cancel`.
@@ -307,9 +342,12 @@ impl Session {
                 let offered =
                     |tool: &Arc<dyn alcove_tools::Tool>| self.gate.offers(&tool.spec().name);
                 let env = permission_setup::env_policy(&self.config);
+                // MCP tools join the same pool, so children narrow them like
+                // built-ins and share their servers by reference.
                 let pool = alcove_tools::builtin_tools_with_env(env)
                     .into_iter()
                     .chain(self.skill_tool.clone())
+                    .chain(self.mcp.tools())
                     .filter(offered)
                     .collect();
                 self.supervisor

@@ -42,6 +42,8 @@ pub(crate) struct Facts {
     pub(crate) window_source: String,
     /// The model's price, when config has one.
     pub(crate) price: Option<crate::config::Price>,
+    /// The session's MCP servers, read live by `/mcp`.
+    pub(crate) mcp: Option<Arc<alcove_mcp::McpManager>>,
 }
 
 /// What the loop must do after a key.
@@ -462,6 +464,10 @@ impl App {
             ),
             Command::Agents => {
                 let lines = commands::agents_lines(self, now);
+                self.commit(Cell::Lines(lines), now);
+            }
+            Command::Mcp => {
+                let lines = commands::mcp_lines(self);
                 self.commit(Cell::Lines(lines), now);
             }
             Command::Status => {

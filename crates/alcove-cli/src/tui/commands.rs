@@ -27,6 +27,8 @@ pub(crate) enum Command {
     Init,
     /// `/compact`, or `/compact focus` to say what the summary should keep.
     Compact(Option<String>),
+    /// `/mcp`: the MCP servers, live.
+    Mcp,
     Exit,
     /// Something that looks like a command but is none.
     Unknown(String),
@@ -48,6 +50,10 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
         "show the model; /model provider/name switches for the next turns",
     ),
     ("/status", "model, permission mode, session, tokens used"),
+    (
+        "/mcp",
+        "MCP servers: state, tools, where each is configured",
+    ),
     (
         "/memory",
         "the agent's memory file (.agents/memory/MEMORY.md); `# text` adds a line to it",
@@ -109,6 +115,7 @@ pub(crate) fn parse(input: &str) -> Option<Command> {
         "memory" => Command::Memory,
         "init" => Command::Init,
         "compact" => Command::Compact((!argument.is_empty()).then(|| argument.to_owned())),
+        "mcp" => Command::Mcp,
         "exit" | "quit" => Command::Exit,
         _ => Command::Unknown(format!("/{word}")),
     };
@@ -227,6 +234,28 @@ pub(crate) fn agents_lines(app: &App, now: Instant) -> Vec<Line<'static>> {
 }
 
 /// `/status`.
+/// `/mcp`: each server's state and tools, as `alcove mcp list` prints them.
+pub(crate) fn mcp_lines(app: &App) -> Vec<Line<'static>> {
+    let theme = app.theme;
+    let mut out = vec![Line::styled("MCP servers", theme.strong())];
+    let lines = app
+        .facts
+        .mcp
+        .as_ref()
+        .map(|manager| crate::mcp_cmd::status_lines(manager))
+        .unwrap_or_default();
+    if lines.is_empty() {
+        out.push(Line::styled(
+            "  none configured (.mcp.json, .alcove/mcp.json or [mcp_servers.<name>] in config.toml)",
+            theme.dim(),
+        ));
+    }
+    for line in lines {
+        out.push(Line::styled(format!("  {line}"), theme.text()));
+    }
+    out
+}
+
 pub(crate) fn status_lines(app: &App) -> Vec<Line<'static>> {
     let theme = app.theme;
     let row = |label: &str, value: String| {

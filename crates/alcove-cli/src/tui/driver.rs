@@ -411,6 +411,7 @@ fn facts(session: &Session) -> Facts {
         window: session.context_window.tokens,
         window_source: session.context_window.source.clone(),
         price: session.config.pricing.get(&session.model_name).copied(),
+        mcp: Some(session.mcp.clone()),
     }
 }
 

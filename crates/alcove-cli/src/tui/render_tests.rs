@@ -34,6 +34,7 @@ fn app(workspace: &Path, color: bool) -> App {
         window: 200_000,
         window_source: "table of known models".to_owned(),
         price: None,
+        mcp: None,
     };
     App::new(
         Theme::new(color),

@@ -52,7 +52,7 @@ impl Channels {
     ) -> anyhow::Result<Session> {
         let mut sinks = vec![self.sink.clone()];
         sinks.extend(extra);
-        Session::open(
+        let session = Session::open(
             common,
             FrontEnd {
                 sinks,
@@ -61,7 +61,9 @@ impl Channels {
                 resume,
             },
         )
-        .await
+        .await?;
+        session.mcp_ready().await;
+        Ok(session)
     }
 }
 
@@ -231,6 +233,7 @@ impl Totals {
                 },
             );
         }
+        session.mcp.shutdown().await;
         session.runtime.hooks.session_end(reason).await;
         session.runtime.emit(
             &AgentPath::main(),

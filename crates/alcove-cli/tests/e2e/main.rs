@@ -21,6 +21,7 @@ mod exec;
 mod faults;
 mod hooks;
 mod lifecycle;
+mod mcp;
 mod memory;
 mod permissions;
 mod real_models;

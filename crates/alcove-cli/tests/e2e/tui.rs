@@ -538,3 +538,43 @@ fn slash_compact_compacts_the_conversation_and_the_footer_shows_the_context() {
     assert_eq!(of_type(&recorded, "compacted").len(), 1);
     assert_nothing_lost(&recorded);
 }
+
+#[test]
+fn slash_mcp_shows_the_servers_state_live() {
+    let (env, server) = setup(Script::new().conversation(
+        "crash the server",
+        vec![
+            Step::tool_call("mcp__faulty__crash", json!({})),
+            Step::text("CRASH-REPORTED"),
+            Step::tool_call("mcp__faulty__ok", json!({})),
+            Step::text("RESTARTED-OK"),
+        ],
+    ));
+    crate::mcp::write_mcp_json(
+        &env,
+        json!({"faulty": {"command": "python3", "args": [crate::mcp::server_script("faulty.py"), "serve"]}}),
+    );
+    let pane = Pane::start(&env, &server, &["--permission-mode", "bypassPermissions"]);
+    pane.wait_for_screen("Ask anything");
+    pane.prompt("/mcp");
+    let shown = pane.wait_for("tools: ok, slow, crash, hang");
+    assert!(shown.contains("faulty  ready  stdio: python3"), "{shown}");
+    pane.prompt("crash the server");
+    pane.wait_for("CRASH-REPORTED");
+    pane.prompt("/mcp");
+    pane.wait_for("faulty  crashed");
+    // The next prompt still offers its tools: the next call restarts it.
+    pane.prompt("and again");
+    pane.wait_for("RESTARTED-OK");
+    let again = server.requests_for("crash the server");
+    assert!(
+        again[2]
+            .tool_names()
+            .iter()
+            .any(|tool| tool == "mcp__faulty__ok")
+    );
+    let (_, content, is_error) = again[3].tool_results().pop().unwrap();
+    assert!(!is_error && content.starts_with("ok from "), "{content}");
+    pane.key("C-d");
+    assert_eq!(pane.wait_exit(), 0);
+}
