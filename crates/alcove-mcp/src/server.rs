@@ -21,6 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{ServerConfig, Transport};
 
+/// How long a server may take to end by itself before its group is killed.
+const POLITE_CLOSE: Duration = Duration::from_secs(2);
 /// Restarts after crashes a server gets in one session before it stays down.
 pub const MAX_RESTARTS: u32 = 3;
 /// Lines of a server's stderr kept for warnings.
@@ -494,9 +496,12 @@ impl Server {
         self.closed.store(true, Ordering::Relaxed);
         let connection = self.connection.lock().await.take();
         if let Some(connection) = connection {
-            // A polite end first (HTTP sessions get their DELETE), bounded.
+            // A polite end first, bounded: HTTP sessions get their DELETE, a
+            // stdio server its stdin closed and time to read what is left
+            // (a `notifications/cancelled` sent just before) and exit.
+            // 500 ms was too little for a Python server on a loaded machine.
             let mut service = connection.service;
-            let _ = tokio::time::timeout(Duration::from_millis(500), service.close()).await;
+            let _ = tokio::time::timeout(POLITE_CLOSE, service.close()).await;
         }
         self.kill_groups();
         if self.config.enabled {
