@@ -20,6 +20,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::http::Http;
+use crate::serialized::{SerializedCache, Shared, hash_value};
 use crate::sse::{Assembler, EventFailure, Feed, parse_json};
 use crate::{Model, ModelError, ModelRequest, ModelResponse, ProviderConfig, StreamDelta};
 
@@ -36,6 +37,8 @@ pub struct AnthropicModel {
     http: Http,
     temperature: Option<f32>,
     context_window: Option<u64>,
+    /// Messages already serialized, reused by the next request.
+    serialized: std::sync::Arc<SerializedCache>,
 }
 
 impl AnthropicModel {
@@ -68,6 +71,7 @@ impl AnthropicModel {
             headers,
             temperature: config.temperature,
             context_window: config.context_window,
+            serialized: Default::default(),
         })
     }
 }
@@ -87,7 +91,7 @@ impl Model for AnthropicModel {
         request: &ModelRequest,
         on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
     ) -> Result<ModelResponse, ModelError> {
-        let mut body = Body::new(&self.model, request);
+        let mut body = Body::new(&self.model, request, Some(&self.serialized));
         body.temperature = self.temperature;
         self.http
             .complete(
@@ -104,7 +108,7 @@ impl Model for AnthropicModel {
 /// The JSON body of a Messages request, as a value (for tests).
 #[cfg(test)]
 pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
-    serde_json::to_value(Body::new(model, request)).unwrap_or_default()
+    serde_json::to_value(Body::new(model, request, None)).unwrap_or_default()
 }
 
 /// The JSON body of a Messages request, borrowing the request and written
@@ -115,7 +119,7 @@ pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
 struct Body<'a> {
     model: &'a str,
     max_tokens: u32,
-    messages: Vec<MessageJson<'a>>,
+    messages: Vec<Piece<'a>>,
     stream: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     system: Vec<SystemJson<'a>>,
@@ -143,8 +147,19 @@ struct SystemJson<'a> {
     cache_control: Option<Ephemeral>,
 }
 
+/// One message of the body: built from the history now, or its JSON from
+/// an earlier request (`serialized.rs`).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Piece<'a> {
+    Fresh(MessageJson<'a>),
+    Cached(Shared),
+}
+
 impl<'a> Body<'a> {
-    fn new(model: &'a str, request: &'a ModelRequest) -> Body<'a> {
+    /// The body for `request`; with a `cache`, messages without a
+    /// breakpoint are taken from it (and left in it) as JSON.
+    fn new(model: &'a str, request: &'a ModelRequest, cache: Option<&SerializedCache>) -> Body<'a> {
         // Consecutive messages of one role are joined: the API wants roles
         // to alternate.
         let mut messages = merged(&request.messages);
@@ -164,6 +179,17 @@ impl<'a> Body<'a> {
                 block.mark();
             }
         }
+        let marked = |index: usize| newest == Some(index) || previous == Some(index);
+        let messages = messages
+            .into_iter()
+            .enumerate()
+            .map(|(index, message)| match cache {
+                Some(cache) if !marked(index) => cache
+                    .get_or_insert(message.fingerprint(), &message)
+                    .map_or(Piece::Fresh(message), Piece::Cached),
+                _ => Piece::Fresh(message),
+            })
+            .collect();
         let tool_count = request.tools.len();
         Body {
             model,
@@ -277,6 +303,42 @@ enum InputJson<'a> {
 }
 
 impl<'a> MessageJson<'a> {
+    /// A fingerprint of everything the message's JSON is made of.
+    fn fingerprint(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut state = std::collections::hash_map::DefaultHasher::new();
+        self.role.hash(&mut state);
+        for block in &self.content {
+            match block {
+                BlockJson::Text {
+                    text,
+                    cache_control,
+                } => (0u8, text, cache_control.is_some()).hash(&mut state),
+                BlockJson::ToolUse {
+                    id,
+                    name,
+                    input,
+                    cache_control,
+                } => {
+                    (1u8, id, name, cache_control.is_some()).hash(&mut state);
+                    match input {
+                        InputJson::Object(value) => hash_value(value, &mut state),
+                        InputJson::Empty {} => 0u8.hash(&mut state),
+                    }
+                }
+                BlockJson::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error,
+                    cache_control,
+                } => {
+                    (2u8, tool_use_id, content, is_error, cache_control.is_some()).hash(&mut state)
+                }
+            }
+        }
+        state.finish()
+    }
+
     fn new(message: &'a Message) -> MessageJson<'a> {
         let role = match message.role {
             Role::User => "user",

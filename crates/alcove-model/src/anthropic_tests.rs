@@ -264,3 +264,52 @@ async fn huge_usage_counts_saturate_instead_of_overflowing() {
     assert_eq!(response.usage.prompt_tokens(), u64::MAX);
     assert_eq!(response.usage.output_tokens, 15);
 }
+
+/// The body as bytes, built with or without the serialized-message cache.
+fn body_bytes(request: &ModelRequest, cache: Option<&SerializedCache>) -> Vec<u8> {
+    serde_json::to_vec(&Body::new("claude-test", request, cache)).unwrap()
+}
+
+#[test]
+fn cached_messages_give_the_same_bytes_as_fresh_ones() {
+    let cache = SerializedCache::default();
+    let mut request = sample_request();
+    // Turn after turn, breakpoints move forward and earlier messages come
+    // from the cache: every body must be exactly what a fresh build sends.
+    for turn in 0..4 {
+        assert_eq!(
+            body_bytes(&request, Some(&cache)),
+            body_bytes(&request, None),
+            "turn {turn}"
+        );
+        request.messages.push(Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::ToolUse {
+                id: format!("u{turn}"),
+                name: "ls".into(),
+                input: json!({"path": format!("dir{turn}"), "deep": [1, {"x": null}]}),
+            }],
+        });
+        request.messages.push(Message {
+            role: Role::User,
+            content: vec![ContentBlock::ToolResult {
+                tool_use_id: format!("u{turn}"),
+                content: format!("listing \"{turn}\"\n\ttab"),
+                is_error: false,
+            }],
+        });
+    }
+    // A rewritten history (as compaction clears an old result in place)
+    // sends the new text, never the cached old one.
+    let ContentBlock::ToolResult { content, .. } = &mut request.messages[2].content[0] else {
+        panic!("the sample's third message is a tool result");
+    };
+    *content = "[cleared]".into();
+    let bytes = body_bytes(&request, Some(&cache));
+    assert_eq!(bytes, body_bytes(&request, None));
+    let text = String::from_utf8(bytes).unwrap();
+    assert!(
+        text.contains("[cleared]") && !text.contains("\"a.rs\""),
+        "{text}"
+    );
+}

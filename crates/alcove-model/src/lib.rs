@@ -27,6 +27,7 @@ mod http;
 mod openai;
 mod overflow;
 mod retry;
+mod serialized;
 mod sse;
 mod text_calls;
 mod window;

@@ -1,0 +1,186 @@
+//! Serialized history messages, kept between requests.
+//!
+//! Every turn sends the whole history again, and escaping it into JSON was
+//! most of a long session's per-turn instructions (the profile in
+//! bench/notes.md). A message does not change once it is in the history,
+//! so its JSON is kept, keyed by a fingerprint of its content, and reused
+//! by the next request: only new (or changed) messages are escaped again.
+//! Keying by content, not by position or address, keeps it correct when
+//! compaction rewrites the history and when several agents (children share
+//! their parent's client) send different histories through one client.
+//!
+//! The memory is bounded: entries live in two generations of at most
+//! [`GENERATION_BYTES`] each; when the newer fills up, the older is dropped
+//! and whatever the next requests still use moves forward again.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// The most JSON bytes one generation holds.
+pub(crate) const GENERATION_BYTES: usize = 2 << 20;
+
+/// A message's JSON, shared between the cache and the request being sent.
+#[derive(Clone)]
+pub(crate) struct Shared(Arc<RawValue>);
+
+impl Serialize for Shared {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+/// The cache: one per client, shared by every agent using the client.
+#[derive(Default)]
+pub(crate) struct SerializedCache {
+    generations: Mutex<Generations>,
+}
+
+#[derive(Default)]
+struct Generations {
+    newer: HashMap<u64, Shared>,
+    newer_bytes: usize,
+    older: HashMap<u64, Shared>,
+}
+
+impl std::fmt::Debug for SerializedCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SerializedCache")
+    }
+}
+
+impl SerializedCache {
+    /// The JSON of the value whose fingerprint is `key`, from the cache or
+    /// made by serializing `value`; `None` when it cannot be serialized
+    /// (the caller then sends the value itself).
+    pub(crate) fn get_or_insert(&self, key: u64, value: &impl Serialize) -> Option<Shared> {
+        if let Ok(mut generations) = self.generations.lock() {
+            if let Some(found) = generations.newer.get(&key) {
+                return Some(found.clone());
+            }
+            if let Some(found) = generations.older.remove(&key) {
+                generations.insert(key, found.clone());
+                return Some(found);
+            }
+        }
+        let made = Shared(Arc::from(serde_json::value::to_raw_value(value).ok()?));
+        if let Ok(mut generations) = self.generations.lock() {
+            generations.insert(key, made.clone());
+        }
+        Some(made)
+    }
+}
+
+impl Generations {
+    fn insert(&mut self, key: u64, value: Shared) {
+        let bytes = value.0.get().len();
+        if self.newer_bytes + bytes > GENERATION_BYTES {
+            self.older = std::mem::take(&mut self.newer);
+            self.newer_bytes = 0;
+        }
+        self.newer_bytes += bytes;
+        self.newer.insert(key, value);
+    }
+}
+
+/// Feeds a JSON value to a hasher, structure included (a string and an
+/// array of its characters differ).
+pub(crate) fn hash_value(value: &Value, state: &mut impl Hasher) {
+    match value {
+        Value::Null => 0u8.hash(state),
+        Value::Bool(flag) => (1u8, flag).hash(state),
+        Value::Number(number) => (2u8, number).hash(state),
+        Value::String(text) => (3u8, text).hash(state),
+        Value::Array(items) => {
+            (4u8, items.len()).hash(state);
+            for item in items {
+                hash_value(item, state);
+            }
+        }
+        Value::Object(map) => {
+            (5u8, map.len()).hash(state);
+            for (key, item) in map {
+                key.hash(state);
+                hash_value(item, state);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[derive(Serialize)]
+    struct Note<'a> {
+        text: &'a str,
+    }
+
+    #[test]
+    fn a_cached_value_is_served_again_and_a_new_key_is_serialized() {
+        let cache = SerializedCache::default();
+        let first = cache.get_or_insert(
+            1,
+            &Note {
+                text: "a \"quoted\" line",
+            },
+        );
+        assert_eq!(
+            first.map(|shared| shared.0.get().to_owned()),
+            Some(r#"{"text":"a \"quoted\" line"}"#.to_owned())
+        );
+        // Same key: the cached JSON, whatever the value (keys are fingerprints).
+        let again = cache.get_or_insert(1, &Note { text: "other" });
+        assert_eq!(
+            again.map(|s| s.0.get().to_owned()).as_deref(),
+            Some(r#"{"text":"a \"quoted\" line"}"#)
+        );
+        let other = cache.get_or_insert(2, &Note { text: "other" });
+        assert_eq!(
+            other.map(|s| s.0.get().to_owned()).as_deref(),
+            Some(r#"{"text":"other"}"#)
+        );
+    }
+
+    #[test]
+    fn memory_stays_within_two_generations() {
+        let cache = SerializedCache::default();
+        let big = "x".repeat(GENERATION_BYTES / 4);
+        for key in 0..40 {
+            cache.get_or_insert(key, &Note { text: &big });
+        }
+        let generations = cache.generations.lock().unwrap();
+        let held: usize = generations
+            .newer
+            .values()
+            .chain(generations.older.values())
+            .map(|shared| shared.0.get().len())
+            .sum();
+        assert!(held <= 2 * GENERATION_BYTES, "{held} bytes held");
+        assert!(
+            generations.newer.contains_key(&39),
+            "the newest entry is kept"
+        );
+    }
+
+    #[test]
+    fn fingerprints_tell_structures_apart() {
+        let hash = |value: &Value| {
+            let mut state = std::collections::hash_map::DefaultHasher::new();
+            hash_value(value, &mut state);
+            state.finish()
+        };
+        assert_ne!(hash(&json!("ab")), hash(&json!(["a", "b"])));
+        assert_ne!(hash(&json!({"a": 1})), hash(&json!({"a": "1"})));
+        assert_ne!(hash(&json!([[1], 2])), hash(&json!([1, [2]])));
+        assert_eq!(
+            hash(&json!({"a": [1, null]})),
+            hash(&json!({"a": [1, null]}))
+        );
+    }
+}
