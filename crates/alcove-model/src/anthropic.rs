@@ -306,7 +306,7 @@ impl<'a> MessageJson<'a> {
     /// A fingerprint of everything the message's JSON is made of.
     fn fingerprint(&self) -> u64 {
         use std::hash::{Hash, Hasher};
-        let mut state = std::collections::hash_map::DefaultHasher::new();
+        let mut state = crate::serialized::hasher();
         self.role.hash(&mut state);
         for block in &self.content {
             match block {

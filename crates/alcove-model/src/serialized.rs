@@ -9,17 +9,22 @@
 //! compaction rewrites the history and when several agents (children share
 //! their parent's client) send different histories through one client.
 //!
+//! Fingerprints are xxh3 with a seed drawn once per process (SipHash was a
+//! sixth of a long session's instructions; a per-process seed keeps text a
+//! model or a file chose from aiming at a collision).
+//!
 //! The memory is bounded: entries live in two generations of at most
 //! [`GENERATION_BYTES`] each; when the newer fills up, the older is dropped
 //! and whatever the next requests still use moves forward again.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
+use xxhash_rust::xxh3::Xxh3;
 
 /// The most JSON bytes one generation holds.
 pub(crate) const GENERATION_BYTES: usize = 2 << 20;
@@ -85,6 +90,12 @@ impl Generations {
         self.newer_bytes += bytes;
         self.newer.insert(key, value);
     }
+}
+
+/// A hasher for fingerprints, seeded once per process.
+pub(crate) fn hasher() -> Xxh3 {
+    static SEED: OnceLock<u64> = OnceLock::new();
+    Xxh3::with_seed(*SEED.get_or_init(|| fastrand::u64(..)))
 }
 
 /// Feeds a JSON value to a hasher, structure included (a string and an
@@ -171,7 +182,7 @@ mod tests {
     #[test]
     fn fingerprints_tell_structures_apart() {
         let hash = |value: &Value| {
-            let mut state = std::collections::hash_map::DefaultHasher::new();
+            let mut state = hasher();
             hash_value(value, &mut state);
             state.finish()
         };
