@@ -27,7 +27,7 @@ use serde_json::value::RawValue;
 use xxhash_rust::xxh3::Xxh3;
 
 /// The most JSON bytes one generation holds.
-pub(crate) const GENERATION_BYTES: usize = 512 << 10;
+pub(crate) const GENERATION_BYTES: usize = 1 << 20;
 
 /// A message's JSON, shared between the cache and the request being sent.
 #[derive(Clone)]
