@@ -45,13 +45,7 @@ pub(crate) fn load(dirs: &Dirs, workspace: &Path) -> (Definitions, Vec<String>) 
 }
 
 pub(crate) fn run(common: &CommonArgs, args: &AgentsArgs) -> anyhow::Result<u8> {
-    let workspace = match &common.cd {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir()?,
-    };
-    let workspace = workspace
-        .canonicalize()
-        .map_err(|err| UsageError(format!("--cd {}: {err}", workspace.display())))?;
+    let workspace = common.workspace()?.root().to_owned();
     let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
     let settings = config::load(&dirs, &workspace, &common.overrides)
         .map_err(|err| UsageError(format!("{err:#}")))?;

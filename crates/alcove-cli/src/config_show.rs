@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use alcove_core::AgentLimits;
-use alcove_tools::Workspace;
 use clap::{Args, Subcommand};
 
 use crate::config::{self, Dirs};
@@ -74,12 +73,7 @@ const ENV_KEYS: [(&str, &str); 4] = [
 
 pub(crate) async fn run(common: &CommonArgs, args: &ConfigArgs) -> anyhow::Result<u8> {
     let ConfigCommand::Show = args.command;
-    let workspace_dir = match &common.cd {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir()?,
-    };
-    let workspace = Workspace::new(&workspace_dir)
-        .map_err(|err| UsageError(format!("--cd {}: {err}", workspace_dir.display())))?;
+    let workspace = common.workspace()?;
     let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
     let usage = |err: anyhow::Error| UsageError(format!("{err:#}"));
     // The same checks a session makes: a broken file or rule is exit 2 here too.

@@ -68,6 +68,20 @@ struct CommonArgs {
     parent_policy: Option<String>,
 }
 
+impl CommonArgs {
+    /// The workspace: `--cd`, else the current folder, resolved (a missing
+    /// or unreadable folder is a usage error naming it).
+    fn workspace(&self) -> anyhow::Result<alcove_tools::Workspace> {
+        let dir = match &self.cd {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir()
+                .map_err(|err| anyhow::anyhow!("cannot read the current folder: {err}"))?,
+        };
+        alcove_tools::Workspace::new(&dir)
+            .map_err(|err| UsageError(format!("--cd {}: {err}", dir.display())).into())
+    }
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run one prompt headless and print the final answer.

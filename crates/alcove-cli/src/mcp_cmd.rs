@@ -60,10 +60,7 @@ enum Scope {
 }
 
 pub(crate) async fn run(common: &CommonArgs, args: McpArgs) -> anyhow::Result<u8> {
-    let workspace = match &common.cd {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir().context("cannot read the current folder")?,
-    };
+    let workspace = common.workspace()?.root().to_owned();
     let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
     match args.action {
         Action::List => list(&dirs, &workspace, &common.overrides).await,

@@ -17,7 +17,6 @@ use alcove_core::{
 };
 use alcove_mcp::McpManager;
 use alcove_protocol::{AgentPath, EventKind, Message};
-use alcove_tools::Workspace;
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
@@ -94,12 +93,7 @@ pub(crate) struct Session {
 impl Session {
     /// Reads everything and emits `session_started`.
     pub(crate) async fn open(common: &CommonArgs, front_end: FrontEnd) -> anyhow::Result<Session> {
-        let workspace_dir = match &common.cd {
-            Some(dir) => dir.clone(),
-            None => std::env::current_dir().context("cannot read the current folder")?,
-        };
-        let workspace = Workspace::new(&workspace_dir)
-            .map_err(|err| UsageError(format!("--cd {}: {err}", workspace_dir.display())))?;
+        let workspace = common.workspace()?;
         let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
         let config = config::load(&dirs, workspace.root(), &common.overrides)
             .map_err(|err| UsageError(format!("{err:#}")))?;

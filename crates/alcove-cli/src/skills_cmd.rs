@@ -59,13 +59,7 @@ pub(crate) fn load(dirs: &Dirs, workspace: &Path) -> (Skills, Commands, Vec<Stri
 }
 
 pub(crate) fn run(common: &CommonArgs, args: &SkillsArgs) -> anyhow::Result<u8> {
-    let workspace = match &common.cd {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir()?,
-    };
-    let workspace = workspace
-        .canonicalize()
-        .map_err(|err| UsageError(format!("--cd {}: {err}", workspace.display())))?;
+    let workspace = common.workspace()?.root().to_owned();
     let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
     let (skills, commands, warnings) = load(&dirs, &workspace);
     for warning in &warnings {

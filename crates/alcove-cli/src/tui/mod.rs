@@ -37,7 +37,6 @@ use std::path::PathBuf;
 
 use alcove_core::EventSink;
 use alcove_protocol::AgentEvent;
-use alcove_tools::Workspace;
 use clap::Args;
 use tokio::sync::mpsc;
 
@@ -135,11 +134,5 @@ fn interactive() -> bool {
 
 /// The canonical workspace folder, as sessions record it.
 fn workspace_root(common: &CommonArgs) -> anyhow::Result<PathBuf> {
-    let dir = match &common.cd {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir()?,
-    };
-    let workspace =
-        Workspace::new(&dir).map_err(|err| UsageError(format!("--cd {}: {err}", dir.display())))?;
-    Ok(workspace.root().to_owned())
+    Ok(common.workspace()?.root().to_owned())
 }
