@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! alcove-bench [--alcove PATH] [--runs N] [--out FILE] [--tree DIR] [--rg PATH]
-//!              [--notes FILE] [--only startup,first,session,children,fanout,economy,grep,cache,compaction,mcp]
+//!              [--notes FILE] [--only startup,first,session,children,fanout,economy,grep,cache,compaction,mcp,batch]
 //!              [--fanout 1,4,16,64]
 //! ```
 //!
@@ -16,6 +16,7 @@
 //! wrapper that reads its child's rusage, see `measure`) and
 //! `__connect ADDRESS` (the start-up baseline, see `scenarios`).
 
+mod batch;
 mod delegation;
 mod first_request;
 mod grep;
@@ -205,6 +206,10 @@ fn run(options: Options) -> anyhow::Result<()> {
         step("MCP: call overhead, and 16 children on two servers");
         results.mcp_overhead = Some(mcp::overhead(&bench)?);
         results.mcp_sharing = Some(mcp::sharing(&bench)?);
+    }
+    if wanted("batch") {
+        step("batch: 1,000 tasks × 2 turns × 100 ms at concurrency 64");
+        results.batch = Some(batch::batch(&bench)?);
     }
     if wanted("grep") {
         step("Grep against rg");

@@ -25,6 +25,8 @@ pub(crate) struct Results {
     pub(crate) mcp_overhead: Option<crate::mcp::McpOverhead>,
     /// Server processes and memory with 16 children on two servers.
     pub(crate) mcp_sharing: Option<crate::mcp::McpSharing>,
+    /// 1,000-task batches through `spawn_batch` and `alcove batch`.
+    pub(crate) batch: Option<Vec<crate::batch::BatchFigure>>,
     /// The figures, or why Grep was not measured.
     pub(crate) grep: Option<Result<Vec<GrepFigure>, String>>,
     /// Issue 11: the cache share of a 30-turn Anthropic session.
@@ -221,6 +223,30 @@ pub(crate) fn render(results: &Results, context: &Context) -> String {
             m.servers,
             m.processes as f64 / m.servers as f64,
             met(m.processes == m.servers)
+        );
+    }
+    for b in results.batch.iter().flatten() {
+        let workload = format!(
+            "{} tasks × 2 model turns × {} ms at concurrency {}: {}",
+            crate::batch::TASKS,
+            crate::batch::LATENCY_MS,
+            crate::batch::CONCURRENCY,
+            b.workload
+        );
+        let _ = writeln!(
+            md,
+            "| batch wall | {workload} | {:.0} ms | {:.0} ms ideal (⌈1000/64⌉ × 200 ms) | {:.3}× | ≤ 1.10 × ideal | {} |",
+            b.wall_ms,
+            b.ideal_ms,
+            b.wall_ms / b.ideal_ms,
+            met(b.wall_ms <= 1.10 * b.ideal_ms)
+        );
+        let _ = writeln!(
+            md,
+            "| peak RSS | the same batch | {:.1} MB | 64 MB | {:.2}× | ≤ 64 MB | {} |",
+            mb(b.rss_mib),
+            mb(b.rss_mib) / 64.0,
+            met(mb(b.rss_mib) <= 64.0)
         );
     }
     match &results.grep {

@@ -42,6 +42,8 @@ pub(crate) struct Config {
     pub(crate) retry: RetryEntry,
     /// Delegation limits.
     pub(crate) agents: AgentsEntry,
+    /// `[batch]`: `alcove batch` defaults and Slurm options.
+    pub(crate) batch: crate::batch_cmd::BatchEntry,
     /// `[hooks]`: command hooks by event, and their settings.
     pub(crate) hooks: crate::hook_setup::HooksEntry,
     /// `[permissions]`: allow / ask / deny rules (they add up across layers:

@@ -5,6 +5,8 @@
 //! (`tui`) renders the same event stream.
 
 mod agents_cmd;
+mod batch_cmd;
+mod batch_progress;
 mod commands;
 mod config;
 mod config_show;
@@ -86,6 +88,8 @@ impl CommonArgs {
 enum Command {
     /// Run one prompt headless and print the final answer.
     Exec(exec::ExecArgs),
+    /// Run every task of a JSONL file as a child agent: queued, budgeted, resumable.
+    Batch(batch_cmd::BatchArgs),
     /// List the agent definitions with their source files and effective tools.
     Agents(agents_cmd::AgentsArgs),
     /// List the skills and custom commands with their source files.
@@ -125,6 +129,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Some(Command::Exec(args)) => exec::run(&cli.common, args).await,
+            Some(Command::Batch(args)) => batch_cmd::run(&cli.common, args).await,
             Some(Command::Agents(args)) => agents_cmd::run(&cli.common, &args),
             Some(Command::Skills(args)) => skills_cmd::run(&cli.common, &args),
             Some(Command::Config(args)) => config_show::run(&cli.common, &args).await,

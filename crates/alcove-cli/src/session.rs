@@ -242,6 +242,12 @@ impl Session {
                 Some(context_setup::child_window(&factory_config, &provider_config).tokens);
             alcove_model::connect(provider_config).map_err(|err| err.to_string())
         });
+        let batch_runner = crate::batch_cmd::model_batch_runner(
+            common,
+            &config,
+            runtime.workspace.root(),
+            observers.clone(),
+        )?;
         let supervisor = Arc::new(
             Supervisor::new(
                 agent_limits(&config.agents, tool_profile(&config)?),
@@ -256,7 +262,8 @@ impl Session {
             .with_first_child_number(next_child_number(&dirs.data.join("sessions").join(&id)))
             .with_command(
                 env_var("ALCOVE_SUBAGENT_COMMAND").or_else(|| config.agents.command.clone()),
-            ),
+            )
+            .with_batch_runner(batch_runner),
         );
         runtime.emit(
             &AgentPath::main(),

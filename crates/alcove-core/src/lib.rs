@@ -45,6 +45,8 @@ mod transcript;
 pub use agent_loop::{
     AgentOutcome, AgentRun, DEFAULT_MAX_TOOL_CALLS_PER_REPLY, Inbox, Limits, Runtime, run_agent,
 };
+pub use agents::BatchRunnerFactory;
+pub use agents::batch;
 pub use agents::{
     AgentDefinition, AgentLimits, DEFAULT_AGENT_TYPE, Definitions, ModelFactory, Supervisor,
     TreeBudget, TreeUsage,

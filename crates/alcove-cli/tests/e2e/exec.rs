@@ -36,7 +36,9 @@ fn prints_the_final_answer_and_exits_zero() {
             "send_input",
             "resume_agent",
             "wait",
-            "close_agent"
+            "close_agent",
+            "spawn_batch",
+            "retry_batch"
         ]
     );
     assert!(

@@ -7,6 +7,7 @@
 //! - `agents`: the `Agent` tool (seeds 000 and 004, and beyond).
 //! - `lifecycle`: a child's one lifecycle and wiring: policies down the tree,
 //!   descendants' evidence, the tree budget, the end of `exec` (issue 10).
+//! - `batch`: batch fan-out (`alcove batch`, `spawn_batch`, the Slurm runner).
 //! - `reliability`: faults, load, crashes and signals with nothing lost (issue 7).
 //! - `skills`, `memory`: skills, custom commands, `/init`, model aliases and the memory file (issue 15).
 //! - `real_models`: what real servers and small local models do (issue 17).
@@ -15,6 +16,7 @@
 mod agent_limits;
 mod agents;
 mod bad_input;
+mod batch;
 mod collab;
 mod compaction;
 mod exec;

@@ -137,6 +137,8 @@ impl Tool for AgentTool {
             description: input.description,
             tool_names: input.tool_names,
             model: input.model,
+            tokens: None,
+            turns: None,
         };
         // The main agent waits for a slot; a child that delegates must not
         // wait while holding one.

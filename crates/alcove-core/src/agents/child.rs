@@ -23,9 +23,11 @@ use crate::{AgentRun, EventSink, FanOut, PermissionMode, RuleSet, Runtime, Trans
 
 /// Tools a child never inherits: delegation is offered again only through
 /// fresh tools bound to the child's own depth.
-pub(crate) const DELEGATION_TOOLS: [&str; 6] = [
+pub(crate) const DELEGATION_TOOLS: [&str; 8] = [
     "Agent",
     "spawn_agent",
+    "spawn_batch",
+    "retry_batch",
     "send_input",
     "wait",
     "close_agent",
@@ -43,6 +45,11 @@ pub(crate) struct ChildRequest {
     /// Another model, `provider/name`; an unknown one falls back to the
     /// caller's model with a warning.
     pub(crate) model: Option<String>,
+    /// A queue's own token limit for this child (a batch task's share),
+    /// within the session's per-child limit; None: that limit.
+    pub(crate) tokens: Option<u64>,
+    /// A queue's own turn cap for this child, within its definition's.
+    pub(crate) turns: Option<u32>,
 }
 
 /// A child ready to run.

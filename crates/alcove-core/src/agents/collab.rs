@@ -24,6 +24,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::batch::is_batch_id;
 use super::child::ChildRequest;
 use super::definitions::DEFAULT_AGENT_TYPE;
 use super::lifecycle::{Pool, SlotWait};
@@ -119,12 +120,14 @@ impl CollabTool {
             ),
             Kind::Wait => spec_for::<WaitInput>(
                 "wait",
-                "Waits until one of the agents stops running or the timeout passes; returns each \
-                 finished agent's status and last output.",
+                "Waits until one of the agents (or batches) stops running or the timeout passes; \
+                 returns each finished agent's status and last output, or a batch's counts and, once \
+                 it ended, one line per task and the path of results.jsonl.",
             ),
             Kind::Close => spec_for::<IdInput>(
                 "close_agent",
-                "Close an agent, stopping any work it is doing.",
+                "Close an agent (or a batch: its queued and running tasks are cancelled), stopping any \
+                 work it is doing.",
             ),
         };
         CollabTool {
@@ -193,7 +196,14 @@ impl Tool for CollabTool {
                     supervisor.wait(&input.ids, input.timeout_ms).await
                 }
                 Kind::Resume => supervisor.resume(&parse_input::<IdInput>(name, &input)?.id),
-                Kind::Close => supervisor.close(&parse_input::<IdInput>(name, &input)?.id),
+                Kind::Close => {
+                    let id = parse_input::<IdInput>(name, &input)?.id;
+                    if is_batch_id(&id) {
+                        supervisor.close_batch(&id).await
+                    } else {
+                        supervisor.close(&id)
+                    }
+                }
             }
         }
         .await;
@@ -227,6 +237,8 @@ impl Supervisor {
             description: message.clone(),
             tool_names: None,
             model: input.model,
+            tokens: None,
+            turns: None,
         };
         // Spawned children outlive the call: they hang off the spawning
         // agent's run token, so interrupting that agent stops them.
@@ -352,6 +364,11 @@ impl Supervisor {
         let (min, max) = (self.limits.wait_min, self.limits.wait_max);
         let timeout =
             Duration::from_millis(u64::try_from(requested).unwrap_or(u64::MAX)).clamp(min, max);
+        match ids.iter().filter(|id| is_batch_id(id)).count() {
+            0 => {}
+            n if n == ids.len() => return Ok(self.wait_batches(ids, timeout).await),
+            _ => return Err("wait failed: pass either agent ids or batch ids, not both".to_owned()),
+        }
         let result = self.registry.wait_any(ids, timeout).await;
         Ok(result.to_json())
     }

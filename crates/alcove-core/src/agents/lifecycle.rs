@@ -108,6 +108,19 @@ impl Supervisor {
         wait: SlotWait,
         cancel: &CancellationToken,
     ) -> Result<Lease, String> {
+        self.lease_within(pool, self.limits.max_tokens, turns, wait, cancel)
+            .await
+    }
+
+    /// [`Supervisor::lease`] with a token limit of the caller's choosing.
+    async fn lease_within(
+        &self,
+        pool: Pool,
+        tokens: Option<u64>,
+        turns: u32,
+        wait: SlotWait,
+        cancel: &CancellationToken,
+    ) -> Result<Lease, String> {
         let (slots, limit) = match pool {
             Pool::Agent => (&self.agent_slots, self.limits.max_parallel),
             Pool::Spawned => (&self.slots, self.limits.max_concurrent),
@@ -123,7 +136,7 @@ impl Supervisor {
                 .try_acquire_owned()
                 .map_err(|_| limit_reached())?,
         };
-        let reservation = self.tree.reserve(self.limits.max_tokens, turns)?;
+        let reservation = self.tree.reserve(tokens, turns)?;
         Ok(Lease {
             _permit: permit,
             reservation,
@@ -147,8 +160,15 @@ impl Supervisor {
                 self.limits.max_depth
             ));
         }
-        let turns = definition.max_turns.unwrap_or(self.limits.max_turns);
-        let lease = self.lease(pool, turns, wait, &scope.run.cancel).await?;
+        let own = definition.max_turns.unwrap_or(self.limits.max_turns);
+        let turns = request.turns.map_or(own, |turns| turns.min(own));
+        let tokens = match (request.tokens, self.limits.max_tokens) {
+            (Some(asked), Some(own)) => Some(asked.min(own)),
+            (asked, own) => asked.or(own),
+        };
+        let lease = self
+            .lease_within(pool, tokens, turns, wait, &scope.run.cancel)
+            .await?;
         let name = self.next_child_name();
         let child = self.build_child(scope, &name, definition, request, cancel)?;
         child.parent.emit(EventKind::AgentStarted {
@@ -295,6 +315,12 @@ impl ChildRun {
     /// The `Agent` face: runs the prompt to the end, records the end once,
     /// and returns the report the parent reads.
     pub(crate) async fn run_to_end(self, supervisor: &Supervisor, prompt: String) -> ToolOutput {
+        self.finish(supervisor, prompt).await.output
+    }
+
+    /// [`ChildRun::run_to_end`], keeping what a queue records besides the
+    /// report: how the run ended and the child (evidence, transcript).
+    pub(crate) async fn finish(self, supervisor: &Supervisor, prompt: String) -> ChildEnd {
         let ChildRun { child, lease } = self;
         let cancel = child.run.cancel.clone();
         let ended = supervisor
@@ -326,8 +352,19 @@ impl ChildRun {
             turns: ended.outcome.turns,
             usage: ended.outcome.usage,
         });
-        output
+        ChildEnd {
+            output,
+            ended,
+            child,
+        }
     }
+}
+
+/// How a child run to its end ended (see [`ChildRun::finish`]).
+pub(crate) struct ChildEnd {
+    pub(crate) output: ToolOutput,
+    pub(crate) ended: Ended,
+    pub(crate) child: Child,
 }
 
 fn panicked() -> AgentOutcome {

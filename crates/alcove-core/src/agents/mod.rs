@@ -17,8 +17,10 @@
 //! - `definitions`: the kinds of child (`general-purpose`, `explore`, …).
 //! - `loader`: definitions from Markdown files with YAML front matter.
 //! - `report`: the summary and the harness-written evidence footer.
+//! - `batch`: many tasks in one operation (`spawn_batch`, `alcove batch`).
 
 mod agent_tool;
+pub mod batch;
 mod budget;
 mod child;
 mod collab;
@@ -36,4 +38,4 @@ pub use budget::{TreeBudget, TreeUsage};
 pub use definitions::{AgentDefinition, AgentPermissions, DEFAULT_AGENT_TYPE, Definitions};
 pub use loader::{DefinitionError, load_definitions, parse_definition};
 pub(crate) use scope::AgentScope;
-pub use supervisor::{AgentLimits, ModelFactory, Supervisor};
+pub use supervisor::{AgentLimits, BatchRunnerFactory, ModelFactory, Supervisor};

@@ -45,6 +45,24 @@ impl Evidence {
         }
     }
 
+    /// What was seen so far, as data: tool calls, files read and written,
+    /// commands with how they ended (results.jsonl's `evidence`).
+    pub(crate) fn to_json(&self) -> serde_json::Value {
+        let Ok(state) = self.state.lock() else {
+            return serde_json::Value::Null;
+        };
+        serde_json::json!({
+            "tool_calls": state.calls,
+            "files_read": state.read,
+            "files_written": state.wrote,
+            "commands": state
+                .commands
+                .iter()
+                .map(|(command, result)| serde_json::json!({"command": command, "result": result}))
+                .collect::<Vec<_>>(),
+        })
+    }
+
     fn is_ours(&self, agent: &AgentPath) -> bool {
         let child = self.child.as_str();
         agent.as_str() == child

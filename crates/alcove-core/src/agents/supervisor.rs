@@ -19,6 +19,7 @@ use alcove_tools::Tool;
 use tokio::sync::Semaphore;
 
 use super::agent_tool::AgentTool;
+use super::batch::{Batches, batch_tools};
 use super::budget::TreeBudget;
 use super::collab::collab_tools;
 use super::definitions::Definitions;
@@ -107,7 +108,18 @@ pub struct Supervisor {
     /// Where the main agent's descendants' events go besides their own
     /// transcripts (the front end's sinks); the main agent's sink when unset.
     pub(crate) observers: Option<Arc<dyn EventSink>>,
+    /// Batches started by `spawn_batch`.
+    pub(crate) batches: Batches,
+    /// Where `spawn_batch` tasks run when not in this process (the front
+    /// end's choice: a command, Slurm).
+    pub(crate) batch_runner: Option<Arc<BatchRunnerFactory>>,
 }
+
+/// Builds the runner of a batch spawned by the agent at the given path.
+/// The parent's policy (its mode and rules) goes to every task.
+pub type BatchRunnerFactory = dyn Fn(&alcove_protocol::AgentPath, &crate::ParentPolicy) -> Arc<dyn super::batch::TaskRunner>
+    + Send
+    + Sync;
 
 impl Supervisor {
     /// A supervisor for a session's delegations. Child transcripts go under
@@ -135,7 +147,16 @@ impl Supervisor {
             command: None,
             redactions: Vec::new(),
             observers: None,
+            batches: Batches::new(limits.max_concurrent),
+            batch_runner: None,
         }
+    }
+
+    /// Runs `spawn_batch` tasks through the runner `factory` builds
+    /// (instead of in this process, or `agents.command`).
+    pub fn with_batch_runner(mut self, factory: Option<Arc<BatchRunnerFactory>>) -> Supervisor {
+        self.batch_runner = factory;
+        self
     }
 
     /// Lets children ask for another model by `provider/name`.
@@ -215,6 +236,12 @@ impl Supervisor {
             tools.push(Arc::new(AgentTool::new(weak.clone(), &self.definitions)));
             if self.limits.collab && gate.offers("spawn_agent") {
                 tools.extend(collab_tools(&weak, self.command.is_some()));
+                if gate.offers("spawn_batch") {
+                    tools.extend(batch_tools(
+                        &weak,
+                        self.command.is_some() || self.batch_runner.is_some(),
+                    ));
+                }
             }
         }
         tools

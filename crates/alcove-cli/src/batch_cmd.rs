@@ -1,0 +1,400 @@
+//! `alcove batch tasks.jsonl`: the batch engine without a parent model.
+//!
+//! Opens a session, queues every task of the file that an earlier run with
+//! the same `--out` did not complete, runs them through the chosen runner
+//! (`inprocess`, `process`, `slurm`), shows live progress on stderr and a
+//! summary table on stdout. Exit status: 0 only when every task completed,
+//! 1 otherwise, 2 for bad input, 130/143 when interrupted.
+
+use std::io::IsTerminal as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use alcove_core::batch::{
+    Batch, BatchBudget, BatchPlan, ChildRunner, CommandRunner, Isolation, SlurmOptions,
+    SlurmRunner, TaskRunner, parse_tasks_jsonl, summary,
+};
+use alcove_core::{BatchRunnerFactory, EventSink, NoApprover, ParentPolicy};
+use alcove_protocol::AgentPath;
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::output::Trace;
+use crate::session::{FrontEnd, Session};
+use crate::{CommonArgs, UsageError, batch_progress, exec};
+
+/// The summary table shows at most this many tasks (results.jsonl has all).
+const TABLE_LINES: usize = 200;
+
+/// `alcove batch` arguments.
+#[derive(Debug, Args)]
+pub(crate) struct BatchArgs {
+    /// The tasks: a JSONL file, one {"id"?, "description"?, "prompt"} per line.
+    tasks: PathBuf,
+    /// The agent type every task runs as (default general-purpose).
+    #[arg(long, value_name = "TYPE")]
+    agent_type: Option<String>,
+    /// How many tasks run at once (default 4).
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    concurrency: usize,
+    /// Where tasks run: in this process, through agents.command, or as Slurm job steps.
+    #[arg(long, value_enum, default_value_t = RunnerKind::Inprocess)]
+    runner: RunnerKind,
+    /// The batch folder (results.jsonl); rerunning with the same folder skips
+    /// completed tasks. Default: <tasks file>.out next to the file.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Limits: tokens=N,turns=N (whole batch), task_tokens=N,task_turns=N,task_secs=N.
+    #[arg(long, value_name = "LIMITS")]
+    budget: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum RunnerKind {
+    Inprocess,
+    Process,
+    Slurm,
+}
+
+/// `[batch]` in config.toml.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct BatchEntry {
+    /// `srun --cpus-per-task` (default 1).
+    pub(crate) cpus_per_task: Option<u32>,
+    /// More `srun` options, e.g. ["--partition=short", "--mem=2G"].
+    pub(crate) srun_options: Vec<String>,
+    /// Where the model's `spawn_batch` tasks run: inprocess (default), process or slurm.
+    pub(crate) runner: Option<String>,
+}
+
+/// What an earlier run stored in the batch folder, so a rerun keeps the id.
+#[derive(Debug, serde::Serialize, Deserialize)]
+struct Manifest {
+    batch_id: String,
+    tasks_file: PathBuf,
+}
+
+pub(crate) async fn run(common: &CommonArgs, args: BatchArgs) -> anyhow::Result<u8> {
+    let text = std::fs::read_to_string(&args.tasks)
+        .map_err(|err| UsageError(format!("{}: {err}", args.tasks.display())))?;
+    let tasks = parse_tasks_jsonl(&text)
+        .map_err(|reason| UsageError(format!("{}: {reason}", args.tasks.display())))?;
+    let budget = match &args.budget {
+        Some(text) => {
+            BatchBudget::parse(text).map_err(|reason| UsageError(format!("--{reason}")))?
+        }
+        None => BatchBudget::default(),
+    };
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| args.tasks.with_extension("out"));
+    let mut sinks: Vec<Arc<dyn EventSink>> = Vec::new();
+    if exec::trace_enabled() {
+        sinks.push(Arc::new(Trace));
+    }
+    if args.concurrency == 0 {
+        return Err(UsageError("--concurrency must be at least 1".to_owned()).into());
+    }
+    // The session's slots are the batch's: every in-process task takes one.
+    let mut common = common.clone();
+    common
+        .overrides
+        .push(format!("agents.max_concurrent={}", args.concurrency));
+    let common = &common;
+    let front_end = FrontEnd {
+        sinks,
+        approver: Arc::new(NoApprover),
+        max_turns: None,
+        resume: None,
+    };
+    let session = Session::open(common, front_end).await?;
+    let concurrency = args.concurrency;
+    let agent_type = args
+        .agent_type
+        .clone()
+        .unwrap_or_else(|| alcove_core::DEFAULT_AGENT_TYPE.to_owned());
+    if session.supervisor.definitions().get(&agent_type).is_none() {
+        return Err(UsageError(format!(
+            "unknown agent type `{agent_type}`; known: {}",
+            session.supervisor.definitions().names()
+        ))
+        .into());
+    }
+    let batch_id = batch_id(&out, &args.tasks)?;
+    let cancel = CancellationToken::new();
+    let runner = runner(common, &session, args.runner, &cancel)?;
+    let plan = BatchPlan {
+        id: batch_id,
+        tasks,
+        agent_type,
+        concurrency,
+        budget,
+        isolation: Isolation::Shared,
+        dir: out.clone(),
+    };
+    let batch = Batch::open(plan, cancel.clone()).map_err(anyhow::Error::msg)?;
+    let signal = tokio::spawn(exec_watch_signals(cancel.clone()));
+    let progress = tokio::spawn(batch_progress::show(
+        batch.clone(),
+        std::io::stderr().is_terminal(),
+    ));
+    batch.run(runner, Vec::new()).await;
+    progress.abort();
+    let _ = progress.await;
+    let signal_code = if cancel.is_cancelled() {
+        signal.await.ok().flatten()
+    } else {
+        signal.abort();
+        None
+    };
+    session.supervisor.close_all().await;
+
+    let counts = batch.counts();
+    eprintln!("{}", batch_progress::line(&batch));
+    let (table, left_out) = batch.table(TABLE_LINES);
+    println!("{table}");
+    if left_out > 0 {
+        println!("… {left_out} more tasks in results.jsonl");
+    }
+    println!("batch {}: {}", batch.id(), summary(&counts));
+    println!("results: {}", batch.results_path().display());
+    if let Some(err) = batch.write_error() {
+        eprintln!("alcove: {err}");
+        return Ok(1);
+    }
+    Ok(match signal_code {
+        Some(code) => code,
+        None if counts.all_completed() => 0,
+        None => 1,
+    })
+}
+
+/// The batch id stored in `out`, or a new one stored there.
+fn batch_id(out: &Path, tasks: &Path) -> anyhow::Result<String> {
+    let manifest = out.join("batch.json");
+    if let Ok(text) = std::fs::read_to_string(&manifest) {
+        let stored: Manifest = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a batch manifest", manifest.display()))?;
+        return Ok(stored.batch_id);
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let id = format!("b{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    let stored = Manifest {
+        batch_id: id.clone(),
+        tasks_file: tasks.to_owned(),
+    };
+    std::fs::write(&manifest, serde_json::to_vec_pretty(&stored)?)
+        .with_context(|| format!("cannot write {}", manifest.display()))?;
+    Ok(id)
+}
+
+fn runner(
+    common: &CommonArgs,
+    session: &Session,
+    kind: RunnerKind,
+    cancel: &CancellationToken,
+) -> anyhow::Result<Arc<dyn TaskRunner>> {
+    if kind == RunnerKind::Inprocess {
+        // Tasks are children of a main agent that never calls the model.
+        return Ok(Arc::new(ChildRunner::new(
+            &session.supervisor,
+            session.runtime.clone(),
+            session.main_run(cancel.clone()),
+        )));
+    }
+    let runners = Runners::new(
+        common,
+        &session.config,
+        session.runtime.workspace.root(),
+        session.runtime.events.clone(),
+    )?;
+    Ok(runners.build(kind, &AgentPath::main(), ParentPolicy::of(&session.gate)))
+}
+
+/// What the process and Slurm runners are built from.
+#[derive(Clone)]
+struct Runners {
+    command: String,
+    slurm: SlurmOptions,
+    workspace: PathBuf,
+    events: Arc<dyn EventSink>,
+}
+
+impl Runners {
+    fn new(
+        common: &CommonArgs,
+        config: &Config,
+        workspace: &Path,
+        events: Arc<dyn EventSink>,
+    ) -> anyhow::Result<Runners> {
+        let alcove = alcove_exec(common)?;
+        let command = std::env::var("ALCOVE_SUBAGENT_COMMAND")
+            .ok()
+            .filter(|command| !command.trim().is_empty())
+            .or_else(|| config.agents.command.clone())
+            .unwrap_or_else(|| alcove.clone());
+        Ok(Runners {
+            command,
+            slurm: SlurmOptions {
+                alcove,
+                cpus_per_task: config.batch.cpus_per_task.unwrap_or(1),
+                extra: config.batch.srun_options.clone(),
+            },
+            workspace: workspace.to_owned(),
+            events,
+        })
+    }
+
+    /// A process or Slurm runner whose tasks are children of `parent`,
+    /// under its `policy`.
+    fn build(
+        &self,
+        kind: RunnerKind,
+        parent: &AgentPath,
+        policy: ParentPolicy,
+    ) -> Arc<dyn TaskRunner> {
+        let command_runner = |command: String| {
+            CommandRunner::new(
+                command,
+                self.workspace.clone(),
+                parent.clone(),
+                self.events.clone(),
+                policy.clone(),
+            )
+        };
+        match kind {
+            RunnerKind::Slurm => Arc::new(SlurmRunner::new(
+                command_runner(String::new()),
+                self.slurm.clone(),
+            )),
+            RunnerKind::Process | RunnerKind::Inprocess => {
+                Arc::new(command_runner(self.command.clone()))
+            }
+        }
+    }
+}
+
+/// The runner of the model's `spawn_batch` when `[batch] runner` is
+/// `process` or `slurm` (None: in-process, or `agents.command` as for
+/// spawned agents).
+pub(crate) fn model_batch_runner(
+    common: &CommonArgs,
+    config: &Config,
+    workspace: &Path,
+    events: Arc<dyn EventSink>,
+) -> Result<Option<Arc<BatchRunnerFactory>>, UsageError> {
+    let kind = match config.batch.runner.as_deref() {
+        None | Some("inprocess") => return Ok(None),
+        Some("process") => RunnerKind::Process,
+        Some("slurm") => RunnerKind::Slurm,
+        Some(other) => {
+            return Err(UsageError(format!(
+                "batch.runner `{other}`: use inprocess, process or slurm"
+            )));
+        }
+    };
+    let runners = Runners::new(common, config, workspace, events)
+        .map_err(|err| UsageError(format!("batch.runner: {err:#}")))?;
+    Ok(Some(Arc::new(
+        move |parent: &AgentPath, policy: &ParentPolicy| {
+            runners.build(kind, parent, policy.clone())
+        },
+    )))
+}
+
+/// `<this alcove> exec --json -`, with the parent's model, permission mode,
+/// rules and config overrides passed down.
+fn alcove_exec(common: &CommonArgs) -> anyhow::Result<String> {
+    let exe = std::env::current_exe().context("cannot find the alcove executable")?;
+    let mut words = vec![
+        quote(&exe.display().to_string()),
+        "exec".into(),
+        "--json".into(),
+    ];
+    if let Some(model) = &common.model {
+        words.extend(["--model".into(), quote(model)]);
+    }
+    if let Some(mode) = &common.permission_mode {
+        words.extend(["--permission-mode".into(), quote(mode)]);
+    }
+    for rule in &common.allow {
+        words.extend(["--allow".into(), quote(rule)]);
+    }
+    for rule in &common.deny {
+        words.extend(["--deny".into(), quote(rule)]);
+    }
+    for pair in &common.overrides {
+        words.extend(["-c".into(), quote(pair)]);
+    }
+    words.push("-".into());
+    Ok(words.join(" "))
+}
+
+/// Single-quotes a word for `sh`.
+fn quote(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c))
+    {
+        return word.to_owned();
+    }
+    format!("'{}'", word.replace('\'', "'\\''"))
+}
+
+/// Cancels the batch on SIGINT or SIGTERM; the exit status that calls for.
+async fn exec_watch_signals(cancel: CancellationToken) -> Option<u8> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut interrupt), Ok(mut terminate)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return None;
+    };
+    let code = tokio::select! {
+        _ = interrupt.recv() => 130,
+        _ = terminate.recv() => 143,
+    };
+    cancel.cancel();
+    // A second signal while tasks wind down is not needed: they are cancelled.
+    tokio::time::sleep(Duration::ZERO).await;
+    Some(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rerun_keeps_the_batch_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let first = batch_id(&out, Path::new("t.jsonl")).unwrap();
+        assert!(first.starts_with('b') && first.len() == 9, "{first}");
+        assert_eq!(batch_id(&out, Path::new("t.jsonl")).unwrap(), first);
+    }
+
+    #[test]
+    fn rules_reach_the_remote_alcove_quoted() {
+        let common = CommonArgs {
+            model: None,
+            cd: None,
+            permission_mode: Some("plan".into()),
+            overrides: vec![],
+            allow: vec![],
+            deny: vec!["Bash(rm:*)".into()],
+            parent_policy: None,
+        };
+        let command = alcove_exec(&common).unwrap();
+        assert!(
+            command.ends_with(" exec --json --permission-mode plan --deny 'Bash(rm:*)' -"),
+            "{command}"
+        );
+    }
+}

@@ -1,0 +1,219 @@
+//! The Slurm runner on a real single-node cluster (`tests/slurm/up.sh`).
+//!
+//! These tests need a running cluster: `.ci/run` brings one up. They are
+//! skipped only when `ALCOVE_SKIP_SLURM=1` says so; without a cluster and
+//! without that variable they fail.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use alcove_testkit::{Script, Step};
+
+use super::{batch_command, ids_for, needle, results, run_batch, write_tasks};
+use crate::support::{finish, setup, wait_for_file};
+
+/// False (after saying so) when the tests are explicitly skipped; panics
+/// when no cluster answers.
+fn cluster() -> bool {
+    if std::env::var("ALCOVE_SKIP_SLURM").is_ok_and(|value| value == "1") {
+        eprintln!("ALCOVE_SKIP_SLURM=1: skipping the Slurm tests");
+        return false;
+    }
+    let sinfo = Command::new("sinfo").args(["-h", "-o", "%T"]).output();
+    match sinfo {
+        Ok(output) if output.status.success() && !output.stdout.is_empty() => true,
+        other => panic!(
+            "no Slurm cluster answers (`sinfo`: {other:?}); run tests/slurm/up.sh as root, \
+             or set ALCOVE_SKIP_SLURM=1 to skip these tests"
+        ),
+    }
+}
+
+fn queued_jobs(prefix: &str) -> Vec<String> {
+    let out = Command::new("squeue")
+        .args(["-h", "-o", "%j"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|name| name.starts_with(prefix))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn eight_tasks_run_as_srun_job_steps_with_their_job_ids_recorded() {
+    if !cluster() {
+        return;
+    }
+    let ids = ids_for("slurm", 8);
+    let mut script = Script::new();
+    for id in &ids {
+        script = script.conversation(
+            &needle(id),
+            vec![Step::text(&format!("{id} ran on the cluster"))],
+        );
+    }
+    let (env, server) = setup(script);
+    let tasks = write_tasks(&env, "tasks.jsonl", &ids);
+    let out_dir = env.path("out");
+    let out = run_batch(
+        &env,
+        &server,
+        &[
+            tasks.to_str().unwrap(),
+            "--runner",
+            "slurm",
+            "--concurrency",
+            "4",
+            "--budget",
+            "task_secs=120",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    server.assert_script_finished();
+    let lines = results(&out_dir);
+    assert_eq!(lines.len(), 8);
+    let mut job_ids: Vec<u64> = lines
+        .iter()
+        .map(|line| {
+            assert_eq!(line["state"], "completed", "{line}");
+            assert!(
+                line["report"]
+                    .as_str()
+                    .unwrap()
+                    .contains("ran on the cluster"),
+                "{line}"
+            );
+            line["job_id"].as_str().unwrap().parse().unwrap()
+        })
+        .collect();
+    job_ids.sort_unstable();
+    job_ids.dedup();
+    assert_eq!(job_ids.len(), 8, "every task is its own job");
+    // Slurm's accounting of the job names, where available, matches.
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("batch.json")).unwrap())
+            .unwrap();
+    let batch = manifest["batch_id"].as_str().unwrap();
+    assert!(queued_jobs(&format!("alcove-{batch}-")).is_empty());
+}
+
+#[test]
+fn a_cancelled_slurm_batch_leaves_no_job_in_squeue() {
+    if !cluster() {
+        return;
+    }
+    let ids = ids_for("scancel", 4);
+    let mut script = Script::new();
+    for id in &ids {
+        script = script.conversation(&needle(id), vec![Step::hang()]);
+    }
+    let (env, server) = setup(script);
+    let tasks = write_tasks(&env, "tasks.jsonl", &ids);
+    let out_dir = env.path("out");
+    let child = batch_command(
+        &env,
+        &server,
+        &[
+            tasks.to_str().unwrap(),
+            "--runner",
+            "slurm",
+            "--concurrency",
+            "2",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    )
+    .spawn()
+    .unwrap();
+    let pid = child.id();
+    wait_for_file(&out_dir.join("batch.json"));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("batch.json")).unwrap())
+            .unwrap();
+    let prefix = format!("alcove-{}-", manifest["batch_id"].as_str().unwrap());
+    // Both running tasks reached the model (so their jobs are running).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while ids
+        .iter()
+        .filter(|id| !server.requests_for(&needle(id)).is_empty())
+        .count()
+        < 2
+    {
+        assert!(Instant::now() < deadline, "the jobs never started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(queued_jobs(&prefix).len(), 2);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let out = finish(child);
+    assert_eq!(out.code, 143, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(queued_jobs(&prefix), Vec::<String>::new());
+    let lines = results(&out_dir);
+    assert!(
+        lines.iter().all(|line| line["state"] == "cancelled"),
+        "{lines:?}"
+    );
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|line| line["job_id"].is_string())
+            .count(),
+        2,
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn the_models_batches_run_on_slurm_with_batch_runner_slurm() {
+    if !cluster() {
+        return;
+    }
+    let mut script = Script::new().conversation(
+        "parent uses the cluster",
+        vec![
+            Step::tool_call(
+                "spawn_batch",
+                serde_json::json!({"tasks": [{"id": "m-1", "prompt": "[m-1] go"}, {"id": "m-2", "prompt": "[m-2] go"}]}),
+            ),
+            Step::tool_call("wait", serde_json::json!({"ids": ["batch-1"], "timeout_ms": 60_000})),
+            Step::text("done"),
+        ],
+    );
+    for id in ["m-1", "m-2"] {
+        script = script.conversation(
+            &format!("[{id}]"),
+            vec![Step::text(&format!("{id} on a node"))],
+        );
+    }
+    let (env, server) = setup(script);
+    let out = super::run_parent(
+        &env,
+        &server,
+        &["-c", "batch.runner=slurm", "--allow", "spawn_batch"],
+        "parent uses the cluster",
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    server.assert_script_finished();
+    let dir = std::fs::read_dir(env.home().join("sessions"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.join("batch-1").is_dir())
+        .unwrap()
+        .join("batch-1");
+    let lines = results(&dir);
+    assert_eq!(lines.len(), 2);
+    for line in &lines {
+        assert_eq!(line["state"], "completed", "{line}");
+        assert!(
+            line["job_id"].as_str().unwrap().parse::<u64>().is_ok(),
+            "{line}"
+        );
+    }
+}
