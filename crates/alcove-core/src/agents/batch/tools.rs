@@ -104,6 +104,30 @@ impl Batches {
     }
 }
 
+/// A session keeps at most this many ended batches addressable (their
+/// results.jsonl stay on disk); the oldest go first.
+const ENDED_KEPT: usize = 32;
+
+/// Forgets the oldest ended batches beyond [`ENDED_KEPT`].
+fn evict_ended(handles: &mut BTreeMap<String, Arc<Handle>>) {
+    let mut ended: Vec<(u64, String)> = handles
+        .iter()
+        .filter(|(_, handle)| !handle.batch.is_running())
+        .map(|(id, _)| {
+            let number = id
+                .strip_prefix("batch-")
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            (number, id.clone())
+        })
+        .collect();
+    ended.sort_unstable();
+    let excess = ended.len().saturating_sub(ENDED_KEPT);
+    for (_, id) in ended.into_iter().take(excess) {
+        handles.remove(&id);
+    }
+}
+
 /// Whether `id` names a batch (`batch-N`) rather than an agent.
 pub(crate) fn is_batch_id(id: &str) -> bool {
     id.strip_prefix("batch-")
@@ -321,11 +345,14 @@ impl Supervisor {
             runner,
             task: Mutex::new(None),
         });
-        batches
-            .handles
-            .lock()
-            .map_err(|_| fail("the batch registry is unavailable".to_owned()))?
-            .insert(id.clone(), handle.clone());
+        {
+            let mut handles = batches
+                .handles
+                .lock()
+                .map_err(|_| fail("the batch registry is unavailable".to_owned()))?;
+            handles.insert(id.clone(), handle.clone());
+            evict_ended(&mut handles);
+        }
         self.start_batch(&handle);
         Ok(json!({
             "batch_id": id,
@@ -419,4 +446,62 @@ fn read_tasks_file(
     }
     let text = std::fs::read_to_string(&path).map_err(|err| format!("tasks_file {file}: {err}"))?;
     parse_tasks_jsonl(&text).map_err(|reason| format!("tasks_file {file}: {reason}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::runner::TaskOutcome;
+    use super::super::task::TaskSpec;
+    use super::*;
+    use tokio_util::sync::CancellationToken;
+
+    struct Never;
+
+    #[async_trait::async_trait]
+    impl TaskRunner for Never {
+        async fn run(&self, _job: super::super::runner::TaskJob<'_>) -> TaskOutcome {
+            TaskOutcome::failed("not run".to_owned())
+        }
+    }
+
+    #[test]
+    fn only_the_newest_ended_batches_stay_addressable() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut handles = BTreeMap::new();
+        for n in 1..=40 {
+            let id = format!("batch-{n}");
+            let plan = BatchPlan {
+                id: id.clone(),
+                tasks: vec![TaskSpec {
+                    id: "t".into(),
+                    description: "d".into(),
+                    prompt: "p".into(),
+                }],
+                agent_type: "general-purpose".into(),
+                concurrency: 1,
+                budget: BatchBudget::default(),
+                isolation: Isolation::Shared,
+                dir: dir.path().join(&id),
+            };
+            let batch = Batch::open(plan, CancellationToken::new()).unwrap();
+            if n == 3 {
+                batch.mark_running();
+            }
+            let handle = Arc::new(Handle {
+                batch,
+                parent: AgentPath::main(),
+                inbox: Arc::default(),
+                runner: Arc::new(Never),
+                task: Mutex::new(None),
+            });
+            handles.insert(id, handle);
+            evict_ended(&mut handles);
+        }
+        // 39 ended: the oldest 7 go; the running one stays whatever its age.
+        assert_eq!(handles.len(), ENDED_KEPT + 1);
+        assert!(handles.contains_key("batch-3"));
+        assert!(!handles.contains_key("batch-8"));
+        assert!(handles.contains_key("batch-9"));
+        assert!(handles.contains_key("batch-40"));
+    }
 }
