@@ -2,10 +2,11 @@
 //! batch side of `wait` and `close_agent` (which take batch ids too).
 //!
 //! A batch runs as a task hanging off the spawning agent's run. Its tasks
-//! take the session's slots, but all of a session's batches together use
-//! at most `max_concurrent - 1` of them: one slot is always left for the
-//! parent's own `Agent` and `spawn_agent` calls (with `max_concurrent = 1`
-//! there is nothing to reserve, and an `Agent` call queues behind the batch).
+//! are spawned children (the `max_concurrent` pool), but all of a session's
+//! batches together use at most `max_concurrent - 1` of those slots: one is
+//! always left for the parent's own `spawn_agent` (with `max_concurrent = 1`
+//! there is nothing to reserve). Synchronous `Agent` calls have their own
+//! pool (`max_parallel`), which batches never take.
 //! The parent never sees a worker's transcript: `wait` returns counts and,
 //! once the batch ended, a bounded table and the path of results.jsonl.
 
