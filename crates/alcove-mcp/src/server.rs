@@ -10,7 +10,11 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig, ReadResourceRequestParams};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientConfig, ClientRequest, ReadResourceRequestParams, RequestId, ServerResult,
+};
+use rmcp::service::PeerRequestOptions;
 use rmcp::service::{NotificationContext, Peer, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -407,6 +411,12 @@ impl Server {
     }
 
     /// Calls tool `name`, within the tool timeout, stopping when `cancel` fires.
+    ///
+    /// A call that times out or is cancelled sends `notifications/cancelled`
+    /// itself and waits (briefly) until it is written, so the server hears
+    /// of it even when the session closes the connection right after (as
+    /// an interrupted `exec` does); rmcp's own notice on drop is sent from
+    /// a task that such a close could outrun.
     pub async fn call_tool(
         &self,
         name: &str,
@@ -415,14 +425,32 @@ impl Server {
     ) -> Result<CallToolResult, CallError> {
         let peer = self.peer(cancel).await?;
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
-        // Dropping the request future (timeout or cancel) sends notifications/cancelled.
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = match peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+        {
+            Ok(handle) => handle,
+            Err(err) => return Err(self.request_failed(err).await),
+        };
+        let id = handle.id.clone();
         let reply = tokio::select! {
-            reply = tokio::time::timeout(self.config.tool_timeout, peer.call_tool(params)) => reply,
-            () = cancel.cancelled() => return Err(CallError::Cancelled),
+            reply = tokio::time::timeout(self.config.tool_timeout, handle.await_response()) => reply,
+            () = cancel.cancelled() => {
+                notify_cancelled(&peer, id, "the user interrupted the turn").await;
+                return Err(CallError::Cancelled);
+            }
         };
         match reply {
-            Err(_) => Err(CallError::TimedOut(self.config.tool_timeout)),
-            Ok(Ok(result)) => Ok(result),
+            Err(_) => {
+                notify_cancelled(&peer, id, "tool_timeout_sec passed").await;
+                Err(CallError::TimedOut(self.config.tool_timeout))
+            }
+            Ok(Ok(ServerResult::CallToolResult(result))) => Ok(result),
+            Ok(Ok(_)) => Err(CallError::Failed(format!(
+                "MCP server `{}` answered a tool call with something else",
+                self.config.name
+            ))),
             Ok(Err(err)) => Err(self.request_failed(err).await),
         }
     }
@@ -566,6 +594,13 @@ fn failure(state: &State) -> &str {
         State::Failed(reason) | State::Crashed(reason) => reason,
         _ => "",
     }
+}
+
+/// Tells the server a request is abandoned; bounded, so a server that no
+/// longer reads cannot hold the caller.
+async fn notify_cancelled(peer: &Peer<RoleClient>, id: RequestId, reason: &str) {
+    let notice = CancelledNotificationParam::new(Some(id), Some(reason.to_owned()));
+    let _ = tokio::time::timeout(Duration::from_secs(1), peer.notify_cancelled(notice)).await;
 }
 
 fn kill_group(group: i32) {
