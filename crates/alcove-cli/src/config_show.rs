@@ -182,6 +182,23 @@ fn defaults() -> toml::Table {
     );
     put("env.scrub", true.into());
     put("env.keep", toml::Value::Array(Vec::new()));
+    put("sandbox.mode", "workspace-write".into());
+    put("sandbox.network", false.into());
+    put("sandbox.allow_loopback", false.into());
+    put("sandbox.auto_allow", true.into());
+    let limits = alcove_tools::ResourceLimits::default();
+    for (key, value) in [
+        ("limits.cpu_secs", limits.cpu_secs),
+        ("limits.address_space_mb", limits.address_space_mb),
+        ("limits.processes", limits.processes),
+        ("limits.file_size_mb", limits.file_size_mb),
+        ("limits.open_files", limits.open_files),
+    ] {
+        let value = value
+            .and_then(|value| i64::try_from(value).ok())
+            .unwrap_or(0);
+        put(key, value.into());
+    }
     table
 }
 
@@ -271,6 +288,12 @@ fn render(
         values.insert(
             "permission_mode".to_owned(),
             (mode.clone().into(), "flag --permission-mode".to_owned()),
+        );
+    }
+    if let Some(mode) = &common.sandbox {
+        values.insert(
+            "sandbox.mode".to_owned(),
+            (mode.clone().into(), "flag --sandbox".to_owned()),
         );
     }
 

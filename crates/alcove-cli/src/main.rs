@@ -21,9 +21,11 @@ mod output;
 mod permission_setup;
 mod provider;
 mod resume;
+mod sandbox_setup;
 mod session;
 mod skills_cmd;
 mod tui;
+mod worktrees_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -68,6 +70,9 @@ struct CommonArgs {
     /// parent alcove's process runner); this session narrows them, never loosens them.
     #[arg(long, global = true, value_name = "POLICY", hide = true)]
     parent_policy: Option<String>,
+    /// Where Bash commands run: workspace-write (default) | read-only | off.
+    #[arg(long, global = true, value_name = "MODE")]
+    sandbox: Option<String>,
 }
 
 impl CommonArgs {
@@ -100,6 +105,10 @@ enum Command {
     Mcp(mcp_cmd::McpArgs),
     /// Continue an earlier session of this folder: pick one, `--last`, or give its id.
     Resume(tui::ResumeArgs),
+    /// Apply a worktree child's branch to the workspace, listing conflicts.
+    Merge(worktrees_cmd::MergeArgs),
+    /// List (and with --clean remove) the worktrees and branches children left.
+    Worktrees(worktrees_cmd::WorktreesArgs),
 }
 
 /// A problem with how alcove was invoked or configured: exit status 2.
@@ -115,6 +124,13 @@ impl std::fmt::Display for UsageError {
 impl std::error::Error for UsageError {}
 
 fn main() -> ExitCode {
+    // The sandbox launcher (`alcove __sandbox …`) runs before anything
+    // starts a thread: it must be single-threaded to enter namespaces.
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() == Some(std::ffi::OsStr::new(alcove_sandbox::launcher::SUBCOMMAND)) {
+        let code = alcove_sandbox::launcher::main(args.collect());
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -135,6 +151,8 @@ fn main() -> ExitCode {
             Some(Command::Config(args)) => config_show::run(&cli.common, &args).await,
             Some(Command::Mcp(args)) => mcp_cmd::run(&cli.common, args).await,
             Some(Command::Resume(args)) => tui::resume(&cli.common, args).await,
+            Some(Command::Merge(args)) => worktrees_cmd::merge(&cli.common, &args),
+            Some(Command::Worktrees(args)) => worktrees_cmd::worktrees(&cli.common, &args),
             None => tui::run(&cli.common, cli.prompt).await,
         }
     });

@@ -25,7 +25,7 @@ use crate::context_setup::{self, WindowChoice};
 use crate::model_aliases::Aliases;
 use crate::{
     CommonArgs, UsageError, agents_cmd, config_show, hook_setup, mcp_setup, permission_setup,
-    provider, skills_cmd,
+    provider, sandbox_setup, skills_cmd,
 };
 
 /// Project instructions beyond this many bytes are cut (and the cut is stated).
@@ -88,6 +88,8 @@ pub(crate) struct Session {
     pub(crate) mcp: Arc<McpManager>,
     /// Whether the servers' start-up warnings were emitted.
     mcp_reported: std::sync::atomic::AtomicBool,
+    /// The command sandbox and limits.
+    pub(crate) sandbox: sandbox_setup::SandboxSetup,
 }
 
 impl Session {
@@ -112,15 +114,23 @@ impl Session {
         };
         let layers = config_show::layers(&dirs, workspace.root(), &common.overrides)
             .map_err(|err| UsageError(format!("{err:#}")))?;
+        let sandbox = sandbox_setup::setup(&layers, common, workspace.root())?;
         let gate = permission_setup::gate(mode, &layers, common)?;
         // An alcove started by another's process runner narrows the policy
         // its parent passed, never loosens it.
         let gate = match parent_policy(common)? {
-            Some(policy) => policy
-                .gate(std::env::var_os("HOME").map(PathBuf::from))
-                .map_err(UsageError)?
-                .narrowed(Some(gate.mode()), gate.rules().clone()),
-            None => Arc::new(gate),
+            Some(policy) => {
+                let mut gate = policy
+                    .gate(std::env::var_os("HOME").map(PathBuf::from))
+                    .map_err(UsageError)?
+                    .narrowed(Some(gate.mode()), gate.rules().clone());
+                // Its own commands run in its own sandbox.
+                if let Some(level) = Arc::get_mut(&mut gate) {
+                    level.set_sandboxed_commands(sandbox.auto_allow);
+                }
+                gate
+            }
+            None => Arc::new(gate.with_sandboxed_commands(sandbox.auto_allow)),
         };
         let max_turns = front_end
             .max_turns
@@ -152,6 +162,8 @@ impl Session {
             alcove_model::connect(provider_config).map_err(|err| UsageError(err.to_string()))?;
 
         let (hook_config, mut setup_warnings) = hook_setup::load(&layers, workspace.root())?;
+        setup_warnings.extend(sandbox.warnings.iter().cloned());
+        setup_warnings.extend(crate::worktrees_cmd::leftover_warning(workspace.root()));
         let (mut definitions, definition_warnings) = agents_cmd::load(&dirs, workspace.root());
         setup_warnings.extend(definition_warnings);
         let (mut skills, mut commands, skill_warnings) = skills_cmd::load(&dirs, workspace.root());
@@ -313,6 +325,7 @@ impl Session {
             context_window,
             mcp,
             mcp_reported: std::sync::atomic::AtomicBool::new(false),
+            sandbox,
         })
     }
 
@@ -345,7 +358,8 @@ impl Session {
                 let env = permission_setup::env_policy(&self.config);
                 // MCP tools join the same pool, so children narrow them like
                 // built-ins and share their servers by reference.
-                let pool = alcove_tools::builtin_tools_with_env(env)
+                let confinement = Some(self.sandbox.confinement.clone());
+                let pool = alcove_tools::builtin_tools_confined(env, confinement)
                     .into_iter()
                     .chain(self.skill_tool.clone())
                     .chain(self.mcp.tools())
@@ -363,6 +377,7 @@ impl Session {
             cancel,
             token_budget: None,
             lineage: None,
+            sandbox: self.sandbox.scope,
         }
     }
 }

@@ -119,6 +119,9 @@ pub struct AgentRun {
     /// then its ancestors', up to the front end. `None` at the root, whose
     /// descendants' events go to the supervisor's observers.
     pub lineage: Option<Arc<dyn EventSink>>,
+    /// The sandbox its commands run in (a child's is the stricter of its
+    /// definition's and its parent's).
+    pub sandbox: alcove_tools::SandboxScope,
 }
 
 impl AgentRun {

@@ -207,6 +207,7 @@ async fn gate_and_call(runtime: &Runtime, run: &AgentRun, call: &ToolCall) -> To
         paths: invocation.paths,
         // Delegation tools learn their caller from its scope, lent per call.
         scope: tool.needs_scope().then(|| AgentScope::lend(runtime, run)),
+        sandbox: run.sandbox,
     };
     let call = tool.call(input.clone(), &context);
     tokio::pin!(call);

@@ -139,6 +139,9 @@ pub struct PermissionGate {
     session: Mutex<Vec<Rule>>,
     /// The home folder `~/` patterns resolve against (root only).
     home: Option<PathBuf>,
+    /// Whether commands run sandboxed and so need no approval when no rule
+    /// asks or denies (`sandbox.auto_allow`; children inherit it).
+    sandboxed_commands: bool,
 }
 
 /// One call being checked.
@@ -159,7 +162,21 @@ impl PermissionGate {
             parent: None,
             session: Mutex::new(Vec::new()),
             home: None,
+            sandboxed_commands: false,
         }
+    }
+
+    /// The same gate letting commands run without approval when no rule
+    /// asks or denies, because they run in the sandbox.
+    pub fn with_sandboxed_commands(mut self, sandboxed: bool) -> PermissionGate {
+        self.set_sandboxed_commands(sandboxed);
+        self
+    }
+
+    /// Sets whether sandboxed commands need no approval at this level (and
+    /// in the children narrowed from it later).
+    pub fn set_sandboxed_commands(&mut self, sandboxed: bool) {
+        self.sandboxed_commands = sandboxed;
     }
 
     /// The same gate with `rules` (config and flags) as its own.
@@ -190,6 +207,7 @@ impl PermissionGate {
             parent: Some(self.clone()),
             session: Mutex::new(Vec::new()),
             home: None,
+            sandboxed_commands: self.sandboxed_commands,
         })
     }
 
@@ -458,6 +476,11 @@ impl PermissionGate {
             }
             Access::Execute => match self.mode {
                 PermissionMode::Plan => Outcome::Deny(plan_denial(tool)),
+                _ if self.sandboxed_commands
+                    && !matches!(check.facts.shell, Some(Shell::Unparsable(_))) =>
+                {
+                    Outcome::Allow { by_rule: false }
+                }
                 _ => match check.facts.shell {
                     Some(shell @ Shell::Unparsable(_)) => Outcome::Ask(format!(
                         "{tool} ({summary}) asked by {agent} needs approval: {}, so no Bash rule \

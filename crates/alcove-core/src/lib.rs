@@ -37,6 +37,7 @@ mod frontmatter;
 pub mod fuzzing;
 mod gate;
 mod hooks;
+pub mod isolation;
 mod memory;
 mod repeats;
 mod skills;

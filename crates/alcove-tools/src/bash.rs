@@ -8,13 +8,22 @@
 //! able to flood the model's context or the agent's memory. Secrets in the
 //! agent's environment (API keys, `*_TOKEN`, …) are removed from the
 //! command's environment as its [`EnvPolicy`] says.
+//!
+//! With a [`Confinement`] (what the CLI always gives), the command is
+//! started through alcove's sandbox launcher, which applies the calling
+//! agent's [`SandboxScope`](alcove_sandbox::SandboxScope) and the resource
+//! limits before it runs the shell; a failure the sandbox or a limit
+//! probably caused gets a line saying so.
 
 use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use alcove_protocol::ToolSpec;
+use alcove_sandbox::{Confinement, Launch};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -64,6 +73,7 @@ struct BashInput {
 pub struct Bash {
     spec: ToolSpec,
     env: EnvPolicy,
+    confinement: Option<Arc<Confinement>>,
 }
 
 impl Default for Bash {
@@ -79,7 +89,15 @@ impl Bash {
         Bash {
             spec: spec_for::<BashInput>(NAME, DESCRIPTION),
             env,
+            confinement: None,
         }
+    }
+
+    /// The same tool, running every command through the sandbox launcher
+    /// as the calling agent's scope and `confinement` say.
+    pub fn confined(mut self, confinement: Arc<Confinement>) -> Bash {
+        self.confinement = Some(confinement);
+        self
     }
 }
 
@@ -122,14 +140,39 @@ impl Tool for Bash {
             Some(ms) => ms.min(MAX_TIMEOUT_MS),
         };
         let remove = self.env.names_to_remove(std::env::vars_os());
-        run(
+        let launch = match &self.confinement {
+            None => None,
+            Some(confinement) => match confinement.launch(
+                context.sandbox,
+                context.workspace.root(),
+                "bash",
+                &["-c", &input.command],
+            ) {
+                Ok(launch) => launch,
+                Err(reason) => return ToolOutput::error(reason),
+            },
+        };
+        let (mut output, signal) = run(
             &input.command,
             context.workspace.root(),
             &remove,
             timeout_ms,
             &context.cancel,
+            launch.as_ref(),
         )
-        .await
+        .await;
+        drop(launch);
+        if let (true, Some(confinement)) = (output.is_error, &self.confinement) {
+            let note = signal
+                .and_then(|signal| confinement.limits.explain_signal(signal))
+                .or_else(|| confinement.explain_denial(context.sandbox, &output.content))
+                .or_else(|| confinement.limits.explain_output(&output.content));
+            if let Some(note) = note {
+                output.content.push('\n');
+                output.content.push_str(&note);
+            }
+        }
+        output
     }
 }
 
@@ -150,14 +193,25 @@ enum Outcome {
     Cancelled,
 }
 
-fn spawn(shell: &str, command: &str, cwd: &Path, remove: &[String]) -> std::io::Result<Child> {
-    let mut process = Command::new(shell);
+fn spawn(
+    program: &Path,
+    args: &[OsString],
+    cwd: &Path,
+    remove: &[String],
+    launch: Option<&Launch>,
+) -> std::io::Result<Child> {
+    let mut process = Command::new(program);
     for name in remove {
         process.env_remove(name);
     }
+    for (name, value) in launch
+        .map(|launch| launch.env.as_slice())
+        .unwrap_or_default()
+    {
+        process.env(name, value);
+    }
     process
-        .arg("-c")
-        .arg(command)
+        .args(args)
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -187,29 +241,51 @@ fn forward(
     })
 }
 
+/// Runs `command` (through `launch` when given); the result and the signal
+/// that killed the shell, if one did.
 async fn run(
     command: &str,
     cwd: &Path,
     remove: &[String],
     timeout_ms: u64,
     cancel: &CancellationToken,
-) -> ToolOutput {
-    let mut child = match spawn("bash", command, cwd, remove) {
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound && cwd.is_dir() => {
-            match spawn("sh", command, cwd, remove) {
+    launch: Option<&Launch>,
+) -> (ToolOutput, Option<i32>) {
+    let shell_args = [OsString::from("-c"), OsString::from(command)];
+    let (program, args) = match launch {
+        Some(launch) => (launch.program.as_path(), launch.args.as_slice()),
+        None => (Path::new("bash"), shell_args.as_slice()),
+    };
+    let mut child = match spawn(program, args, cwd, remove, launch) {
+        Err(err)
+            if err.kind() == std::io::ErrorKind::NotFound && cwd.is_dir() && launch.is_none() =>
+        {
+            match spawn(Path::new("sh"), args, cwd, remove, None) {
                 Ok(child) => child,
                 Err(err) => {
-                    return ToolOutput::error(format!("Cannot start a shell (bash or sh): {err}"));
+                    return (
+                        ToolOutput::error(format!("Cannot start a shell (bash or sh): {err}")),
+                        None,
+                    );
                 }
             }
         }
         Err(err) => {
-            return ToolOutput::error(format!("Cannot start bash in {}: {err}", cwd.display()));
+            return (
+                ToolOutput::error(format!(
+                    "Cannot start {} in {}: {err}",
+                    program.display(),
+                    cwd.display()
+                )),
+                None,
+            );
         }
         Ok(child) => child,
     };
     // The shell leads its own group, whose id is its pid.
     let mut guard = ProcessGroup::of(&child);
+    // The launcher's pid (the group's id) names its pids cgroup, if any.
+    let launcher_pid = child.id();
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
     let mut readers = Vec::new();
     if let Some(stdout) = child.stdout.take() {
@@ -237,6 +313,9 @@ async fn run(
     // Whatever is left of the group (background jobs included) dies now.
     guard.kill();
     let _ = child.wait().await;
+    if let (Some(pid), Some(_)) = (launcher_pid, launch) {
+        alcove_sandbox::limits::remove_cgroup(pid);
+    }
     let drain_until = tokio::time::Instant::now() + DRAIN_GRACE;
     while let Ok(Some(chunk)) = tokio::time::timeout_at(drain_until, rx.recv()).await {
         capture.push(&chunk);
@@ -262,9 +341,13 @@ async fn run(
         Outcome::Exited(Ok(status)) => status.code(),
         _ => None,
     };
+    let signal = match &outcome {
+        Outcome::Exited(Ok(status)) => signal_of(status),
+        _ => None,
+    };
     let status_line = match outcome {
         Outcome::Exited(Ok(status)) if status.success() => {
-            return ToolOutput::ok(content).with_effects(effects(Some(0)));
+            return (ToolOutput::ok(content).with_effects(effects(Some(0))), None);
         }
         Outcome::Exited(Ok(status)) => match (status.code(), signal_of(&status)) {
             (Some(code), _) => format!("Exit code: {code}"),
@@ -279,7 +362,10 @@ async fn run(
     };
     content.push('\n');
     content.push_str(&status_line);
-    ToolOutput::error(content).with_effects(effects(exit_code))
+    (
+        ToolOutput::error(content).with_effects(effects(exit_code)),
+        signal,
+    )
 }
 
 fn signal_of(status: &ExitStatus) -> Option<i32> {
@@ -408,6 +494,21 @@ mod tests {
     }
 
     #[test]
+    fn capture_keeps_a_bounded_number_of_bytes_whatever_the_output() {
+        // 16 MiB of `yes` in pipe-sized chunks: what is kept never grows past
+        // head + tail, so a 10 GB flood costs alcove the same memory.
+        let chunk = b"y\n".repeat(4096);
+        let mut capture = Capture::default();
+        let mut most = 0;
+        for _ in 0..(16 << 20) / chunk.len() {
+            capture.push(&chunk);
+            most = most.max(capture.head.len() + capture.tail.len());
+        }
+        assert!(most <= 2 * KEEP_BYTES, "{most} bytes kept");
+        assert_eq!(capture.dropped_chars, (16 << 20) - 2 * KEEP_BYTES);
+    }
+
+    #[test]
     fn capture_counts_dropped_multibyte_chars() {
         let text = "é".repeat(200_000);
         let mut capture = Capture::default();
@@ -429,21 +530,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cancel = CancellationToken::new();
         let removed = ["HOME".to_owned()];
-        let out = run(
+        let (out, _) = run(
             "echo \"home=${HOME:-unset}\"",
             dir.path(),
             &removed,
             10_000,
             &cancel,
+            None,
         )
         .await;
         assert!(out.content.contains("home=unset"), "{}", out.content);
-        let kept = run(
+        let (kept, _) = run(
             "echo \"home=${HOME:-unset}\"",
             dir.path(),
             &[],
             10_000,
             &cancel,
+            None,
         )
         .await;
         assert!(!kept.content.contains("home=unset"), "{}", kept.content);

@@ -33,6 +33,7 @@ mod schema;
 mod workspace;
 mod write;
 
+pub use alcove_sandbox::{Confinement, ResourceLimits, SandboxMode, SandboxScope};
 pub use bash::Bash;
 pub use edit::Edit;
 pub use env_policy::{EnvPolicy, is_sensitive_env_name, secret_values};
@@ -144,6 +145,8 @@ pub struct ToolContext {
     /// tools the calling agent's scope (gate, tools, depth, path, event sink)
     /// through it, so no tool captures its caller's state when built.
     pub scope: Option<Scope>,
+    /// The sandbox the calling agent's commands run in.
+    pub sandbox: SandboxScope,
 }
 
 /// The caller's wiring a delegation tool downcasts (see [`ToolContext::scope`]).
@@ -269,12 +272,26 @@ pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
 
 /// [`builtin_tools`] whose `Bash` follows `env` for its commands' environment.
 pub fn builtin_tools_with_env(env: EnvPolicy) -> Vec<Arc<dyn Tool>> {
+    builtin_tools_confined(env, None)
+}
+
+/// [`builtin_tools_with_env`] whose `Bash` runs every command through the
+/// sandbox launcher when `confinement` is given.
+pub fn builtin_tools_confined(
+    env: EnvPolicy,
+    confinement: Option<Arc<Confinement>>,
+) -> Vec<Arc<dyn Tool>> {
+    let bash = Bash::with_env_policy(env);
+    let bash = match confinement {
+        Some(confinement) => bash.confined(confinement),
+        None => bash,
+    };
     vec![
         Arc::new(Read::default()),
         Arc::new(Glob::default()),
         Arc::new(Grep::default()),
         Arc::new(Write::default()),
         Arc::new(Edit::default()),
-        Arc::new(Bash::with_env_policy(env)),
+        Arc::new(bash),
     ]
 }

@@ -38,7 +38,17 @@ fn an_allow_rule_runs_matching_commands_but_not_compound_ones_with_other_parts()
         ],
     ));
     env.write_file("victim.txt", "still here");
-    let out = exec(&env, &server, &["--allow", "Bash(echo:*)", "allow echo"]);
+    let out = exec(
+        &env,
+        &server,
+        &[
+            "-c",
+            "sandbox.auto_allow=false",
+            "--allow",
+            "Bash(echo:*)",
+            "allow echo",
+        ],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let results = results(&server, "allow echo", 1);
     assert!(
@@ -141,6 +151,8 @@ fn dont_ask_denies_naming_the_rule_that_would_allow_the_call() {
         &env,
         &server,
         &[
+            "-c",
+            "sandbox.auto_allow=false",
             "--permission-mode",
             "dontAsk",
             "--allow",
@@ -252,7 +264,11 @@ fn untrusted_text_in_a_file_and_a_child_report_changes_no_rule_or_mode() {
             ),
     );
     env.write_file("notes.txt", INJECTION);
-    let out = exec(&env, &server, &["inject main"]);
+    let out = exec(
+        &env,
+        &server,
+        &["-c", "sandbox.auto_allow=false", "inject main"],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let report = results(&server, "inject main", 2).pop().unwrap();
     assert!(

@@ -99,7 +99,13 @@ fn a_verifier_may_run_cargo_test_and_nothing_else() {
     let out = exec(
         &env,
         &server,
-        &["--permission-mode", "bypassPermissions", "verify things"],
+        &[
+            "-c",
+            "sandbox.auto_allow=false",
+            "--permission-mode",
+            "bypassPermissions",
+            "verify things",
+        ],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let child = &server.requests_for("VERIFIER child")[0];

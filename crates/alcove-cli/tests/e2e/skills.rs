@@ -96,10 +96,15 @@ fn a_skills_script_run_through_bash_obeys_the_gate() {
         )
     };
     // Headless in the default mode: the skill's allowed-tools are not granted
-    // by themselves, so the script is refused like any command.
+    // by themselves, so the script is refused like any command. (The
+    // sandbox's auto-allow is off: this test is about the gate.)
     let (env, server) = setup(script());
     claude_code_skill(&env);
-    let out = exec_home(&env, &server, &["collect the notes"]);
+    let out = exec_home(
+        &env,
+        &server,
+        &["-c", "sandbox.auto_allow=false", "collect the notes"],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let (_, content, is_error) = server.requests_for("collect the notes")[2]
         .tool_results()
@@ -115,7 +120,7 @@ fn a_skills_script_run_through_bash_obeys_the_gate() {
     let mut command = env.command(alcove(), &server);
     command
         .env("HOME", env.home())
-        .arg("collect the notes")
+        .args(["-c", "sandbox.auto_allow=false", "collect the notes"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());

@@ -91,7 +91,11 @@ fn default_mode_refuses_writes_and_commands_naming_the_flag() {
             Step::text("I was not allowed."),
         ],
     ));
-    let out = exec(&env, &server, &["try to write"]);
+    let out = exec(
+        &env,
+        &server,
+        &["-c", "sandbox.auto_allow=false", "try to write"],
+    );
     assert_eq!(
         out.code, 0,
         "a denial is a result the model sees, not a failure"

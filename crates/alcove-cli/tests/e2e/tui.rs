@@ -220,7 +220,8 @@ fn a_session_answers_approves_a_child_is_interrupted_exits_and_resumes() {
     );
     patient(&env);
 
-    let pane = Pane::start(&env, &server, &[]);
+    // This test approves a command by hand: the sandbox's auto-allow is off.
+    let pane = Pane::start(&env, &server, &["-c", "sandbox.auto_allow=false"]);
     pane.wait_for_screen("Ask anything");
     pane.prompt("hello there");
     pane.wait_for("ANSWER-ONE");

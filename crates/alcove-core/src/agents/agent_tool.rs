@@ -41,6 +41,11 @@ struct AgentInput {
     /// Another model, provider/name.
     #[serde(default)]
     model: Option<String>,
+    /// "worktree": the agent works in its own git worktree on a new branch
+    /// (from your current files, uncommitted ones included); its changes come
+    /// back as a branch to merge. Use it for agents that write in parallel.
+    #[serde(default)]
+    isolation: Option<String>,
 }
 
 /// The `Agent` tool.
@@ -107,6 +112,7 @@ impl Tool for AgentTool {
             return Err("invalid arguments for Agent: `prompt` must not be empty".to_owned());
         }
         let definition = self.definition(&input)?;
+        super::worktree_child::wants_worktree(input.isolation.as_deref())?;
         Ok(Invocation {
             summary: format!(
                 "{}: {}",
@@ -123,10 +129,14 @@ impl Tool for AgentTool {
             Ok(input) => input,
             Err(reason) => return ToolOutput::error(reason),
         };
-        let definition = match self.definition(&input) {
+        let mut definition = match self.definition(&input) {
             Ok(definition) => definition,
             Err(reason) => return ToolOutput::error(reason),
         };
+        match super::worktree_child::wants_worktree(input.isolation.as_deref()) {
+            Ok(wants) => definition.worktree |= wants,
+            Err(reason) => return ToolOutput::error(reason),
+        }
         let (supervisor, scope) = match upgrade(&self.supervisor)
             .and_then(|supervisor| Ok((supervisor, AgentScope::of(context)?)))
         {

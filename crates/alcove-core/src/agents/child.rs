@@ -19,6 +19,7 @@ use super::definitions::{AgentDefinition, DELEGATION_CONTRACT};
 use super::report::Evidence;
 use super::scope::AgentScope;
 use super::supervisor::Supervisor;
+use crate::isolation::worktree::{BRANCH_PREFIX, Worktree};
 use crate::{AgentRun, EventSink, FanOut, PermissionMode, RuleSet, Runtime, Transcript};
 
 /// Tools a child never inherits: delegation is offered again only through
@@ -71,6 +72,8 @@ pub(crate) struct Child {
     /// The parent's runtime and path: where the child's start and end are
     /// recorded and its notices left.
     pub(crate) parent: ParentLink,
+    /// Its own git worktree (`isolation: worktree`).
+    pub(crate) worktree: Option<Worktree>,
 }
 
 /// Where a child's start, end and notices go.
@@ -172,6 +175,18 @@ impl Supervisor {
             .and_then(|file| Transcript::create(&file).ok())
             .map(|transcript| transcript.with_redactions(self.redactions.clone()))
             .map(Arc::new);
+        // The one place a child's workspace is chosen.
+        let worktree = match definition.worktree {
+            true => Some(self.create_worktree(scope, name)?),
+            false => None,
+        };
+        let workspace = match &worktree {
+            Some(worktree) => Arc::new(
+                alcove_tools::Workspace::new(worktree.workspace())
+                    .map_err(|err| format!("worktree {}: {err}", worktree.workspace().display()))?,
+            ),
+            None => scope.runtime.workspace.clone(),
+        };
         let evidence = Arc::new(Evidence::new(path.clone()));
         // What the child and its descendants emit reaches its evidence, then
         // its ancestors' evidence and the front end (the lineage); the
@@ -193,13 +208,10 @@ impl Supervisor {
         let mut runtime = scope.runtime.clone();
         runtime.events = Arc::new(sinks);
         runtime.model = model;
+        runtime.workspace = workspace;
 
-        let system_prompt = self.child_system_prompt(
-            definition,
-            &pool,
-            scope.runtime.workspace.root(),
-            &mut warnings,
-        );
+        let system_prompt =
+            self.child_system_prompt(definition, &pool, runtime.workspace.root(), &mut warnings);
         let run = AgentRun {
             path: path.clone(),
             depth,
@@ -213,6 +225,10 @@ impl Supervisor {
             cancel,
             token_budget: self.limits.max_tokens,
             lineage: Some(lineage),
+            sandbox: scope
+                .run
+                .sandbox
+                .narrowed(definition.sandbox, definition.network),
         };
         Ok(Child {
             path,
@@ -230,7 +246,20 @@ impl Supervisor {
                 runtime: scope.runtime.clone(),
                 path: scope.path().clone(),
             },
+            worktree,
         })
+    }
+
+    /// A worktree on `alcove/<session>/<name>` at the parent's current state.
+    fn create_worktree(&self, scope: &AgentScope, name: &str) -> Result<Worktree, String> {
+        let session: String = self
+            .transcripts
+            .as_ref()
+            .and_then(|dir| dir.file_name())
+            .map(|id| id.to_string_lossy().chars().take(8).collect())
+            .unwrap_or_else(|| std::process::id().to_string());
+        let branch = format!("{BRANCH_PREFIX}{session}/{name}");
+        Worktree::create(scope.runtime.workspace.root(), &branch, name)
     }
 
     fn child_system_prompt(

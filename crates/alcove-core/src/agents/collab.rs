@@ -42,6 +42,11 @@ struct SpawnInput {
     /// Another model, provider/name.
     #[serde(default)]
     model: Option<String>,
+    /// "worktree": the agent works in its own git worktree on a new branch
+    /// (from your current files, uncommitted ones included); each submission's
+    /// changes are committed there for you to merge.
+    #[serde(default)]
+    isolation: Option<String>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -227,12 +232,14 @@ impl Supervisor {
         let scope =
             AgentScope::of(context).map_err(|reason| format!("spawn_agent failed: {reason}"))?;
         let type_name = input.agent_type.as_deref().unwrap_or(DEFAULT_AGENT_TYPE);
-        let definition = self.definitions.get(type_name).cloned().ok_or_else(|| {
+        let mut definition = self.definitions.get(type_name).cloned().ok_or_else(|| {
             format!(
                 "spawn_agent failed: unknown agent_type `{type_name}`; known: {}",
                 self.definitions.names()
             )
         })?;
+        definition.worktree |= super::worktree_child::wants_worktree(input.isolation.as_deref())
+            .map_err(|reason| format!("spawn_agent failed: {reason}"))?;
         let request = ChildRequest {
             description: message.clone(),
             tool_names: None,
@@ -403,6 +410,9 @@ impl Supervisor {
             record.touch();
             if let Some(submission) = &record.running {
                 submission.cancel.cancel();
+            } else if let Some(worktree) = &record.child.worktree {
+                // Nothing writes there any more: commit and remove the folder.
+                let _ = worktree.finish(&format!("alcove child {id}"));
             }
         }
         Registry::evict_idle(&mut records);

@@ -58,6 +58,13 @@ pub struct AgentDefinition {
     pub timeout: Option<Duration>,
     /// Skills (by name) whose bodies are preloaded into its system prompt.
     pub skills: Vec<String>,
+    /// Its sandbox mode; the child's commands run in the stricter of this
+    /// and its parent's.
+    pub sandbox: Option<alcove_tools::SandboxMode>,
+    /// Whether its commands may use the network (never more than its parent's).
+    pub network: Option<bool>,
+    /// `isolation: worktree`: the child works in a git worktree of its own.
+    pub worktree: bool,
     /// The file it was loaded from (`None` for a built-in).
     pub source: Option<PathBuf>,
 }

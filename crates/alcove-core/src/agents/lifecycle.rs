@@ -330,7 +330,7 @@ impl ChildRun {
             .tree
             .is_bounded()
             .then(|| supervisor.tree.describe());
-        let output = report(
+        let mut output = report(
             &ReportInput {
                 description: &child.label,
                 outcome: &ended.outcome,
@@ -344,6 +344,11 @@ impl ChildRun {
             },
             &child.evidence,
         );
+        if let Some(worktree) = &child.worktree {
+            let line = super::worktree_child::finish(worktree, &child.label).await;
+            output.content.push('\n');
+            output.content.push_str(&line);
+        }
         child.parent.emit(EventKind::AgentEnded {
             child: child.path.clone(),
             description: child.label.clone(),

@@ -135,6 +135,7 @@ impl Harness {
             cancel: CancellationToken::new(),
             token_budget: None,
             lineage: None,
+            sandbox: Default::default(),
         }
     }
 
@@ -154,6 +155,7 @@ impl Harness {
             hidden: Default::default(),
             paths: Vec::new(),
             scope: Some(AgentScope::lend(&self.runtime, run)),
+            sandbox: run.sandbox,
         };
         tool.call(input, &context).await
     }

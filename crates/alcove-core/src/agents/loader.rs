@@ -15,6 +15,9 @@
 //! permissions:                     # alcove's own key
 //!   allow: ["Bash(cargo test:*)"]
 //!   deny: ["Edit"]
+//! sandbox: read-only               # workspace-write | read-only | off (never looser than the parent's)
+//! network: true                    # commands may use the network (if the parent's may)
+//! isolation: worktree              # work in a git worktree of its own
 //! ---
 //! The body is the system prompt.
 //! ```
@@ -82,6 +85,9 @@ struct FrontMatter {
     timeout: Option<Timeout>,
     permissions: Option<Rules>,
     skills: Option<Names>,
+    sandbox: Option<String>,
+    network: Option<bool>,
+    isolation: Option<String>,
 }
 
 const MODES: [&str; 5] = [
@@ -132,6 +138,23 @@ pub fn parse_definition(
             MODES.join(", ")
         )));
     }
+    let sandbox = match &front.sandbox {
+        None => None,
+        Some(text) => Some(alcove_tools::SandboxMode::parse(text).ok_or_else(|| {
+            at("sandbox").error(&format!(
+                "unknown sandbox `{text}`; use workspace-write, read-only or off"
+            ))
+        })?),
+    };
+    let worktree = match front.isolation.as_deref().map(str::trim) {
+        None | Some("" | "none") => false,
+        Some("worktree") => true,
+        Some(other) => {
+            return Err(at("isolation").error(&format!(
+                "unknown isolation `{other}`; use worktree (or leave it out)"
+            )));
+        }
+    };
     if front.max_turns == Some(0) {
         return Err(at("maxTurns").error("maxTurns must be at least 1"));
     }
@@ -179,6 +202,9 @@ pub fn parse_definition(
         },
         timeout,
         skills: front.skills.map(Names::into_vec).unwrap_or_default(),
+        sandbox,
+        network: front.network,
+        worktree,
         source: None,
     };
     Ok((definition, notes))

@@ -33,6 +33,7 @@ mod runner;
 mod scope;
 mod submission;
 mod supervisor;
+mod worktree_child;
 
 pub use budget::{TreeBudget, TreeUsage};
 pub use definitions::{AgentDefinition, AgentPermissions, DEFAULT_AGENT_TYPE, Definitions};

@@ -123,9 +123,13 @@ impl Supervisor {
                 command,
                 session: remote_session.as_deref(),
             });
-            let ended = supervisor
+            let mut ended = supervisor
                 .run_submission(&child, lease, history, message, &task_cancel, remote)
                 .await;
+            if let Some(worktree) = &child.worktree {
+                let line = super::worktree_child::checkpoint(worktree, &child.label).await;
+                ended.output = Some(format!("{}\n\n{line}", ended.output.unwrap_or_default()));
+            }
             supervisor.finish_submission(&agent_id, &sub_id, ended);
         });
         record.running = Some(Submission {

@@ -414,3 +414,32 @@ fn invalid_rules_are_errors_naming_the_rule() {
         Rule::parse(good, "--allow").unwrap();
     }
 }
+
+#[test]
+fn sandboxed_commands_run_without_approval_unless_a_rule_asks_or_denies() {
+    let f = fixture();
+    let sandboxed = |mode, rules| {
+        Arc::new(
+            PermissionGate::new(mode)
+                .with_rules(rules)
+                .with_sandboxed_commands(true),
+        )
+    };
+    let open = sandboxed(PermissionMode::Default, RuleSet::default());
+    assert_eq!(f.bash(&open, "cargo test"), Decision::Allow);
+    // Files are not commands: edits still ask.
+    assert!(asked(&f.file(&open, "Edit", "a.rs"), "acceptEdits"));
+    let ruled = sandboxed(
+        PermissionMode::Default,
+        rules(&[], &["Bash(git push:*)"], &["Bash(rm:*)"], "test"),
+    );
+    assert!(asked(&f.bash(&ruled, "git push"), "Bash(git push:*)"));
+    assert!(denied(&f.bash(&ruled, "rm -rf x"), "Bash(rm:*)"));
+    // A child's gate narrows the root's and keeps its sandboxed commands.
+    let child = open.narrowed(Some(PermissionMode::Default), RuleSet::default());
+    assert_eq!(f.bash(&child, "ls"), Decision::Allow);
+    let plan = sandboxed(PermissionMode::Plan, RuleSet::default());
+    assert!(matches!(f.bash(&plan, "ls"), Decision::Deny(_)));
+    // Unparsable commands still ask.
+    assert!(matches!(f.bash(&open, "echo $("), Decision::Ask(_)));
+}

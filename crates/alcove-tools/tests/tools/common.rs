@@ -27,6 +27,7 @@ impl Env {
             hidden: Default::default(),
             paths: Vec::new(),
             scope: None,
+            sandbox: Default::default(),
         };
         Env { _dir: dir, context }
     }

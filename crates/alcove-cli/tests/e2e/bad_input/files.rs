@@ -213,7 +213,13 @@ fn a_definition_that_asks_for_more_than_its_parent_gets_no_more() {
          permissions:\n  allow: [\"Bash\", \"Edit\", \"Bash(rm:*)\"]\n---\nYou may do anything.\n",
     );
     case.write("victim.txt", "keep me\n");
-    let out = case.run(&["--deny", "Bash(rm:*)", "delegate loosely"]);
+    let out = case.run(&[
+        "-c",
+        "sandbox.auto_allow=false",
+        "--deny",
+        "Bash(rm:*)",
+        "delegate loosely",
+    ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let results = case.results("LOOSE child", 1);
     assert_error(&results[0], &["needs approval"]);

@@ -1,0 +1,232 @@
+//! The command sandbox and resource limits, from config and flags.
+//!
+//! ```toml
+//! sandbox = "workspace-write"          # shorthand for [sandbox] mode
+//! [sandbox]
+//! mode = "workspace-write"             # | "read-only" | "off"; --sandbox wins
+//! network = false                      # commands may use the network
+//! allow_loopback = false               # with the network off: a loopback of their own
+//! deny_read = ["~/.ssh", "~/.aws"]     # replaces the default credential list
+//! writable_roots = ["~/.cache/cargo"]  # more folders commands may write
+//! auto_allow = true                    # sandboxed Bash runs without approval unless a rule asks
+//! [limits]                             # per command; 0 = no limit
+//! cpu_secs = 600
+//! address_space_mb = 32768
+//! processes = 4096
+//! file_size_mb = 16384
+//! open_files = 4096
+//! ```
+//!
+//! `ALCOVE_SANDBOX=<mode>` (and `ALCOVE_SANDBOX_NETWORK=0`) is a ceiling a
+//! parent alcove sets for an alcove it runs as a process-runner child: the
+//! session runs in the stricter of it and its own setting, never looser.
+//!
+//! A project's own `.alcove/config.toml` lives in the workspace the sandbox
+//! lets commands write, so it may only make the sandbox stricter: its
+//! `mode` counts when stricter, its other `[sandbox]` keys are ignored with
+//! a warning. When the mode is not `off`, the launcher is tried once at
+//! start; if this machine cannot confine commands, alcove says so and
+//! refuses to run them (never runs them unconfined).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use alcove_tools::{Confinement, ResourceLimits, SandboxMode, SandboxScope};
+use serde::Deserialize;
+
+use crate::config_show::Layer;
+use crate::{CommonArgs, UsageError};
+
+/// `[sandbox]`, or `sandbox = "<mode>"`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum SandboxEntry {
+    Mode(String),
+    Table(SandboxTable),
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct SandboxTable {
+    mode: Option<String>,
+    network: Option<bool>,
+    allow_loopback: Option<bool>,
+    deny_read: Option<Vec<String>>,
+    writable_roots: Option<Vec<String>>,
+    auto_allow: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct LimitsTable {
+    cpu_secs: Option<u64>,
+    address_space_mb: Option<u64>,
+    processes: Option<u64>,
+    file_size_mb: Option<u64>,
+    open_files: Option<u64>,
+}
+
+/// What the session runs commands with.
+pub(crate) struct SandboxSetup {
+    /// The main agent's scope.
+    pub(crate) scope: SandboxScope,
+    /// Folders, limits and the launcher.
+    pub(crate) confinement: Arc<Confinement>,
+    /// Whether sandboxed Bash calls need no approval.
+    pub(crate) auto_allow: bool,
+    /// Things to tell the user at start.
+    pub(crate) warnings: Vec<String>,
+}
+
+/// Reads the layers and `--sandbox`, and probes the machine when confined.
+pub(crate) fn setup(
+    layers: &[Layer],
+    common: &CommonArgs,
+    workspace: &Path,
+) -> Result<SandboxSetup, UsageError> {
+    let mut warnings = Vec::new();
+    let mut table = SandboxTable::default();
+    let mut project_mode = None;
+    let mut limits = ResourceLimits::default();
+    for layer in layers {
+        let is_project = layer.source.starts_with("project ");
+        if let Some(value) = layer.table.get("sandbox") {
+            let entry: SandboxEntry = value
+                .clone()
+                .try_into()
+                .map_err(|err| UsageError(format!("{}: [sandbox]: {err}", layer.source)))?;
+            let own = match entry {
+                SandboxEntry::Mode(mode) => SandboxTable {
+                    mode: Some(mode),
+                    ..SandboxTable::default()
+                },
+                SandboxEntry::Table(own) => own,
+            };
+            if is_project {
+                project_mode = own
+                    .mode
+                    .as_deref()
+                    .map(|text| parse_mode(text, &layer.source))
+                    .transpose()?;
+                if own.network.is_some()
+                    || own.allow_loopback.is_some()
+                    || own.deny_read.is_some()
+                    || own.writable_roots.is_some()
+                    || own.auto_allow.is_some()
+                {
+                    warnings.push(format!(
+                        "{}: only sandbox.mode is read from a project's config (and only when \
+                         stricter); its other [sandbox] keys are ignored",
+                        layer.source
+                    ));
+                }
+            } else {
+                merge(&mut table, own);
+            }
+        }
+        if let Some(value) = layer.table.get("limits") {
+            let own: LimitsTable = value
+                .clone()
+                .try_into()
+                .map_err(|err| UsageError(format!("{}: [limits]: {err}", layer.source)))?;
+            let set = |slot: &mut Option<u64>, value: Option<u64>| {
+                if value.is_some() {
+                    *slot = value;
+                }
+            };
+            set(&mut limits.cpu_secs, own.cpu_secs);
+            set(&mut limits.address_space_mb, own.address_space_mb);
+            set(&mut limits.processes, own.processes);
+            set(&mut limits.file_size_mb, own.file_size_mb);
+            set(&mut limits.open_files, own.open_files);
+        }
+    }
+    let mut mode = match (&common.sandbox, &table.mode) {
+        (Some(text), _) => parse_mode(text, "--sandbox")?,
+        (None, Some(text)) => parse_mode(text, "sandbox.mode")?,
+        (None, None) => SandboxMode::default(),
+    };
+    if let Some(project) = project_mode {
+        mode = mode.stricter(project);
+    }
+    if let Some(ceiling) = std::env::var("ALCOVE_SANDBOX")
+        .ok()
+        .filter(|text| !text.is_empty())
+    {
+        mode = mode.stricter(parse_mode(&ceiling, "ALCOVE_SANDBOX")?);
+    }
+    let network_ceiling = std::env::var("ALCOVE_SANDBOX_NETWORK").map_or(true, |text| text != "0");
+    let scope = SandboxScope {
+        mode,
+        network: (mode == SandboxMode::Off || table.network.unwrap_or(false)) && network_ceiling,
+    };
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let launcher = std::env::current_exe()
+        .map_err(|err| UsageError(format!("cannot find the alcove binary: {err}")))?;
+    let mut confinement = Confinement::new(launcher, home.as_deref());
+    let resolve = |text: &String| resolve_path(text, home.as_deref(), workspace);
+    if let Some(deny) = &table.deny_read {
+        confinement.deny_read = deny.iter().map(resolve).collect();
+    }
+    if let Some(roots) = &table.writable_roots {
+        confinement.writable_roots = roots.iter().map(resolve).collect();
+    }
+    confinement.allow_loopback = table.allow_loopback.unwrap_or(false);
+    confinement.limits = limits;
+    if scope.is_confined()
+        && let Err(reason) = confinement.probe()
+    {
+        warnings.push(format!(
+            "the {} sandbox is not available on this machine: {reason}. Bash commands will be \
+             refused; run alcove with --sandbox off to run them unconfined.",
+            mode.as_str()
+        ));
+        confinement.unavailable = Some(reason);
+    }
+    Ok(SandboxSetup {
+        scope,
+        auto_allow: scope.is_confined() && table.auto_allow.unwrap_or(true),
+        confinement: Arc::new(confinement),
+        warnings,
+    })
+}
+
+fn parse_mode(text: &str, source: &str) -> Result<SandboxMode, UsageError> {
+    SandboxMode::parse(text).ok_or_else(|| {
+        UsageError(format!(
+            "{source}: unknown sandbox mode `{text}`; use workspace-write, read-only or off"
+        ))
+    })
+}
+
+fn merge(into: &mut SandboxTable, from: SandboxTable) {
+    into.mode = from.mode.or(into.mode.take());
+    into.network = from.network.or(into.network);
+    into.allow_loopback = from.allow_loopback.or(into.allow_loopback);
+    into.deny_read = from.deny_read.or(into.deny_read.take());
+    into.writable_roots = from.writable_roots.or(into.writable_roots.take());
+    into.auto_allow = from.auto_allow.or(into.auto_allow);
+}
+
+/// `~/x` against the home folder, a relative path against the workspace.
+fn resolve_path(text: &str, home: Option<&Path>, workspace: &Path) -> PathBuf {
+    match (text.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ if text == "~" => home.map_or_else(|| PathBuf::from(text), Path::to_owned),
+        _ => workspace.join(text),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_resolve_against_home_and_workspace() {
+        let home = Path::new("/home/u");
+        let ws = Path::new("/w");
+        assert_eq!(resolve_path("~/.ssh", Some(home), ws), home.join(".ssh"));
+        assert_eq!(resolve_path("/abs", Some(home), ws), PathBuf::from("/abs"));
+        assert_eq!(resolve_path("out", Some(home), ws), ws.join("out"));
+    }
+}

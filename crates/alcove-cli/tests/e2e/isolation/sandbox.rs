@@ -1,0 +1,315 @@
+//! The command sandbox: writes, reads, network, git, depth, and `off`.
+
+use std::net::{TcpListener, UdpSocket};
+use std::time::Duration;
+
+use alcove_testkit::{Block, Script, Step};
+use serde_json::json;
+
+use super::init_repo;
+use crate::support::{exec, exec_command, finish, setup};
+
+/// A folder outside the workspace and outside the system temp folder (which
+/// the sandbox lets commands write).
+fn outside_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("alcove-outside-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
+}
+
+fn bash(command: &str) -> Block {
+    Block::tool_call("Bash", json!({ "command": command }))
+}
+
+#[test]
+fn the_default_sandbox_confines_writes_reads_and_network_but_lets_git_commit() {
+    let outside = outside_dir();
+    let fake_home = tempfile::tempdir().unwrap();
+    std::fs::create_dir(fake_home.path().join(".ssh")).unwrap();
+    std::fs::write(fake_home.path().join(".ssh/id_x"), "PRIVATE-KEY-TEXT\n").unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let tcp = listener.local_addr().unwrap().port();
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
+    let outside_file = outside.path().join("escaped.txt");
+    let (env, server) = setup(Script::new().conversation(
+        "confined",
+        vec![
+            Step::reply(vec![
+                bash("echo inside > inside.txt && cat inside.txt"),
+                bash(&format!("echo out > {}", outside_file.display())),
+                bash("git add inside.txt && git -c user.name=t -c user.email=t@t commit -qm child && echo committed"),
+                bash("cat \"$HOME/.ssh/id_x\""),
+                bash(&format!("echo hi > /dev/tcp/127.0.0.1/{tcp} && echo connected")),
+                bash(&format!("echo ping > /dev/udp/127.0.0.1/{udp_port} && echo sent")),
+            ]),
+            Step::text("done"),
+        ],
+    ));
+    init_repo(env.workspace());
+    // Default permission mode and default sandbox: Bash is auto-allowed.
+    let out = finish(
+        exec_command(&env, &server, &["confined"])
+            .env("HOME", fake_home.path())
+            .spawn()
+            .unwrap(),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = server.requests()[1].tool_results();
+    assert!(
+        !results[0].2 && results[0].1.contains("inside"),
+        "{:?}",
+        results[0]
+    );
+    assert!(results[1].2, "{:?}", results[1]);
+    assert!(results[1].1.contains("[sandbox]"), "{:?}", results[1]);
+    assert!(!outside_file.exists(), "the sandbox let a write out");
+    assert!(
+        !results[2].2 && results[2].1.contains("committed"),
+        "{:?}",
+        results[2]
+    );
+    assert!(
+        results[3].2 && results[3].1.contains("[sandbox]"),
+        "{:?}",
+        results[3]
+    );
+    assert!(!results[3].1.contains("PRIVATE-KEY-TEXT"));
+    assert!(
+        results[4].2 && !results[4].1.contains("connected"),
+        "{:?}",
+        results[4]
+    );
+    assert!(results[4].1.contains("[sandbox]"), "{:?}", results[4]);
+    assert!(
+        results[5].2 && !results[5].1.contains("sent"),
+        "{:?}",
+        results[5]
+    );
+    udp.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut buf = [0u8; 16];
+    assert!(udp.recv(&mut buf).is_err(), "a UDP datagram got out");
+    drop(listener);
+}
+
+#[test]
+fn network_on_reaches_a_local_listener_and_sandbox_off_restores_todays_behaviour() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let tcp = listener.local_addr().unwrap().port();
+    let outside = outside_dir();
+    let outside_file = outside.path().join("written.txt");
+    let connect = format!("echo hi > /dev/tcp/127.0.0.1/{tcp} && echo connected");
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "with network",
+                vec![Step::reply(vec![bash(&connect)]), Step::text("done")],
+            )
+            .conversation(
+                "unconfined",
+                vec![
+                    Step::reply(vec![
+                        bash(&format!("echo free > {}", outside_file.display())),
+                        bash(&connect),
+                    ]),
+                    Step::text("done"),
+                ],
+            ),
+    );
+    let out = exec(
+        &env,
+        &server,
+        &["-c", "sandbox.network=true", "with network"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = server.requests_for("with network")[1].tool_results();
+    assert!(
+        !results[0].2 && results[0].1.contains("connected"),
+        "{results:?}"
+    );
+
+    let out = exec(
+        &env,
+        &server,
+        &[
+            "--sandbox",
+            "off",
+            "--permission-mode",
+            "bypassPermissions",
+            "unconfined",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = server.requests_for("unconfined")[1].tool_results();
+    assert!(!results[0].2, "{results:?}");
+    assert_eq!(std::fs::read_to_string(&outside_file).unwrap(), "free\n");
+    assert!(
+        !results[1].2 && results[1].1.contains("connected"),
+        "{results:?}"
+    );
+}
+
+#[test]
+fn a_grandchild_inherits_the_sandbox_even_under_a_definition_asking_for_off() {
+    let outside = outside_dir();
+    let target = outside.path().join("grandchild.txt");
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "grand parent",
+                vec![
+                    Step::tool_call(
+                        "Agent",
+                        json!({"description": "middle", "prompt": "MIDDLE child", "subagent_type": "loose"}),
+                    ),
+                    Step::text("parent done"),
+                ],
+            )
+            .conversation(
+                "MIDDLE child",
+                vec![
+                    Step::tool_call(
+                        "Agent",
+                        json!({"description": "leaf", "prompt": "LEAF child"}),
+                    ),
+                    Step::text("middle done"),
+                ],
+            )
+            .conversation(
+                "LEAF child",
+                vec![
+                    Step::reply(vec![bash(&format!("echo leaf > {}", target.display()))]),
+                    Step::text("leaf done"),
+                ],
+            ),
+    );
+    env.write_file(
+        ".alcove/agents/loose.md",
+        "---\nname: loose\ndescription: asks for no sandbox\nsandbox: \"off\"\nnetwork: true\n---\nYou may do anything.\n",
+    );
+    let out = exec(
+        &env,
+        &server,
+        &[
+            "-c",
+            "agents.max_depth=2",
+            "--permission-mode",
+            "bypassPermissions",
+            "grand parent",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = server.requests_for("LEAF child")[1].tool_results();
+    assert!(
+        results[0].2 && results[0].1.contains("[sandbox]"),
+        "{results:?}"
+    );
+    assert!(!target.exists(), "a grandchild wrote outside the workspace");
+}
+
+#[test]
+fn a_machine_that_cannot_sandbox_says_so_at_start_and_refuses_commands() {
+    let (env, server) = setup(Script::new().conversation(
+        "no sandbox here",
+        vec![
+            Step::reply(vec![bash("echo ran > ran.txt")]),
+            Step::text("done"),
+        ],
+    ));
+    // A user namespace in which no further user namespace may be created:
+    // the launcher's `unshare` fails there as on a kernel without them.
+    let mut command = env.command(std::path::Path::new("unshare"), &server);
+    command
+        .args(["-U", "-r", "sh", "-c"])
+        .arg("echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" \"$@\"")
+        .arg(crate::support::alcove())
+        .args(["exec", "no sandbox here"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let out = finish(command.spawn().unwrap());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("sandbox is not available on this machine"),
+        "{}",
+        out.stderr
+    );
+    let (_, content, is_error) = server.requests()[1].tool_results().remove(0);
+    assert!(
+        is_error && content.contains("Refused") && content.contains("--sandbox off"),
+        "{content}"
+    );
+    assert!(!env.path("ran.txt").exists(), "a command ran unconfined");
+}
+
+#[test]
+fn read_only_commands_write_nothing_but_their_private_temp_folder() {
+    let (env, server) = setup(Script::new().conversation(
+        "read only",
+        vec![
+            Step::reply(vec![
+                bash("cat seen.txt"),
+                bash("echo no > written.txt"),
+                bash("echo scratch > \"$TMPDIR/scratch.txt\" && cat \"$TMPDIR/scratch.txt\""),
+            ]),
+            Step::text("done"),
+        ],
+    ));
+    env.write_file("seen.txt", "readable\n");
+    let out = exec(&env, &server, &["--sandbox", "read-only", "read only"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = server.requests()[1].tool_results();
+    assert!(
+        !results[0].2 && results[0].1.contains("readable"),
+        "{results:?}"
+    );
+    assert!(
+        results[1].2 && results[1].1.contains("[sandbox]"),
+        "{results:?}"
+    );
+    assert!(results[1].1.contains("read-only"), "{results:?}");
+    assert!(!env.path("written.txt").exists());
+    assert!(
+        !results[2].2 && results[2].1.contains("scratch"),
+        "{results:?}"
+    );
+}
+
+#[test]
+fn allow_loopback_gives_a_command_its_own_loopback_never_the_hosts() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let host = listener.local_addr().unwrap().port();
+    let own = "python3 -c \"import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); \
+               s.listen(); socket.create_connection(s.getsockname()); print('own loopback')\"";
+    let (env, server) = setup(Script::new().conversation(
+        "loopback",
+        vec![
+            Step::reply(vec![
+                bash(own),
+                bash(&format!(
+                    "echo hi > /dev/tcp/127.0.0.1/{host} && echo connected"
+                )),
+            ]),
+            Step::text("done"),
+        ],
+    ));
+    let out = exec(
+        &env,
+        &server,
+        &["-c", "sandbox.allow_loopback=true", "loopback"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = server.requests()[1].tool_results();
+    assert!(
+        !results[0].2 && results[0].1.contains("own loopback"),
+        "{results:?}"
+    );
+    assert!(
+        results[1].2 && !results[1].1.contains("connected"),
+        "{results:?}"
+    );
+    drop(listener);
+}

@@ -1,0 +1,77 @@
+//! The launcher: `alcove __sandbox <policy-json> -- <program> <args…>`.
+//!
+//! alcove re-executes itself as this small program for every confined
+//! command (as Codex does): the launcher sets the resource limits, moves
+//! into a fresh user and network namespace when the network is off, locks
+//! itself into a Landlock domain, and then replaces itself with the command,
+//! which inherits all of it. Doing this in a fresh single-threaded process
+//! needs no `unsafe` `pre_exec` hook in the multi-threaded agent, and
+//! nothing can be undone by the command: Landlock domains and namespaces are
+//! inherited by every descendant and never lifted.
+//!
+//! Any step that fails ends the launcher with [`LAUNCH_FAILED`] and a line
+//! on stderr starting with [`FAILURE_PREFIX`]: a command never runs with
+//! less confinement than asked.
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+use crate::fs_rules;
+use crate::net;
+use crate::policy::{LaunchPolicy, SandboxMode};
+
+/// The hidden subcommand that runs the launcher.
+pub const SUBCOMMAND: &str = "__sandbox";
+/// Exit status when the sandbox could not be set up.
+pub const LAUNCH_FAILED: i32 = 125;
+/// How the launcher's own errors start on stderr.
+pub const FAILURE_PREFIX: &str = "alcove sandbox: ";
+
+/// Runs the launcher with the arguments after the subcommand. Returns only
+/// on failure, with the exit status to use.
+pub fn main(args: Vec<OsString>) -> i32 {
+    match launch(args) {
+        Ok(never) => match never {},
+        Err(reason) => {
+            eprintln!("{FAILURE_PREFIX}{reason}");
+            LAUNCH_FAILED
+        }
+    }
+}
+
+enum Never {}
+
+fn launch(args: Vec<OsString>) -> Result<Never, String> {
+    let mut args = args.into_iter();
+    let policy = args
+        .next()
+        .ok_or("missing policy argument")?
+        .into_string()
+        .map_err(|_| "policy is not UTF-8".to_owned())?;
+    let policy: LaunchPolicy =
+        serde_json::from_str(&policy).map_err(|err| format!("bad policy: {err}"))?;
+    if args.next().as_deref() != Some(std::ffi::OsStr::new("--")) {
+        return Err("expected `--` before the command".to_owned());
+    }
+    let program = args.next().ok_or("missing command")?;
+    let rest: Vec<OsString> = args.collect();
+
+    policy.limits.apply_cgroup()?;
+    if policy.mode != SandboxMode::Off && !policy.network {
+        net::isolate(policy.allow_loopback)?;
+    }
+    // After the namespace: RLIMIT_NPROC then counts the command's own
+    // processes (the new user namespace's), not all of the user's.
+    policy.limits.apply()?;
+    if policy.mode != SandboxMode::Off {
+        fs_rules::restrict(&policy)?;
+    }
+    let err = Command::new(&program).args(&rest).exec();
+    // A machine without bash still has sh.
+    if err.kind() == std::io::ErrorKind::NotFound && program == "bash" {
+        let err = Command::new("sh").args(&rest).exec();
+        return Err(format!("cannot run bash or sh: {err}"));
+    }
+    Err(format!("cannot run {}: {err}", program.to_string_lossy()))
+}

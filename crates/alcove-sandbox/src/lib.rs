@@ -1,0 +1,327 @@
+//! Confinement for the commands alcove runs, with the kernel's own means.
+//!
+//! A confined command is started as `alcove __sandbox <policy> -- bash -c
+//! CMD`: the [`launcher`] (alcove itself, re-executed) applies the resource
+//! [`limits`], a fresh network namespace when the network is off ([`net`]),
+//! and a Landlock domain ([`fs_rules`]) to itself, then becomes the
+//! command. [`Confinement`] is the session's side: it resolves one agent's
+//! [`SandboxScope`] and workspace into a [`LaunchPolicy`] and the argv that
+//! starts it, probes at start whether the kernel can do it at all, and
+//! explains a failure the sandbox or a limit probably caused.
+//!
+//! Not covered: connecting to a pathname Unix socket (Landlock ABI 9 and
+//! later handle it; this crate asks for it, older kernels ignore it), and a
+//! process count for root (the kernel exempts root from RLIMIT_NPROC).
+#![deny(missing_docs)]
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+mod fs_rules;
+pub mod launcher;
+pub mod limits;
+mod net;
+pub mod policy;
+
+pub use limits::ResourceLimits;
+pub use policy::{LaunchPolicy, SandboxMode, SandboxScope};
+
+/// The session's settings for confining commands.
+#[derive(Debug, Clone)]
+pub struct Confinement {
+    /// The alcove binary, re-executed as the launcher.
+    pub launcher: PathBuf,
+    /// Paths commands may not read (`sandbox.deny_read`), absolute.
+    pub deny_read: Vec<PathBuf>,
+    /// Extra folders commands may write (`sandbox.writable_roots`), absolute.
+    pub writable_roots: Vec<PathBuf>,
+    /// With the network off, whether commands get a loopback of their own.
+    pub allow_loopback: bool,
+    /// Resource limits of each command.
+    pub limits: ResourceLimits,
+    /// Why confined modes cannot run on this machine, if they cannot.
+    pub unavailable: Option<String>,
+}
+
+/// The credential folders and files commands may not read by default,
+/// relative to the home folder.
+pub const DEFAULT_DENY_READ: [&str; 14] = [
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".config/gh",
+    ".docker",
+    ".kube",
+    ".netrc",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials.toml",
+    ".config/alcove",
+];
+
+/// How to start one confined command. Dropping it removes its private
+/// temp folder.
+#[derive(Debug)]
+pub struct Launch {
+    /// The program to run (the launcher).
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Variables to set for the command.
+    pub env: Vec<(String, PathBuf)>,
+    private_tmp: Option<PathBuf>,
+}
+
+impl Drop for Launch {
+    fn drop(&mut self) {
+        if let Some(dir) = self.private_tmp.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+impl Confinement {
+    /// The settings with the defaults: credential folders under `home`
+    /// unreadable, default limits.
+    pub fn new(launcher: PathBuf, home: Option<&Path>) -> Confinement {
+        Confinement {
+            launcher,
+            deny_read: home
+                .map(|home| DEFAULT_DENY_READ.iter().map(|p| home.join(p)).collect())
+                .unwrap_or_default(),
+            writable_roots: Vec::new(),
+            allow_loopback: false,
+            limits: ResourceLimits::default(),
+            unavailable: None,
+        }
+    }
+
+    /// How to run `program args…` in `workspace` for an agent in `scope`;
+    /// `None` when nothing needs applying (sandbox off, no limits). An error
+    /// when the scope is confined but this machine cannot confine.
+    pub fn launch(
+        &self,
+        scope: SandboxScope,
+        workspace: &Path,
+        program: &str,
+        args: &[&str],
+    ) -> Result<Option<Launch>, String> {
+        if !scope.is_confined() && !self.limits.any() {
+            return Ok(None);
+        }
+        if scope.is_confined()
+            && let Some(reason) = &self.unavailable
+        {
+            return Err(format!(
+                "Refused: commands run in the {} sandbox, which this machine cannot provide \
+                 ({reason}). Nothing ran. The user can run alcove with --sandbox off to run \
+                 commands unconfined.",
+                scope.mode.as_str()
+            ));
+        }
+        let mut private_tmp = None;
+        let mut env = Vec::new();
+        let writable = match scope.mode {
+            SandboxMode::Off => Vec::new(),
+            SandboxMode::ReadOnly => {
+                let dir = make_private_tmp()?;
+                env.push(("TMPDIR".to_owned(), dir.clone()));
+                private_tmp = Some(dir.clone());
+                vec![dir]
+            }
+            SandboxMode::WorkspaceWrite => {
+                let mut writable = vec![workspace.to_owned()];
+                writable.extend(git_dirs(workspace));
+                writable.push(std::env::temp_dir());
+                writable.push(PathBuf::from("/tmp"));
+                writable.push(PathBuf::from("/dev/shm"));
+                writable.extend(self.writable_roots.iter().cloned());
+                writable
+            }
+        };
+        let policy = LaunchPolicy {
+            mode: scope.mode,
+            network: scope.network,
+            allow_loopback: self.allow_loopback,
+            writable,
+            deny_read: self.deny_read.clone(),
+            limits: self.limits,
+        };
+        let policy = serde_json::to_string(&policy).map_err(|err| err.to_string())?;
+        let mut argv: Vec<OsString> = vec![
+            launcher::SUBCOMMAND.into(),
+            policy.into(),
+            "--".into(),
+            program.into(),
+        ];
+        argv.extend(args.iter().map(OsString::from));
+        Ok(Some(Launch {
+            program: self.launcher.clone(),
+            args: argv,
+            env,
+            private_tmp,
+        }))
+    }
+
+    /// Checks that this machine can confine commands as configured, by
+    /// running the launcher once on `true`. The error says what is missing.
+    pub fn probe(&self) -> Result<(), String> {
+        let scope = SandboxScope::default();
+        let launch = self
+            .launch(scope, Path::new("/"), "true", &[])?
+            .ok_or("nothing to probe")?;
+        let output = std::process::Command::new(&launch.program)
+            .args(&launch.args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|err| format!("cannot run {}: {err}", launch.program.display()))?;
+        if output.status.success() {
+            return Ok(());
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let reason = stderr
+            .lines()
+            .find_map(|line| line.strip_prefix(launcher::FAILURE_PREFIX))
+            .unwrap_or(stderr.trim());
+        Err(reason.to_owned())
+    }
+
+    /// A note for a failed command's result when the sandbox may be why.
+    pub fn explain_denial(&self, scope: SandboxScope, output: &str) -> Option<String> {
+        if !scope.is_confined() {
+            return None;
+        }
+        if let Some(line) = output
+            .lines()
+            .find_map(|line| line.strip_prefix(launcher::FAILURE_PREFIX))
+        {
+            return Some(format!(
+                "[sandbox] The sandbox could not be set up, so the command did not run: {line}"
+            ));
+        }
+        let lower = output.to_ascii_lowercase();
+        let fs = [
+            "permission denied",
+            "read-only file system",
+            "operation not permitted",
+        ]
+        .iter()
+        .any(|needle| lower.contains(needle));
+        let net = !scope.network
+            && [
+                "network is unreachable",
+                "could not resolve",
+                "temporary failure in name resolution",
+                "name or service not known",
+                "connection refused",
+                "couldn't connect",
+                "failed to connect",
+            ]
+            .iter()
+            .any(|needle| lower.contains(needle));
+        if !fs && !net {
+            return None;
+        }
+        let writes = match scope.mode {
+            SandboxMode::ReadOnly => "may write nothing but its private temp folder".to_owned(),
+            _ => "may write only in the workspace, its git folders, the temp folder and \
+                  sandbox.writable_roots"
+                .to_owned(),
+        };
+        let network = if scope.network {
+            "has the network"
+        } else {
+            "has no network (sandbox.network = false)"
+        };
+        Some(format!(
+            "[sandbox] This failure was probably caused by the sandbox, not by the command: it \
+             ran in the {} sandbox, which {writes}, may not read sandbox.deny_read (credential \
+             folders such as ~/.ssh), and {network}. If the command needs more, ask the user to \
+             add the folder to sandbox.writable_roots, set sandbox.network = true, or run with \
+             --sandbox off.",
+            scope.mode.as_str()
+        ))
+    }
+}
+
+/// The git folders a commit in `workspace` writes: the nearest `.git` above
+/// or in it, and for a worktree (a `.git` file) its own and the common one.
+pub fn git_dirs(workspace: &Path) -> Vec<PathBuf> {
+    let Some(dot_git) = workspace
+        .ancestors()
+        .map(|dir| dir.join(".git"))
+        .find(|path| path.exists())
+    else {
+        return Vec::new();
+    };
+    if dot_git.is_dir() {
+        return vec![dot_git];
+    }
+    let Ok(text) = std::fs::read_to_string(&dot_git) else {
+        return Vec::new();
+    };
+    let Some(gitdir) = text.trim().strip_prefix("gitdir:") else {
+        return Vec::new();
+    };
+    let base = dot_git.parent().unwrap_or(Path::new("/"));
+    let gitdir = base.join(gitdir.trim());
+    let mut dirs = vec![gitdir.clone()];
+    if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
+        dirs.push(gitdir.join(common.trim()));
+    }
+    dirs
+}
+
+fn make_private_tmp() -> Result<PathBuf, String> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.subsec_nanos())
+        .unwrap_or_default();
+    let dir = std::env::temp_dir().join(format!("alcove-ro-{}-{nanos}", std::process::id()));
+    std::fs::create_dir(&dir).map_err(|err| {
+        format!(
+            "cannot create a private temp folder {}: {err}",
+            dir.display()
+        )
+    })?;
+    Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_worktree_writes_its_own_and_the_common_git_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let common = dir.path().join("repo/.git");
+        let own = common.join("worktrees/wt");
+        std::fs::create_dir_all(&own).unwrap();
+        std::fs::write(own.join("commondir"), "../..\n").unwrap();
+        let tree = dir.path().join("wt");
+        std::fs::create_dir_all(tree.join("src")).unwrap();
+        std::fs::write(tree.join(".git"), format!("gitdir: {}\n", own.display())).unwrap();
+        let dirs = git_dirs(&tree.join("src"));
+        assert_eq!(dirs[0], own);
+        assert_eq!(
+            dirs[1].canonicalize().unwrap(),
+            common.canonicalize().unwrap()
+        );
+    }
+
+    #[test]
+    fn off_without_limits_needs_no_launcher() {
+        let mut confinement = Confinement::new(PathBuf::from("/alcove"), None);
+        confinement.limits = ResourceLimits::NONE;
+        let launch = confinement.launch(SandboxScope::OFF, Path::new("/w"), "bash", &["-c", "x"]);
+        assert!(matches!(launch, Ok(None)));
+        confinement.unavailable = Some("no Landlock".to_owned());
+        let refused = confinement
+            .launch(SandboxScope::default(), Path::new("/w"), "bash", &[])
+            .unwrap_err();
+        assert!(refused.contains("no Landlock"), "{refused}");
+    }
+}
