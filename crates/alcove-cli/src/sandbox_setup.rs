@@ -17,9 +17,9 @@
 //! open_files = 4096
 //! ```
 //!
-//! `ALCOVE_SANDBOX=<mode>` (and `ALCOVE_SANDBOX_NETWORK=0`) is a ceiling a
-//! parent alcove sets for an alcove it runs as a process-runner child: the
-//! session runs in the stricter of it and its own setting, never looser.
+//! A parent alcove's policy (`--parent-policy`, for an alcove it runs as a
+//! process-runner child) carries its sandbox: a ceiling, so the session
+//! runs in the stricter of it and its own setting, never looser.
 //!
 //! A project's own `.alcove/config.toml` lives in the workspace the sandbox
 //! lets commands write, so it may only make the sandbox stricter: its
@@ -83,6 +83,7 @@ pub(crate) fn setup(
     layers: &[Layer],
     common: &CommonArgs,
     workspace: &Path,
+    ceiling: Option<SandboxScope>,
 ) -> Result<SandboxSetup, UsageError> {
     let mut warnings = Vec::new();
     let mut table = SandboxTable::default();
@@ -149,16 +150,13 @@ pub(crate) fn setup(
     if let Some(project) = project_mode {
         mode = mode.stricter(project);
     }
-    if let Some(ceiling) = std::env::var("ALCOVE_SANDBOX")
-        .ok()
-        .filter(|text| !text.is_empty())
-    {
-        mode = mode.stricter(parse_mode(&ceiling, "ALCOVE_SANDBOX")?);
+    if let Some(ceiling) = ceiling {
+        mode = mode.stricter(ceiling.mode);
     }
-    let network_ceiling = std::env::var("ALCOVE_SANDBOX_NETWORK").map_or(true, |text| text != "0");
     let scope = SandboxScope {
         mode,
-        network: (mode == SandboxMode::Off || table.network.unwrap_or(false)) && network_ceiling,
+        network: (mode == SandboxMode::Off || table.network.unwrap_or(false))
+            && ceiling.is_none_or(|ceiling| ceiling.network),
     };
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let launcher = std::env::current_exe()

@@ -114,11 +114,14 @@ impl Session {
         };
         let layers = config_show::layers(&dirs, workspace.root(), &common.overrides)
             .map_err(|err| UsageError(format!("{err:#}")))?;
-        let sandbox = sandbox_setup::setup(&layers, common, workspace.root())?;
+        let parent = parent_policy(common)?;
+        // A parent alcove's sandbox is a ceiling for this one's.
+        let ceiling = parent.as_ref().and_then(ParentPolicy::sandbox);
+        let sandbox = sandbox_setup::setup(&layers, common, workspace.root(), ceiling)?;
         let gate = permission_setup::gate(mode, &layers, common)?;
         // An alcove started by another's process runner narrows the policy
         // its parent passed, never loosens it.
-        let gate = match parent_policy(common)? {
+        let gate = match parent {
             Some(policy) => {
                 let mut gate = policy
                     .gate(std::env::var_os("HOME").map(PathBuf::from))

@@ -476,7 +476,10 @@ impl PermissionGate {
             }
             Access::Execute => match self.mode {
                 PermissionMode::Plan => Outcome::Deny(plan_denial(tool)),
+                // Only Bash's commands run in the sandbox (a process-runner
+                // spawn, also Execute, does not).
                 _ if self.sandboxed_commands
+                    && tool == "Bash"
                     && !matches!(check.facts.shell, Some(Shell::Unparsable(_))) =>
                 {
                     Outcome::Allow { by_rule: false }

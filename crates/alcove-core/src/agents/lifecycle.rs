@@ -286,7 +286,7 @@ impl Supervisor {
         message: &str,
         cancel: &CancellationToken,
     ) -> (AgentOutcome, Option<String>, Option<String>) {
-        let policy = crate::ParentPolicy::of(&child.run.gate);
+        let policy = crate::ParentPolicy::of(&child.run.gate).with_sandbox(child.run.sandbox);
         let ran = super::runner::run_process(
             super::runner::ProcessCall {
                 command: remote.command,

@@ -23,6 +23,13 @@ pub const POLICY_ENV: &str = "ALCOVE_PARENT_POLICY";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ParentPolicy {
     levels: Vec<PolicyLevel>,
+    /// The sandbox mode of the agent's commands: the child process runs its
+    /// own commands in this or a stricter one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sandbox: Option<String>,
+    /// Whether the agent's commands may use the network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    network: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,7 +62,30 @@ impl ParentPolicy {
             level = gate.parent().map(|parent| parent.as_ref());
         }
         levels.reverse();
-        ParentPolicy { levels }
+        ParentPolicy {
+            levels,
+            sandbox: None,
+            network: None,
+        }
+    }
+
+    /// The same policy carrying the sandbox the agent's commands run in.
+    pub fn with_sandbox(mut self, scope: alcove_tools::SandboxScope) -> ParentPolicy {
+        self.sandbox = Some(scope.mode.as_str().to_owned());
+        self.network = Some(scope.network);
+        self
+    }
+
+    /// The sandbox the parent's commands ran in, which the child's may only
+    /// tighten (`None`: the parent said nothing).
+    pub fn sandbox(&self) -> Option<alcove_tools::SandboxScope> {
+        let mode = alcove_tools::SandboxMode::parse(self.sandbox.as_deref()?)?;
+        Some(alcove_tools::SandboxScope {
+            mode,
+            network: self
+                .network
+                .unwrap_or(mode == alcove_tools::SandboxMode::Off),
+        })
     }
 
     /// The policy as JSON (for the environment).

@@ -313,3 +313,59 @@ fn allow_loopback_gives_a_command_its_own_loopback_never_the_hosts() {
     );
     drop(listener);
 }
+
+#[test]
+fn a_remote_alcove_child_keeps_its_parents_sandbox_even_when_told_off() {
+    let outside = outside_dir();
+    let target = outside.path().join("remote.txt");
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "parent sandboxed",
+                vec![
+                    Step::tool_call("spawn_agent", json!({"message": "REMOTE writer"})),
+                    Step::tool_call("wait", json!({"ids": ["agent-1"], "timeout_ms": 30_000})),
+                    Step::text("done"),
+                ],
+            )
+            .conversation(
+                "REMOTE writer",
+                vec![
+                    Step::reply(vec![bash(&format!("echo remote > {}", target.display()))]),
+                    Step::text("tried"),
+                ],
+            ),
+    );
+    // The remote alcove asks for no sandbox; only the policy on its command
+    // line (the environment's copy is dropped, as ssh would) carries the parent's.
+    let command = format!(
+        "env -u ALCOVE_PARENT_POLICY '{}' exec --json - --sandbox off --permission-mode bypassPermissions",
+        crate::support::alcove().display()
+    );
+    let out = finish(
+        exec_command(
+            &env,
+            &server,
+            &[
+                "-c",
+                "agents.wait_min_ms=50",
+                "--permission-mode",
+                "bypassPermissions",
+                "parent sandboxed",
+            ],
+        )
+        .env("ALCOVE_SUBAGENT_COMMAND", &command)
+        .spawn()
+        .unwrap(),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = server.requests_for("REMOTE writer")[1].tool_results();
+    assert!(
+        results[0].2 && results[0].1.contains("[sandbox]"),
+        "{results:?}"
+    );
+    assert!(
+        !target.exists(),
+        "the remote child wrote outside the workspace"
+    );
+}
