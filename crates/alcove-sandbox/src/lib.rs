@@ -173,11 +173,18 @@ impl Confinement {
         let launch = self
             .launch(scope, Path::new("/"), "true", &[])?
             .ok_or("nothing to probe")?;
-        let output = std::process::Command::new(&launch.program)
+        let child = std::process::Command::new(&launch.program)
             .args(&launch.args)
             .stdin(std::process::Stdio::null())
-            .output()
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
             .map_err(|err| format!("cannot run {}: {err}", launch.program.display()))?;
+        let pid = child.id();
+        let output = child
+            .wait_with_output()
+            .map_err(|err| format!("cannot run {}: {err}", launch.program.display()))?;
+        limits::remove_cgroup(pid);
         if output.status.success() {
             return Ok(());
         }

@@ -179,6 +179,7 @@ fn pids_cgroup(max: u64) -> Result<(), String> {
     {
         return Ok(());
     }
+    sweep_cgroups();
     let dir = cgroup_dir(std::process::id());
     if std::fs::create_dir(&dir).is_err() {
         return Ok(());
@@ -191,6 +192,25 @@ fn pids_cgroup(max: u64) -> Result<(), String> {
                 dir.display()
             )
         })
+}
+
+/// Removes the pids cgroups of launchers that are gone (one whose removal
+/// after its command came too early, while the kernel still held exiting
+/// processes in it, or whose alcove was killed): an empty cgroup's `rmdir`
+/// succeeds, a busy one's fails and it stays.
+fn sweep_cgroups() {
+    let Ok(entries) = std::fs::read_dir(PIDS_ROOT) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|name| name.strip_prefix("alcove-")) else {
+            continue;
+        };
+        if !std::path::Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
 }
 
 /// Removes the pids cgroup of the launcher that ran as `pid`, once its
