@@ -34,10 +34,7 @@ pub(crate) struct WorktreesArgs {
 }
 
 fn workspace(common: &CommonArgs) -> anyhow::Result<PathBuf> {
-    Ok(match &common.cd {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir()?,
-    })
+    Ok(common.workspace()?.root().to_owned())
 }
 
 pub(crate) fn merge(common: &CommonArgs, args: &MergeArgs) -> anyhow::Result<u8> {
