@@ -390,6 +390,7 @@ mod tests {
             allow: vec![],
             deny: vec!["Bash(rm:*)".into()],
             parent_policy: None,
+            sandbox: None,
         };
         let command = alcove_exec(&common).unwrap();
         assert!(
