@@ -278,7 +278,7 @@ fn spawn_batch_refuses_bad_input_with_a_clear_error() {
             Step::tool_call("spawn_batch", json!({"tasks_file": "missing.jsonl"})),
             Step::tool_call(
                 "spawn_batch",
-                json!({"tasks": [{"prompt": "p"}], "isolation": "worktree"}),
+                json!({"tasks": [{"prompt": "p"}], "isolation": "elsewhere"}),
             ),
             Step::tool_call(
                 "spawn_batch",
@@ -305,7 +305,7 @@ fn spawn_batch_refuses_bad_input_with_a_clear_error() {
         got[1].1
     );
     assert!(
-        got[2].1.contains("isolation `worktree` is not available"),
+        got[2].1.contains("unknown isolation `elsewhere`"),
         "{}",
         got[2].1
     );
@@ -430,4 +430,77 @@ fn the_tree_budget_bounds_a_batch_and_refused_tasks_are_recorded_as_such() {
         "{}",
         refused[0]
     );
+}
+
+#[test]
+fn each_task_of_a_worktree_batch_writes_on_its_own_branch() {
+    let ids = ["wt-1", "wt-2"];
+    let tasks: Vec<Value> = ids
+        .iter()
+        .map(|id| json!({"id": id, "prompt": format!("{} edit", needle(id))}))
+        .collect();
+    let mut script = Script::new().conversation(
+        "parent isolates",
+        vec![
+            Step::tool_call(
+                "spawn_batch",
+                json!({"tasks": tasks, "isolation": "worktree"}),
+            ),
+            wait("batch-1", 60_000),
+            Step::text("both on branches"),
+        ],
+    );
+    for id in ids {
+        script = script.conversation(
+            &needle(id),
+            vec![
+                Step::tool_call(
+                    "Edit",
+                    json!({"file_path": "shared.txt", "old_string": "base", "new_string": id}),
+                ),
+                Step::text(&format!("{id} edited")),
+            ],
+        );
+    }
+    let (env, server) = setup(script);
+    env.write_file("shared.txt", "base\n");
+    crate::isolation::init_repo(env.workspace());
+    let out = run_parent(
+        &env,
+        &server,
+        &["--permission-mode", "acceptEdits"],
+        "parent isolates",
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let got = parent_results(&server, "parent isolates");
+    assert_eq!(
+        got[1].0["batches"]["batch-1"]["counts"]["completed"], 2,
+        "{}",
+        got[1].1
+    );
+    // The shared checkout is untouched; each task's edit is on its branch.
+    assert_eq!(env.read_file("shared.txt"), "base\n");
+    let branches = crate::isolation::git(
+        env.workspace(),
+        &["branch", "--list", "alcove/*", "--format=%(refname:short)"],
+    );
+    let mut contents: Vec<String> = branches
+        .lines()
+        .map(|branch| {
+            crate::isolation::git(env.workspace(), &["show", &format!("{branch}:shared.txt")])
+        })
+        .collect();
+    contents.sort();
+    assert_eq!(contents, ["wt-1\n", "wt-2\n"], "branches: {branches}");
+    // Each task's full report in results.jsonl names its branch.
+    let path = PathBuf::from(got[1].0["batches"]["batch-1"]["results"].as_str().unwrap());
+    let lines = results(path.parent().unwrap());
+    assert_eq!(lines.len(), 2);
+    for line in &lines {
+        let report = line["report"].as_str().unwrap();
+        assert!(
+            report.contains("[alcove worktree] branch: alcove/"),
+            "{report}"
+        );
+    }
 }

@@ -136,7 +136,9 @@ impl TaskRunner for CommandRunner {
     async fn run(&self, job: TaskJob<'_>) -> TaskOutcome {
         if job.isolation == super::runner::Isolation::Worktree {
             return TaskOutcome::failed(
-                "isolation `worktree` is not available in this build".to_owned(),
+                "isolation `worktree` works for in-process tasks only; a command runs \
+                 where it starts (give it its own checkout, or use the in-process runner)"
+                    .to_owned(),
             );
         }
         let command = self.command.clone();

@@ -28,7 +28,8 @@ pub enum Isolation {
     /// In the session's workspace, shared with every other task.
     #[default]
     Shared,
-    /// In a worktree of its own (needs the worktree module; refused until then).
+    /// In a git worktree of its own, on a branch of its own (in-process
+    /// tasks; the command and Slurm runners refuse it).
     Worktree,
 }
 
@@ -175,18 +176,16 @@ impl TaskRunner for ChildRunner {
     }
 
     async fn run(&self, job: TaskJob<'_>) -> TaskOutcome {
-        if job.isolation == Isolation::Worktree {
-            return TaskOutcome::failed(
-                "isolation `worktree` is not available in this build".to_owned(),
-            );
-        }
         let supervisor = match upgrade(&self.supervisor) {
             Ok(supervisor) => supervisor,
             Err(reason) => return TaskOutcome::failed(reason),
         };
-        let Some(definition) = supervisor.definitions.get(job.agent_type).cloned() else {
+        let Some(mut definition) = supervisor.definitions.get(job.agent_type).cloned() else {
             return TaskOutcome::failed(format!("unknown agent type `{}`", job.agent_type));
         };
+        // Each task in a worktree of its own, as `Agent {isolation}` does:
+        // its report ends with the branch, commit and files it changed.
+        definition.worktree |= job.isolation == Isolation::Worktree;
         let request = ChildRequest {
             description: job.task.description.clone(),
             tool_names: None,

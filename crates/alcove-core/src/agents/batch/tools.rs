@@ -281,11 +281,6 @@ impl Supervisor {
         }
         let isolation =
             Isolation::parse(input.isolation.as_deref().unwrap_or("none")).map_err(fail)?;
-        if isolation == Isolation::Worktree {
-            return Err(fail(
-                "isolation `worktree` is not available in this build; use \"none\"".to_owned(),
-            ));
-        }
         if input.max_concurrent == Some(0) {
             return Err(fail("max_concurrent must be at least 1".to_owned()));
         }
