@@ -214,7 +214,9 @@ fn runner(
         session.runtime.workspace.root(),
         session.runtime.events.clone(),
     )?;
-    Ok(runners.build(kind, &AgentPath::main(), ParentPolicy::of(&session.gate)))
+    // The remote alcove gets the rules and the sandbox as a ceiling.
+    let policy = ParentPolicy::of(&session.gate).with_sandbox(session.sandbox.scope);
+    Ok(runners.build(kind, &AgentPath::main(), policy))
 }
 
 /// What the process and Slurm runners are built from.

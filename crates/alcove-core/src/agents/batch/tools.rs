@@ -312,7 +312,7 @@ impl Supervisor {
         // The batch hangs off the spawning agent's run: interrupting it stops the batch.
         let cancel = scope.run.cancel.child_token();
         let batch = Batch::open(plan, cancel.clone()).map_err(fail)?;
-        let policy = crate::ParentPolicy::of(&scope.run.gate);
+        let policy = crate::ParentPolicy::of(&scope.run.gate).with_sandbox(scope.run.sandbox);
         let events = scope.lineage(
             &self
                 .observers
