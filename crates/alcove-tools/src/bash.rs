@@ -54,8 +54,11 @@ const KEEP_BYTES: usize = KEEP_CHARS * 4;
 /// How long a SIGTERMed group gets before SIGKILL.
 const TERM_GRACE: Duration = Duration::from_millis(200);
 /// How long to keep reading pipes after the group was killed (a process that
-/// escaped the group with `setsid` could hold them open forever).
-const DRAIN_GRACE: Duration = Duration::from_millis(500);
+/// escaped the group with `setsid` could hold them open forever). Once every
+/// writer is gone the pipes end at once, so this is only waited in full for
+/// such an escapee; 500 ms lost a command's whole output when the readers
+/// were starved on a loaded machine.
+const DRAIN_GRACE: Duration = Duration::from_secs(3);
 
 /// Arguments of `Bash`.
 #[derive(Debug, Deserialize, JsonSchema)]
