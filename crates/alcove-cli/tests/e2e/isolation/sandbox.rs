@@ -11,11 +11,29 @@ use crate::support::{exec, exec_command, finish, setup};
 
 /// A folder outside the workspace and outside the system temp folder (which
 /// the sandbox lets commands write).
+/// A folder outside everything the sandbox lets commands write: not under
+/// the system temp folders (writable in the sandbox), which is where the
+/// target folder is when the repository itself was cloned under /tmp.
 fn outside_dir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("alcove-outside-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap()
+    let temp = std::env::temp_dir();
+    let candidates = [
+        Some(std::path::PathBuf::from("/var/tmp")),
+        std::env::var_os("HOME").map(std::path::PathBuf::from),
+        Some(std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .filter(|dir| {
+            !dir.starts_with("/tmp") && !dir.starts_with(&temp) && !dir.starts_with("/dev/shm")
+        })
+        .find_map(|dir| {
+            tempfile::Builder::new()
+                .prefix("alcove-outside-")
+                .tempdir_in(dir)
+                .ok()
+        })
+        .expect("a writable folder outside /tmp for the sandbox tests")
 }
 
 fn bash(command: &str) -> Block {
