@@ -96,6 +96,8 @@ pub(crate) fn fan_out(bench: &Bench, widths: &[usize]) -> anyhow::Result<Vec<Fan
     let server = FakeServer::start(script);
     let max = widths.iter().copied().max().unwrap_or(1);
     let limit = format!("agents.max_parallel={max}");
+    // One reply makes all N calls: the per-reply cap must let them run.
+    let calls = format!("max_tool_calls_per_reply={max}");
     let mut out = Vec::new();
     for &n in widths {
         let (mut samples, mut parts) = (Vec::new(), Vec::new());
@@ -104,7 +106,7 @@ pub(crate) fn fan_out(bench: &Bench, widths: &[usize]) -> anyhow::Result<Vec<Fan
             env.write_file("small.txt", "a small file\n");
             let prompt = format!("FANOUT {n} run {run}.");
             let status = bench
-                .exec(&env, &server, &["-c", &limit, &prompt])
+                .exec(&env, &server, &["-c", &limit, "-c", &calls, &prompt])
                 .status()
                 .context("cannot run alcove")?;
             if !status.success() {
