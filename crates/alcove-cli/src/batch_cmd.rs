@@ -9,7 +9,6 @@
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use alcove_core::batch::{
     Batch, BatchBudget, BatchPlan, ChildRunner, CommandRunner, Isolation, SlurmOptions,
@@ -139,7 +138,7 @@ pub(crate) async fn run(common: &CommonArgs, args: BatchArgs) -> anyhow::Result<
         dir: out.clone(),
     };
     let batch = Batch::open(plan, cancel.clone()).map_err(anyhow::Error::msg)?;
-    let signal = tokio::spawn(exec_watch_signals(cancel.clone()));
+    let signal = tokio::spawn(crate::exec::watch_signals(cancel.clone()));
     let progress = tokio::spawn(batch_progress::show(
         batch.clone(),
         std::io::stderr().is_terminal(),
@@ -348,25 +347,6 @@ fn quote(word: &str) -> String {
         return word.to_owned();
     }
     format!("'{}'", word.replace('\'', "'\\''"))
-}
-
-/// Cancels the batch on SIGINT or SIGTERM; the exit status that calls for.
-async fn exec_watch_signals(cancel: CancellationToken) -> Option<u8> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut interrupt), Ok(mut terminate)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
-        return None;
-    };
-    let code = tokio::select! {
-        _ = interrupt.recv() => 130,
-        _ = terminate.recv() => 143,
-    };
-    cancel.cancel();
-    // A second signal while tasks wind down is not needed: they are cancelled.
-    tokio::time::sleep(Duration::ZERO).await;
-    Some(code)
 }
 
 #[cfg(test)]

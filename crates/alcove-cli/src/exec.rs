@@ -280,7 +280,7 @@ fn read_prompt(argument: Option<String>) -> anyhow::Result<String> {
 
 /// Cancels the run on SIGINT or SIGTERM and returns the exit status that
 /// signal calls for.
-async fn watch_signals(cancel: CancellationToken) -> Option<u8> {
+pub(crate) async fn watch_signals(cancel: CancellationToken) -> Option<u8> {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut interrupt), Ok(mut terminate)) = (
         signal(SignalKind::interrupt()),
