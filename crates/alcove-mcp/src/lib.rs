@@ -15,6 +15,7 @@
 //! go through alcove's one dispatch path (gate, hooks, approvals, result cap).
 //! The one environment variable it reads is a server's `bearer_token_env`.
 
+mod catalog;
 pub mod config;
 mod manager;
 pub mod names;

@@ -12,17 +12,19 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-    ClientConfig, ClientRequest, ReadResourceRequestParams, RequestId, ServerResult,
+    ClientRequest, ReadResourceRequestParams, RequestId, ServerResult,
 };
 use rmcp::service::PeerRequestOptions;
-use rmcp::service::{NotificationContext, Peer, RunningService};
+use rmcp::service::{Peer, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
+use rmcp::{RoleClient, ServiceError, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
+use crate::catalog::{Handler, failure, list_tools};
+pub use crate::catalog::{RemoteTool, State};
 use crate::config::{ServerConfig, Transport};
 
 /// How long a server may take to end by itself before its group is killed.
@@ -33,55 +35,6 @@ pub const MAX_RESTARTS: u32 = 3;
 const STDERR_TAIL: usize = 10;
 /// The first restart's delay; each further one doubles it.
 const RESTART_BACKOFF: Duration = Duration::from_millis(250);
-
-/// A tool as the server describes it.
-#[derive(Debug, Clone)]
-pub struct RemoteTool {
-    /// Its name on the server.
-    pub name: String,
-    /// Its description.
-    pub description: String,
-    /// Its input schema.
-    pub input_schema: Map<String, Value>,
-    /// Whether the server says it only reads (`annotations.readOnlyHint`).
-    pub read_only: bool,
-}
-
-/// Where a server is in its life.
-#[derive(Debug, Clone)]
-pub enum State {
-    /// Configured with `enabled = false`.
-    Disabled,
-    /// Starting (or restarting).
-    Starting,
-    /// Connected; its tools (after the config's filters) and whether it has resources.
-    Ready {
-        /// Its tools.
-        tools: Vec<RemoteTool>,
-        /// Whether it offers resources.
-        resources: bool,
-    },
-    /// Could not start; why (with the last stderr lines).
-    Failed(String),
-    /// Exited or broke after starting; restarted on the next use while restarts remain.
-    Crashed(String),
-    /// Closed at the session's end.
-    Closed,
-}
-
-impl State {
-    /// One word: disabled, starting, ready, failed, crashed, closed.
-    pub fn label(&self) -> &'static str {
-        match self {
-            State::Disabled => "disabled",
-            State::Starting => "starting",
-            State::Ready { .. } => "ready",
-            State::Failed(_) => "failed",
-            State::Crashed(_) => "crashed",
-            State::Closed => "closed",
-        }
-    }
-}
 
 /// One configured server and, while it runs, its connection.
 pub struct Server {
@@ -108,45 +61,6 @@ struct Connection {
     service: RunningService<RoleClient, Handler>,
     peer: Peer<RoleClient>,
     group: Option<i32>,
-}
-
-/// Receives the server's notifications.
-#[derive(Clone)]
-struct Handler {
-    state: Arc<Mutex<State>>,
-    known: Arc<Mutex<(Vec<RemoteTool>, bool)>>,
-    config: ServerConfig,
-}
-
-impl ClientHandler for Handler {
-    /// Lists the tools again at once (in a task: the handler runs on the
-    /// connection's loop, which must stay free to read the answer), so the
-    /// next tool set built — the next prompt's, a new child's — has them.
-    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
-        let state = self.state.clone();
-        let known = self.known.clone();
-        let config = self.config.clone();
-        tokio::spawn(async move {
-            let Ok(fresh) = list_tools(&context.peer, &config).await else {
-                return;
-            };
-            if let Ok(mut known) = known.lock() {
-                known.0 = fresh.clone();
-            }
-            if let Ok(mut state) = state.lock()
-                && let State::Ready { tools, .. } = &mut *state
-            {
-                *tools = fresh;
-            }
-        });
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        let mut info = ClientConfig::default();
-        info.client_info.name = "alcove".to_owned();
-        info.client_info.version = env!("CARGO_PKG_VERSION").to_owned();
-        info
-    }
 }
 
 /// Why a call failed.
@@ -562,37 +476,6 @@ impl Drop for Server {
     /// The last resort when a session ends without `close`: no process survives it.
     fn drop(&mut self) {
         self.kill_groups();
-    }
-}
-
-async fn list_tools(
-    peer: &Peer<RoleClient>,
-    config: &ServerConfig,
-) -> Result<Vec<RemoteTool>, String> {
-    let tools = peer
-        .list_all_tools()
-        .await
-        .map_err(|err| format!("tools/list failed: {err}"))?;
-    Ok(tools
-        .into_iter()
-        .filter(|tool| config.offers(&tool.name))
-        .map(|tool| RemoteTool {
-            name: tool.name.to_string(),
-            description: tool.description.as_deref().unwrap_or_default().to_owned(),
-            read_only: tool
-                .annotations
-                .as_ref()
-                .and_then(|annotations| annotations.read_only_hint)
-                .unwrap_or(false),
-            input_schema: tool.input_schema.as_ref().clone(),
-        })
-        .collect())
-}
-
-fn failure(state: &State) -> &str {
-    match state {
-        State::Failed(reason) | State::Crashed(reason) => reason,
-        _ => "",
     }
 }
 
