@@ -487,9 +487,10 @@ async fn notify_cancelled(peer: &Peer<RoleClient>, id: RequestId, reason: &str) 
 }
 
 fn kill_group(group: i32) {
-    use nix::sys::signal::{Signal, killpg};
-    use nix::unistd::Pid;
-    let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
+    let mut group = alcove_tools::ProcessGroup::led_by(group);
+    group.kill();
+    // Killed once here; dropping it armed would signal the id again.
+    group.disarm();
 }
 
 async fn pump_stderr(

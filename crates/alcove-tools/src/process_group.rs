@@ -1,5 +1,5 @@
 //! One process-group killer for everything alcove starts: Bash commands,
-//! hooks and the process runner.
+//! hooks, the process runner and MCP servers.
 //!
 //! Each of them starts its command as the leader of a new process group
 //! (`process_group(0)`). A [`ProcessGroup`] signals the whole group — what
@@ -26,6 +26,12 @@ impl ProcessGroup {
                 .and_then(|id| i32::try_from(id).ok())
                 .map(Pid::from_raw),
         )
+    }
+
+    /// The group whose leader's pid is `leader`, for a command started by
+    /// code that hands out only the pid (an MCP server's transport).
+    pub fn led_by(leader: i32) -> ProcessGroup {
+        ProcessGroup(Some(Pid::from_raw(leader)))
     }
 
     /// SIGKILL to the whole group (a group already gone is the good case).
