@@ -306,7 +306,9 @@ fn cap(content: String, limit: usize) -> String {
     )
 }
 
-fn cut(text: &str, limit: usize) -> &str {
+/// The longest prefix of `text` of at most `limit` bytes that ends on a
+/// character boundary.
+pub(crate) fn cut(text: &str, limit: usize) -> &str {
     &text[..floor_char_boundary(text, limit.min(text.len()))]
 }
 

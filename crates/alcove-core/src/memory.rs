@@ -104,10 +104,7 @@ impl Memory {
             return section;
         }
         if body.len() > MEMORY_CAP {
-            let mut end = MEMORY_CAP;
-            while !body.is_char_boundary(end) {
-                end -= 1;
-            }
+            let end = crate::dispatch::cut(body, MEMORY_CAP).len();
             section.push_str(&body[..end]);
             section.push_str(&format!(
                 "\n\n[memory cut at {MEMORY_CAP} bytes: {} of {} bytes not shown]\n",

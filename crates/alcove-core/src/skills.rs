@@ -97,10 +97,7 @@ pub fn parse_skill(text: &str, folder: &str) -> Result<Skill, DefinitionError> {
     let mut body = document.body.to_owned();
     if body.len() > SKILL_BODY_CAP {
         let total = body.len();
-        let mut end = SKILL_BODY_CAP;
-        while !body.is_char_boundary(end) {
-            end -= 1;
-        }
+        let end = crate::dispatch::cut(&body, SKILL_BODY_CAP).len();
         body.truncate(end);
         body.push_str(&format!(
             "\n\n[skill body cut at {SKILL_BODY_CAP} bytes: {} of {total} bytes not shown; Read SKILL.md for the rest]",

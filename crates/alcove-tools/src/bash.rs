@@ -352,7 +352,7 @@ async fn run(
         Outcome::Exited(Ok(status)) if status.success() => {
             return (ToolOutput::ok(content).with_effects(effects(Some(0))), None);
         }
-        Outcome::Exited(Ok(status)) => match (status.code(), signal_of(&status)) {
+        Outcome::Exited(Ok(_)) => match (exit_code, signal) {
             (Some(code), _) => format!("Exit code: {code}"),
             (None, Some(signal)) => format!("Killed by signal {signal}"),
             (None, None) => "Exited abnormally".to_owned(),

@@ -18,6 +18,8 @@
 //! - `loader`: definitions from Markdown files with YAML front matter.
 //! - `report`: the summary and the harness-written evidence footer.
 //! - `batch`: many tasks in one operation (`spawn_batch`, `alcove batch`).
+//! - `worktree_child`: reading `isolation` and finishing a child's worktree
+//!   into a line of evidence.
 
 mod agent_tool;
 pub mod batch;

@@ -61,7 +61,7 @@ pub(crate) struct Record {
     pub(crate) id: String,
     pub(crate) created_at: u64,
     pub(crate) updated_at: u64,
-    /// Orders changes within one second, for eviction.
+    /// Orders every change (one counter that only grows), for eviction.
     pub(crate) sequence: u64,
     pub(crate) status: State,
     pub(crate) status_before_close: State,

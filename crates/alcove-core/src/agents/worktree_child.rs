@@ -2,7 +2,7 @@
 //! ending a child's worktree into a line of evidence. The git work is in
 //! `crate::isolation::worktree`.
 
-use crate::isolation::worktree::{Worktree, evidence_line};
+use crate::isolation::worktree::{Finished, Worktree, evidence_line};
 
 /// Whether an `isolation` argument asks for a worktree; an unknown value is
 /// an error the model can act on.
@@ -19,25 +19,28 @@ pub(crate) fn wants_worktree(isolation: Option<&str>) -> Result<bool, String> {
 /// Commits the child's changes on its branch (or removes worktree and
 /// branch when it changed nothing) and says so for the evidence footer.
 pub(crate) async fn finish(worktree: &Worktree, description: &str) -> String {
-    let worktree = worktree.clone();
-    let message = format!("alcove child: {description}");
-    let finished = tokio::task::spawn_blocking(move || worktree.finish(&message)).await;
-    match finished {
-        Ok(Ok(finished)) => evidence_line(&finished),
-        Ok(Err(reason)) => format!("[alcove worktree] could not be finished: {reason}"),
-        Err(_) => "[alcove worktree] could not be finished: the git task failed".to_owned(),
-    }
+    in_git_task(worktree, description, "be finished", Worktree::finish).await
 }
 
 /// Commits a spawned child's changes so far, keeping its worktree for the
 /// next submission.
 pub(crate) async fn checkpoint(worktree: &Worktree, description: &str) -> String {
+    in_git_task(worktree, description, "commit", Worktree::commit).await
+}
+
+/// Runs `step` on a blocking thread (git is slow) and turns its outcome
+/// into a line of evidence.
+async fn in_git_task(
+    worktree: &Worktree,
+    description: &str,
+    what: &str,
+    step: fn(&Worktree, &str) -> Result<Finished, String>,
+) -> String {
     let worktree = worktree.clone();
     let message = format!("alcove child: {description}");
-    let committed = tokio::task::spawn_blocking(move || worktree.commit(&message)).await;
-    match committed {
+    match tokio::task::spawn_blocking(move || step(&worktree, &message)).await {
         Ok(Ok(finished)) => evidence_line(&finished),
-        Ok(Err(reason)) => format!("[alcove worktree] could not commit: {reason}"),
-        Err(_) => "[alcove worktree] could not commit: the git task failed".to_owned(),
+        Ok(Err(reason)) => format!("[alcove worktree] could not {what}: {reason}"),
+        Err(_) => format!("[alcove worktree] could not {what}: the git task failed"),
     }
 }

@@ -175,7 +175,7 @@ impl Context {
 
     /// Notes a response's usage; `messages` now ends with its message.
     pub(crate) fn record(&mut self, usage: &Usage, messages: &[Message]) {
-        let reported = usage.prompt_tokens() + usage.output_tokens;
+        let reported = usage.total();
         if reported > 0 {
             self.known = reported;
             self.counted = messages.len();
@@ -356,7 +356,10 @@ async fn compact(
         .then(|| summary::split_point(messages, limits.window / 4))
         .flatten();
     if let Some(split) = split {
-        let text = summarise(runtime, run, limits, messages, tools, split, focus, usage).await;
+        let text = summarise(
+            runtime, run, limits, messages, tools, fixed, split, focus, usage,
+        )
+        .await;
         match text {
             Ok(text) => {
                 *messages = summary::rebuild(messages, split, &text);
@@ -400,12 +403,12 @@ async fn summarise(
     limits: ContextLimits,
     messages: &[Message],
     tools: &[ToolSpec],
+    fixed: u64,
     split: usize,
     focus: Option<&str>,
     usage: &mut Usage,
 ) -> Result<String, String> {
     let mut request_messages = summary::request_messages(messages, split, focus);
-    let fixed = estimate_fixed(&run.system_prompt, tools);
     let room = limits
         .window
         .saturating_sub(u64::from(runtime.limits.max_tokens))

@@ -11,7 +11,7 @@
 //! drives the same engine without a parent model.
 //!
 //! - `task`: tasks from a list or JSONL, their states, the batch budget.
-//! - `engine`: the queue, workers, budget admission, counts, the table.
+//! - `engine`: the queue, workers, budget admission.
 //! - `results`: results.jsonl, and reading it back to resume.
 //! - `runner`: the seam and the in-process runner.
 //! - `process`: the command and Slurm runners.

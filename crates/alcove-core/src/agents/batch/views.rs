@@ -73,14 +73,14 @@ impl Batch {
     /// How long until the queue drains at the pace of this run so far.
     pub fn eta(&self) -> Option<Duration> {
         let inner = self.lock();
+        if inner.ended_this_run == 0 || !inner.running {
+            return None;
+        }
         let left = inner
             .tasks
             .iter()
             .filter(|entry| !entry.state.is_final())
             .count();
-        if inner.ended_this_run == 0 || !inner.running {
-            return None;
-        }
         let per_task = inner.run_started.elapsed() / u32::try_from(inner.ended_this_run).ok()?;
         Some(per_task * u32::try_from(left).ok()?)
     }
