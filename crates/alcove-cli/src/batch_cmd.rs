@@ -113,6 +113,7 @@ pub(crate) async fn run(common: &CommonArgs, args: BatchArgs) -> anyhow::Result<
         resume: None,
     };
     let session = Session::open(common, front_end).await?;
+    session.ready().await;
     let concurrency = args.concurrency;
     let agent_type = args
         .agent_type

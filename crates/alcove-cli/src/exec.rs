@@ -94,7 +94,7 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
 
     let cancel = CancellationToken::new();
     let signal = tokio::spawn(watch_signals(cancel.clone()));
-    session.mcp_ready().await;
+    session.ready().await;
     let run = session.main_run(cancel.clone());
     let mut outcome = run_agent(&runtime, &run, history, Message::user_text(prompt)).await;
     if outcome.status == RunStatus::Completed && session.supervisor.limits().wait_on_exit {

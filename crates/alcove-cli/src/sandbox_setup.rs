@@ -24,9 +24,10 @@
 //! A project's own `.alcove/config.toml` lives in the workspace the sandbox
 //! lets commands write, so it may only make the sandbox stricter: its
 //! `mode` counts when stricter, its other `[sandbox]` keys are ignored with
-//! a warning. When the mode is not `off`, the launcher is tried once at
-//! start; if this machine cannot confine commands, alcove says so and
-//! refuses to run them (never runs them unconfined).
+//! a warning. When the mode is not `off`, the launcher is tried once, on a
+//! thread of its own from the start (off the way to the first model
+//! request); if this machine cannot confine commands, alcove says so before
+//! the first turn and refuses to run them (never runs them unconfined).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -78,7 +79,20 @@ pub(crate) struct SandboxSetup {
     pub(crate) warnings: Vec<String>,
 }
 
-/// Reads the layers and `--sandbox`, and probes the machine when confined.
+/// What to tell the user when the probe found that this machine cannot
+/// confine commands; waits for the probe (a few milliseconds at most,
+/// started with the session).
+pub(crate) fn unavailable_warning(setup: &SandboxSetup) -> Option<String> {
+    let reason = setup.confinement.availability.verdict().err()?;
+    Some(format!(
+        "the {} sandbox is not available on this machine: {reason}. Bash commands will be \
+         refused; run alcove with --sandbox off to run them unconfined.",
+        setup.scope.mode.as_str()
+    ))
+}
+
+/// Reads the layers and `--sandbox`, and starts probing the machine when
+/// confined ([`unavailable_warning`] says what the probe found).
 pub(crate) fn setup(
     layers: &[Layer],
     common: &CommonArgs,
@@ -171,15 +185,8 @@ pub(crate) fn setup(
     }
     confinement.allow_loopback = table.allow_loopback.unwrap_or(false);
     confinement.limits = limits;
-    if scope.is_confined()
-        && let Err(reason) = confinement.probe()
-    {
-        warnings.push(format!(
-            "the {} sandbox is not available on this machine: {reason}. Bash commands will be \
-             refused; run alcove with --sandbox off to run them unconfined.",
-            mode.as_str()
-        ));
-        confinement.unavailable = Some(reason);
+    if scope.is_confined() {
+        confinement.start_probe();
     }
     Ok(SandboxSetup {
         scope,

@@ -86,8 +86,8 @@ pub(crate) struct Session {
     pub(crate) context_window: WindowChoice,
     /// The session's MCP servers: one connection each, lent to every agent.
     pub(crate) mcp: Arc<McpManager>,
-    /// Whether the servers' start-up warnings were emitted.
-    mcp_reported: std::sync::atomic::AtomicBool,
+    /// Whether the background start-up warnings (MCP, sandbox) were emitted.
+    startup_reported: std::sync::atomic::AtomicBool,
     /// The command sandbox and limits.
     pub(crate) sandbox: sandbox_setup::SandboxSetup,
 }
@@ -186,7 +186,7 @@ impl Session {
                 .with_redactions(redactions.clone()),
         );
         // MCP servers start now, in the background; the first model request
-        // waits for them at most their startup timeout (`mcp_ready`).
+        // waits for them at most their startup timeout (`ready`).
         let (mcp_configs, mcp_warnings) =
             mcp_setup::configs(&dirs, workspace.root(), &common.overrides)
                 .map_err(|err| UsageError(format!("{err:#}")))?;
@@ -327,17 +327,20 @@ impl Session {
             model_name,
             context_window,
             mcp,
-            mcp_reported: std::sync::atomic::AtomicBool::new(false),
+            startup_reported: std::sync::atomic::AtomicBool::new(false),
             sandbox,
         })
     }
 
-    /// Waits until every MCP server has started or given up (each within
-    /// its startup timeout) and warns once about each server that failed.
-    pub(crate) async fn mcp_ready(&self) {
-        let warnings = self.mcp.wait_started().await;
+    /// Waits for what starts in the background with the session (every MCP
+    /// server, each within its startup timeout, and the sandbox probe) and
+    /// warns once about each server that failed and a sandbox this machine
+    /// cannot provide.
+    pub(crate) async fn ready(&self) {
+        let mut warnings = self.mcp.wait_started().await;
+        warnings.extend(sandbox_setup::unavailable_warning(&self.sandbox));
         if !self
-            .mcp_reported
+            .startup_reported
             .swap(true, std::sync::atomic::Ordering::Relaxed)
         {
             for message in warnings {

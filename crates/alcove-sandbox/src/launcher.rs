@@ -1,13 +1,19 @@
-//! The launcher: `alcove __sandbox <policy-json> -- <program> <args…>`.
+//! The launcher: `alcove-sandbox <policy-json> -- <program> <args…>`, or
+//! `alcove __sandbox <policy-json> -- …` where that binary is missing.
 //!
-//! alcove re-executes itself as this small program for every confined
-//! command (as Codex does): the launcher sets the resource limits, moves
+//! Every confined command starts through this small program (as Codex
+//! re-executes itself): the launcher sets the resource limits, moves
 //! into a fresh user and network namespace when the network is off, locks
 //! itself into a Landlock domain, and then replaces itself with the command,
 //! which inherits all of it. Doing this in a fresh single-threaded process
 //! needs no `unsafe` `pre_exec` hook in the multi-threaded agent, and
 //! nothing can be undone by the command: Landlock domains and namespaces are
 //! inherited by every descendant and never lifted.
+//!
+//! It is a binary of its own ([`BINARY`], built and installed beside
+//! alcove) because starting alcove's own binary, most of which the
+//! launcher never runs, cost about 1.6 ms of page faults per command;
+//! alcove falls back to re-executing itself when it is not there.
 //!
 //! Any step that fails ends the launcher with [`LAUNCH_FAILED`] and a line
 //! on stderr starting with [`FAILURE_PREFIX`]: a command never runs with
@@ -21,7 +27,9 @@ use crate::fs_rules;
 use crate::net;
 use crate::policy::{LaunchPolicy, SandboxMode};
 
-/// The hidden subcommand that runs the launcher.
+/// The launcher's own binary, looked for beside alcove's.
+pub const BINARY: &str = "alcove-sandbox";
+/// The hidden subcommand that runs the launcher inside alcove's binary.
 pub const SUBCOMMAND: &str = "__sandbox";
 /// Exit status when the sandbox could not be set up.
 pub const LAUNCH_FAILED: i32 = 125;

@@ -1,12 +1,14 @@
 //! Confinement for the commands alcove runs, with the kernel's own means.
 //!
-//! A confined command is started as `alcove __sandbox <policy> -- bash -c
-//! CMD`: the [`launcher`] (alcove itself, re-executed) applies the resource
+//! A confined command is started as `alcove-sandbox <policy> -- bash -c
+//! CMD`: the [`launcher`] (a small binary installed beside alcove, or
+//! alcove itself re-executed as `alcove __sandbox`) applies the resource
 //! [`limits`], a fresh network namespace when the network is off ([`net`]),
 //! and a Landlock domain ([`fs_rules`]) to itself, then becomes the
 //! command. [`Confinement`] is the session's side: it resolves one agent's
 //! [`SandboxScope`] and workspace into a [`LaunchPolicy`] and the argv that
-//! starts it, probes at start whether the kernel can do it at all, and
+//! starts it, probes off the start-up path whether the kernel can do it at
+//! all ([`availability`]), and
 //! explains a failure the sandbox or a limit probably caused.
 //!
 //! Not covered: connecting to a pathname Unix socket (Landlock ABI 9 and
@@ -17,20 +19,25 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+pub mod availability;
 mod fs_rules;
 pub mod launcher;
 pub mod limits;
 mod net;
 pub mod policy;
 
+pub use availability::{Availability, Verdict};
 pub use limits::ResourceLimits;
 pub use policy::{LaunchPolicy, SandboxMode, SandboxScope};
 
 /// The session's settings for confining commands.
 #[derive(Debug, Clone)]
 pub struct Confinement {
-    /// The alcove binary, re-executed as the launcher.
+    /// The launcher: [`launcher::BINARY`] beside alcove, or alcove itself.
     pub launcher: PathBuf,
+    /// Whether the launcher is alcove itself, which needs
+    /// [`launcher::SUBCOMMAND`] first.
+    launcher_is_alcove: bool,
     /// Paths commands may not read (`sandbox.deny_read`), absolute.
     pub deny_read: Vec<PathBuf>,
     /// Extra folders commands may write (`sandbox.writable_roots`), absolute.
@@ -39,8 +46,8 @@ pub struct Confinement {
     pub allow_loopback: bool,
     /// Resource limits of each command.
     pub limits: ResourceLimits,
-    /// Why confined modes cannot run on this machine, if they cannot.
-    pub unavailable: Option<String>,
+    /// Whether confined modes can run on this machine ([`Confinement::start_probe`]).
+    pub availability: Availability,
 }
 
 /// The credential folders and files commands may not read by default,
@@ -85,17 +92,22 @@ impl Drop for Launch {
 
 impl Confinement {
     /// The settings with the defaults: credential folders under `home`
-    /// unreadable, default limits.
-    pub fn new(launcher: PathBuf, home: Option<&Path>) -> Confinement {
+    /// unreadable, default limits. `alcove` is alcove's own binary: the
+    /// small [`launcher::BINARY`] beside it launches when it is there (it
+    /// starts in a fraction of the time), alcove itself when it is not.
+    pub fn new(alcove: PathBuf, home: Option<&Path>) -> Confinement {
+        let small = alcove.with_file_name(launcher::BINARY);
+        let launcher_is_alcove = !small.is_file();
         Confinement {
-            launcher,
+            launcher: if launcher_is_alcove { alcove } else { small },
+            launcher_is_alcove,
             deny_read: home
                 .map(|home| DEFAULT_DENY_READ.iter().map(|p| home.join(p)).collect())
                 .unwrap_or_default(),
             writable_roots: Vec::new(),
             allow_loopback: false,
             limits: ResourceLimits::default(),
-            unavailable: None,
+            availability: Availability::default(),
         }
     }
 
@@ -113,7 +125,7 @@ impl Confinement {
             return Ok(None);
         }
         if scope.is_confined()
-            && let Some(reason) = &self.unavailable
+            && let Err(reason) = self.availability.verdict()
         {
             return Err(format!(
                 "Refused: commands run in the {} sandbox, which this machine cannot provide \
@@ -122,6 +134,17 @@ impl Confinement {
                 scope.mode.as_str()
             ));
         }
+        self.build_launch(scope, workspace, program, args).map(Some)
+    }
+
+    /// The launch of `program args…`, whether or not this machine can do it.
+    fn build_launch(
+        &self,
+        scope: SandboxScope,
+        workspace: &Path,
+        program: &str,
+        args: &[&str],
+    ) -> Result<Launch, String> {
         let mut private_tmp = None;
         let mut env = Vec::new();
         let writable = match scope.mode {
@@ -151,28 +174,33 @@ impl Confinement {
             limits: self.limits,
         };
         let policy = serde_json::to_string(&policy).map_err(|err| err.to_string())?;
-        let mut argv: Vec<OsString> = vec![
-            launcher::SUBCOMMAND.into(),
-            policy.into(),
-            "--".into(),
-            program.into(),
-        ];
+        let mut argv: Vec<OsString> = Vec::with_capacity(args.len() + 4);
+        if self.launcher_is_alcove {
+            argv.push(launcher::SUBCOMMAND.into());
+        }
+        argv.extend([policy.into(), "--".into(), program.into()]);
         argv.extend(args.iter().map(OsString::from));
-        Ok(Some(Launch {
+        Ok(Launch {
             program: self.launcher.clone(),
             args: argv,
             env,
             private_tmp,
-        }))
+        })
+    }
+
+    /// Starts finding out, on a thread of its own, whether this machine can
+    /// confine commands as configured; [`Confinement::launch`] waits for
+    /// the answer.
+    pub fn start_probe(&mut self) {
+        let probe = self.clone();
+        self.availability = Availability::probing(move || probe.probe());
     }
 
     /// Checks that this machine can confine commands as configured, by
     /// running the launcher once on `true`. The error says what is missing.
-    pub fn probe(&self) -> Result<(), String> {
+    pub fn probe(&self) -> Verdict {
         let scope = SandboxScope::default();
-        let launch = self
-            .launch(scope, Path::new("/"), "true", &[])?
-            .ok_or("nothing to probe")?;
+        let launch = self.build_launch(scope, Path::new("/"), "true", &[])?;
         let child = std::process::Command::new(&launch.program)
             .args(&launch.args)
             .stdin(std::process::Stdio::null())
@@ -325,10 +353,40 @@ mod tests {
         confinement.limits = ResourceLimits::NONE;
         let launch = confinement.launch(SandboxScope::OFF, Path::new("/w"), "bash", &["-c", "x"]);
         assert!(matches!(launch, Ok(None)));
-        confinement.unavailable = Some("no Landlock".to_owned());
+        confinement.availability = Availability::known(Err("no Landlock".to_owned()));
         let refused = confinement
             .launch(SandboxScope::default(), Path::new("/w"), "bash", &[])
             .unwrap_err();
         assert!(refused.contains("no Landlock"), "{refused}");
+    }
+
+    #[test]
+    fn the_small_launcher_beside_alcove_is_preferred_and_alcove_itself_is_the_fallback() {
+        let dir = tempfile::tempdir().unwrap();
+        let alcove = dir.path().join("alcove");
+        std::fs::write(&alcove, "").unwrap();
+        let argv = |confinement: &Confinement| {
+            let launch = confinement
+                .launch(
+                    SandboxScope::default(),
+                    Path::new("/w"),
+                    "bash",
+                    &["-c", "x"],
+                )
+                .unwrap()
+                .unwrap();
+            (launch.program.clone(), launch.args.clone())
+        };
+        let (program, args) = argv(&Confinement::new(alcove.clone(), None));
+        assert_eq!(program, alcove);
+        assert_eq!(args[0], launcher::SUBCOMMAND);
+        assert_eq!(args[2..], ["--", "bash", "-c", "x"]);
+
+        let small = dir.path().join(launcher::BINARY);
+        std::fs::write(&small, "").unwrap();
+        let (program, args) = argv(&Confinement::new(alcove, None));
+        assert_eq!(program, small);
+        assert!(args[0].to_string_lossy().starts_with('{'), "{args:?}");
+        assert_eq!(args[1..], ["--", "bash", "-c", "x"]);
     }
 }

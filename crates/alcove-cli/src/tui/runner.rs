@@ -62,7 +62,7 @@ impl Channels {
             },
         )
         .await?;
-        session.mcp_ready().await;
+        session.ready().await;
         Ok(session)
     }
 }
