@@ -173,6 +173,10 @@ pub(crate) struct SessionPoint {
     /// Messages in the last request (prompt + 2 per tool turn).
     pub(crate) messages: usize,
     pub(crate) cpu_ms: f64,
+    /// CPU of each run, in run order: runs of different lengths made one
+    /// after another pair up, so a band's cost is taken per run, before
+    /// the noise of the machine drifts.
+    pub(crate) cpu_runs_ms: Vec<f64>,
     pub(crate) rss_mib: f64,
     /// Wall time from the first to the last model request, per turn: the
     /// turnaround of a turn (tool included) when the model answers at once.
@@ -239,6 +243,7 @@ pub(crate) fn session(bench: &Bench) -> anyhow::Result<Session> {
             turns: *turns,
             messages: 2 * turns - 1,
             cpu_ms: median(&cpu[index]),
+            cpu_runs_ms: cpu[index].clone(),
             rss_mib: median(&rss[index]),
             turnaround_ms: median(&turnaround[index]),
         })

@@ -123,10 +123,20 @@ struct Body<'a> {
     stream: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     system: Vec<SystemJson<'a>>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<ToolJson<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Tools<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
+}
+
+/// The tool array: built now, or its JSON from an earlier request (the
+/// same tools go with every turn, and their schemas were a twelfth of a
+/// long session's instructions).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Tools<'a> {
+    Fresh(Vec<ToolJson<'a>>),
+    Cached(Shared),
 }
 
 /// `{"type": "ephemeral"}`: a prompt cache breakpoint.
@@ -191,6 +201,30 @@ impl<'a> Body<'a> {
             })
             .collect();
         let tool_count = request.tools.len();
+        let tools: Vec<ToolJson<'a>> = request
+            .tools
+            .iter()
+            .enumerate()
+            .map(|(index, tool)| ToolJson {
+                name: &tool.name,
+                description: &tool.description,
+                input_schema: &tool.input_schema,
+                cache_control: if index + 1 == tool_count {
+                    BREAKPOINT
+                } else {
+                    None
+                },
+            })
+            .collect();
+        let tools = match cache {
+            _ if tools.is_empty() => None,
+            Some(cache) => Some(
+                cache
+                    .get_or_insert(ToolJson::fingerprint(&tools), &tools)
+                    .map_or(Tools::Fresh(tools), Tools::Cached),
+            ),
+            None => Some(Tools::Fresh(tools)),
+        };
         Body {
             model,
             max_tokens: request.max_tokens,
@@ -205,21 +239,7 @@ impl<'a> Body<'a> {
                     cache_control: BREAKPOINT,
                 }]
             },
-            tools: request
-                .tools
-                .iter()
-                .enumerate()
-                .map(|(index, tool)| ToolJson {
-                    name: &tool.name,
-                    description: &tool.description,
-                    input_schema: &tool.input_schema,
-                    cache_control: if index + 1 == tool_count {
-                        BREAKPOINT
-                    } else {
-                        None
-                    },
-                })
-                .collect(),
+            tools,
             temperature: None,
         }
     }
@@ -247,6 +267,21 @@ struct ToolJson<'a> {
     input_schema: &'a Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     cache_control: Option<Ephemeral>,
+}
+
+impl ToolJson<'_> {
+    /// A fingerprint of a whole tool array (it starts apart from any
+    /// message's: "tools" is no role).
+    fn fingerprint(tools: &[ToolJson<'_>]) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut state = crate::serialized::hasher();
+        ("tools", tools.len()).hash(&mut state);
+        for tool in tools {
+            (tool.name, tool.description, tool.cache_control.is_some()).hash(&mut state);
+            hash_value(tool.input_schema, &mut state);
+        }
+        state.finish()
+    }
 }
 
 /// One message in the Messages API's shape.

@@ -305,6 +305,14 @@ fn cached_messages_give_the_same_bytes_as_fresh_ones() {
         panic!("the sample's third message is a tool result");
     };
     *content = "[cleared]".into();
+    // So does a tool whose schema changed (an MCP server's list_changed),
+    // and a tool added after it (the breakpoint moves to the new last one).
+    request.tools[0].input_schema = json!({"type": "object", "required": ["path"]});
+    request.tools.push(ToolSpec {
+        name: "cat".into(),
+        description: "print a file".into(),
+        input_schema: json!({"type": "object"}),
+    });
     let bytes = body_bytes(&request, Some(&cache));
     assert_eq!(bytes, body_bytes(&request, None));
     let text = String::from_utf8(bytes).unwrap();
@@ -312,4 +320,5 @@ fn cached_messages_give_the_same_bytes_as_fresh_ones() {
         text.contains("[cleared]") && !text.contains("\"a.rs\""),
         "{text}"
     );
+    assert!(text.contains("\"required\":[\"path\"]"), "{text}");
 }

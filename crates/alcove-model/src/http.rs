@@ -21,6 +21,10 @@ pub(crate) struct Http {
     client: reqwest::Client,
     provider: String,
     policy: RetryPolicy,
+    /// The size of the last body sent: the next one (the same history and
+    /// a turn more) is written into a buffer of about that size instead
+    /// of one doubled from 128 bytes, copying the history a dozen times.
+    last_body_len: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Http {
@@ -41,6 +45,7 @@ impl Http {
             client,
             provider: provider.to_string(),
             policy,
+            last_body_len: Default::default(),
         })
     }
 
@@ -58,9 +63,13 @@ impl Http {
         A: Assembler,
         F: Fn() -> A,
     {
-        let body = serde_json::to_vec(body)
-            .map(Bytes::from)
+        use std::sync::atomic::Ordering::Relaxed;
+        let hint = self.last_body_len.load(Relaxed);
+        let mut buffer = Vec::with_capacity(hint + hint / 8 + 1024);
+        serde_json::to_writer(&mut buffer, body)
             .map_err(|e| ModelError::Protocol(format!("cannot encode the request: {e}")))?;
+        self.last_body_len.store(buffer.len(), Relaxed);
+        let body = Bytes::from(buffer);
         retry::run(&self.policy, on_delta, || {
             self.attempt(url, headers, body.clone(), assembler(), on_delta)
         })

@@ -4,6 +4,8 @@
 //! files are read in windows (`offset`/`limit`) and the output says what was
 //! left out, so the model knows to ask for more instead of guessing.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read as _};
 use std::path::Path;
 
@@ -145,13 +147,16 @@ fn read_window(path: &Path, shown: &str, offset: usize, limit: usize) -> Result<
         line_no += 1;
         let text = String::from_utf8_lossy(&line);
         let text = cut_line(text.trim_end_matches(['\n', '\r']), MAX_LINE_CHARS, len);
-        let entry = format!("{line_no:>6}\t{text}\n");
-        if last_shown > 0 && out.len() + entry.len() > MAX_OUTPUT_CHARS {
+        // `{line_no:>6}\t{text}\n`, measured before it is written.
+        let entry_len = decimal_digits(line_no).max(6) + 1 + text.len() + 1;
+        if last_shown > 0 && out.len() + entry_len > MAX_OUTPUT_CHARS {
             // The line was read but is not shown: count it as remaining.
             line_no -= 1;
             break;
         }
-        out.push_str(&entry);
+        let _ = write!(out, "{line_no:>6}\t");
+        out.push_str(&text);
+        out.push('\n');
         last_shown = line_no;
     }
     let total = line_no + count_remaining_lines(&mut reader).map_err(io)?;
@@ -183,15 +188,26 @@ fn io_reason(shown: &str, err: &std::io::Error) -> String {
 /// Cuts `text` to `max_chars` characters, with a visible marker saying how
 /// long the line really was (`total_bytes` counts the bytes of the whole line,
 /// which may be more than `text` holds).
-pub(crate) fn cut_line(text: &str, max_chars: usize, total_bytes: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        None if total_bytes <= text.len() + 2 => text.to_owned(),
+pub(crate) fn cut_line(text: &str, max_chars: usize, total_bytes: usize) -> Cow<'_, str> {
+    // No more bytes than `max_chars` cannot be more characters: most lines.
+    let cut_at = if text.len() <= max_chars {
+        None
+    } else {
+        text.char_indices().nth(max_chars)
+    };
+    Cow::Owned(match cut_at {
+        None if total_bytes <= text.len() + 2 => return Cow::Borrowed(text),
         None => format!("{text}… [line cut: {total_bytes} bytes long]"),
         Some((end, _)) => format!(
             "{}… [line cut at {max_chars} chars: {total_bytes} bytes long]",
             &text[..end]
         ),
-    }
+    })
+}
+
+/// How many digits `n` has in decimal.
+fn decimal_digits(n: usize) -> usize {
+    n.checked_ilog10().map_or(1, |log| log as usize + 1)
 }
 
 /// Reads one line (with its terminator) into `buf`, keeping at most `cap`
@@ -241,6 +257,13 @@ fn count_remaining_lines(reader: &mut impl BufRead) -> std::io::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decimal_digits_measure_the_line_number_column() {
+        for n in [0, 7, 10, 99, 100, 999_999, 1_000_000, usize::MAX] {
+            assert_eq!(decimal_digits(n), n.to_string().len(), "{n}");
+        }
+    }
 
     #[test]
     fn cut_line_marks_long_lines() {
