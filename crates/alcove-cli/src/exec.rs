@@ -123,6 +123,7 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
             eprintln!("alcove: {message}");
         }
     }
+    session.reported().await;
     session.mcp.shutdown().await;
     session.runtime.hooks.session_end("other").await;
     session.runtime.emit(

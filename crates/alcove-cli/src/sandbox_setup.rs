@@ -26,12 +26,15 @@
 //! `mode` counts when stricter, its other `[sandbox]` keys are ignored with
 //! a warning. When the mode is not `off`, the launcher is tried once, on a
 //! thread of its own from the start (off the way to the first model
-//! request); if this machine cannot confine commands, alcove says so before
-//! the first turn and refuses to run them (never runs them unconfined).
+//! request); if this machine cannot confine commands, alcove says so as soon
+//! as the probe answers and refuses to run them (never runs them
+//! unconfined).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use alcove_core::Runtime;
+use alcove_protocol::{AgentPath, EventKind};
 use alcove_tools::{Confinement, ResourceLimits, SandboxMode, SandboxScope};
 use serde::Deserialize;
 
@@ -79,20 +82,30 @@ pub(crate) struct SandboxSetup {
     pub(crate) warnings: Vec<String>,
 }
 
-/// What to tell the user when the probe found that this machine cannot
-/// confine commands; waits for the probe (a few milliseconds at most,
-/// started with the session).
-pub(crate) fn unavailable_warning(setup: &SandboxSetup) -> Option<String> {
-    let reason = setup.confinement.availability.verdict().err()?;
-    Some(format!(
-        "the {} sandbox is not available on this machine: {reason}. Bash commands will be \
-         refused; run alcove with --sandbox off to run them unconfined.",
-        setup.scope.mode.as_str()
-    ))
+/// Reports, once the probe has answered, that this machine cannot confine
+/// commands (if so): a task of its own, so the first model request does not
+/// wait for the probe. Await the handle before the session's end.
+pub(crate) fn report_unavailable(
+    setup: &SandboxSetup,
+    runtime: &Runtime,
+) -> tokio::task::JoinHandle<()> {
+    let confinement = setup.confinement.clone();
+    let mode = setup.scope.mode;
+    let runtime = runtime.clone();
+    tokio::spawn(async move {
+        if let Err(reason) = confinement.availability.settled().await {
+            let message = format!(
+                "the {} sandbox is not available on this machine: {reason}. Bash commands will \
+                 be refused; run alcove with --sandbox off to run them unconfined.",
+                mode.as_str()
+            );
+            runtime.emit(&AgentPath::main(), EventKind::Warning { message });
+        }
+    })
 }
 
 /// Reads the layers and `--sandbox`, and starts probing the machine when
-/// confined ([`unavailable_warning`] says what the probe found).
+/// confined ([`report_unavailable`] says what the probe found).
 pub(crate) fn setup(
     layers: &[Layer],
     common: &CommonArgs,

@@ -86,8 +86,10 @@ pub(crate) struct Session {
     pub(crate) context_window: WindowChoice,
     /// The session's MCP servers: one connection each, lent to every agent.
     pub(crate) mcp: Arc<McpManager>,
-    /// Whether the background start-up warnings (MCP, sandbox) were emitted.
+    /// Whether the start-up warnings were emitted (or, for the sandbox, are being).
     startup_reported: std::sync::atomic::AtomicBool,
+    /// The task reporting the sandbox probe's answer.
+    sandbox_report: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// The command sandbox and limits.
     pub(crate) sandbox: sandbox_setup::SandboxSetup,
 }
@@ -328,17 +330,16 @@ impl Session {
             context_window,
             mcp,
             startup_reported: std::sync::atomic::AtomicBool::new(false),
+            sandbox_report: std::sync::Mutex::new(None),
             sandbox,
         })
     }
 
-    /// Waits for what starts in the background with the session (every MCP
-    /// server, each within its startup timeout, and the sandbox probe) and
-    /// warns once about each server that failed and a sandbox this machine
-    /// cannot provide.
+    /// Waits for every MCP server (each within its startup timeout) and
+    /// warns once about each that failed; starts reporting what the sandbox
+    /// probe finds (see [`Session::reported`]).
     pub(crate) async fn ready(&self) {
-        let mut warnings = self.mcp.wait_started().await;
-        warnings.extend(sandbox_setup::unavailable_warning(&self.sandbox));
+        let warnings = self.mcp.wait_started().await;
         if !self
             .startup_reported
             .swap(true, std::sync::atomic::Ordering::Relaxed)
@@ -347,6 +348,19 @@ impl Session {
                 self.runtime
                     .emit(&AgentPath::main(), EventKind::Warning { message });
             }
+            let report = sandbox_setup::report_unavailable(&self.sandbox, &self.runtime);
+            if let Ok(mut slot) = self.sandbox_report.lock() {
+                *slot = Some(report);
+            }
+        }
+    }
+
+    /// Waits until what [`Session::ready`] started reporting is reported:
+    /// before a session ends, so no start-up warning is lost.
+    pub(crate) async fn reported(&self) {
+        let report = self.sandbox_report.lock().ok().and_then(|mut slot| slot.take());
+        if let Some(report) = report {
+            let _ = report.await;
         }
     }
 
