@@ -358,7 +358,11 @@ impl Session {
     /// Waits until what [`Session::ready`] started reporting is reported:
     /// before a session ends, so no start-up warning is lost.
     pub(crate) async fn reported(&self) {
-        let report = self.sandbox_report.lock().ok().and_then(|mut slot| slot.take());
+        let report = self
+            .sandbox_report
+            .lock()
+            .ok()
+            .and_then(|mut slot| slot.take());
         if let Some(report) = report {
             let _ = report.await;
         }

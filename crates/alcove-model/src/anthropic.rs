@@ -11,17 +11,13 @@
 //! so each turn reads the prefix the turn before wrote. The prefix is byte
 //! stable: the body is a pure function of the request.
 
-use std::collections::BTreeMap;
-
-use alcove_protocol::{ContentBlock, Message, Role, StopReason, Usage};
-use eventsource_stream::Event;
+use alcove_protocol::{ContentBlock, Message, Role};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::http::Http;
 use crate::serialized::{SerializedCache, Shared, hash_value};
-use crate::sse::{Assembler, EventFailure, Feed, parse_json};
 use crate::{Model, ModelError, ModelRequest, ModelResponse, ProviderConfig, StreamDelta};
 
 /// The API version this client speaks.
@@ -415,183 +411,9 @@ impl<'a> MessageJson<'a> {
     }
 }
 
-/// A content block being streamed.
-#[derive(Debug)]
-enum Block {
-    Text(String),
-    ToolUse {
-        id: String,
-        name: String,
-        json: String,
-        initial: Value,
-    },
-    /// A kind this client does not keep (thinking, server tools, …).
-    Other,
-}
-
-/// Rebuilds a Messages response from its SSE events.
-#[derive(Debug, Default)]
-pub(crate) struct AnthropicAssembler {
-    blocks: BTreeMap<u64, Block>,
-    usage: Usage,
-    stop_reason: Option<String>,
-}
-
-impl AnthropicAssembler {
-    /// Takes the input token counts a usage object carries: uncached
-    /// input, cache writes and cache reads, each kept apart.
-    fn take_input_usage(&mut self, usage: &Value) {
-        if let Some(input) = usage["input_tokens"].as_u64() {
-            self.usage.input_tokens = input;
-        }
-        if let Some(written) = usage["cache_creation_input_tokens"].as_u64() {
-            self.usage.cache_write_tokens = written;
-        }
-        if let Some(read) = usage["cache_read_input_tokens"].as_u64() {
-            self.usage.cache_read_tokens = read;
-        }
-    }
-}
-
-impl Assembler for AnthropicAssembler {
-    fn feed(&mut self, event: &Event) -> Result<Feed, EventFailure> {
-        if event.data.trim().is_empty() {
-            return Ok(Feed::Continue);
-        }
-        let v = parse_json(event)?;
-        let kind = v["type"].as_str().unwrap_or(event.event.as_str());
-        let index = v["index"].as_u64().unwrap_or(0);
-        match kind {
-            "message_start" => {
-                let usage = &v["message"]["usage"];
-                self.take_input_usage(usage);
-                if let Some(output) = usage["output_tokens"].as_u64() {
-                    self.usage.output_tokens = output;
-                }
-            }
-            "content_block_start" => {
-                let block = &v["content_block"];
-                match block["type"].as_str() {
-                    Some("text") => {
-                        let text = block["text"].as_str().unwrap_or("").to_string();
-                        self.blocks.insert(index, Block::Text(text.clone()));
-                        if !text.is_empty() {
-                            return Ok(Feed::Text(text));
-                        }
-                    }
-                    Some("tool_use") => {
-                        let tool = Block::ToolUse {
-                            id: block["id"].as_str().unwrap_or("").to_string(),
-                            name: block["name"].as_str().unwrap_or("").to_string(),
-                            json: String::new(),
-                            initial: block["input"].clone(),
-                        };
-                        self.blocks.insert(index, tool);
-                    }
-                    _ => {
-                        self.blocks.insert(index, Block::Other);
-                    }
-                }
-            }
-            "content_block_delta" => {
-                let delta = &v["delta"];
-                match delta["type"].as_str() {
-                    Some("text_delta") => {
-                        let piece = delta["text"].as_str().unwrap_or("");
-                        let block = self
-                            .blocks
-                            .entry(index)
-                            .or_insert_with(|| Block::Text(String::new()));
-                        if let Block::Text(text) = block {
-                            text.push_str(piece);
-                            if !piece.is_empty() {
-                                return Ok(Feed::Text(piece.to_string()));
-                            }
-                        }
-                    }
-                    Some("input_json_delta") => {
-                        if let Some(Block::ToolUse { json, .. }) = self.blocks.get_mut(&index) {
-                            json.push_str(delta["partial_json"].as_str().unwrap_or(""));
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            "message_delta" => {
-                if let Some(reason) = v["delta"]["stop_reason"].as_str() {
-                    self.stop_reason = Some(reason.to_string());
-                }
-                let usage = &v["usage"];
-                self.take_input_usage(usage);
-                if let Some(output) = usage["output_tokens"].as_u64() {
-                    self.usage.output_tokens = output;
-                }
-            }
-            "message_stop" => return Ok(Feed::Done),
-            "error" => {
-                let error = &v["error"];
-                let kind = error["type"].as_str().unwrap_or("error");
-                let message = error["message"].as_str().unwrap_or("");
-                return Err(EventFailure {
-                    message: format!("{kind}: {message}"),
-                    retryable: matches!(kind, "overloaded_error" | "api_error"),
-                });
-            }
-            // ping, content_block_stop, and anything newer.
-            _ => {}
-        }
-        Ok(Feed::Continue)
-    }
-
-    fn finish(self, done: bool) -> Result<ModelResponse, String> {
-        if !done {
-            return Err("the stream ended before message_stop".into());
-        }
-        let mut content = Vec::new();
-        for block in self.blocks.into_values() {
-            match block {
-                Block::Text(text) if !text.is_empty() => content.push(ContentBlock::Text { text }),
-                Block::ToolUse {
-                    id,
-                    name,
-                    json,
-                    initial,
-                } => {
-                    let input = if json.trim().is_empty() {
-                        if initial.is_object() {
-                            initial
-                        } else {
-                            json!({})
-                        }
-                    } else {
-                        serde_json::from_str(&json).unwrap_or(Value::String(json))
-                    };
-                    content.push(ContentBlock::ToolUse { id, name, input });
-                }
-                _ => {}
-            }
-        }
-        let has_tools = content
-            .iter()
-            .any(|b| matches!(b, ContentBlock::ToolUse { .. }));
-        let stop_reason = match self.stop_reason.as_deref() {
-            Some("end_turn") => StopReason::EndTurn,
-            Some("tool_use") => StopReason::ToolUse,
-            Some("max_tokens") => StopReason::MaxTokens,
-            Some(other) => StopReason::Other(other.to_string()),
-            None if has_tools => StopReason::ToolUse,
-            None => StopReason::EndTurn,
-        };
-        Ok(ModelResponse {
-            message: Message {
-                role: Role::Assistant,
-                content,
-            },
-            stop_reason,
-            usage: self.usage,
-        })
-    }
-}
+#[path = "anthropic_stream.rs"]
+mod stream;
+pub(crate) use stream::AnthropicAssembler;
 
 #[cfg(test)]
 #[path = "anthropic_tests.rs"]

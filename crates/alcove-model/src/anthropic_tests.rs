@@ -4,7 +4,8 @@
 use super::*;
 use crate::retry::AttemptError;
 use crate::sse::testing::{run, text_of};
-use alcove_protocol::ToolSpec;
+use alcove_protocol::{StopReason, ToolSpec, Usage};
+use serde_json::json;
 
 const START: &str = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_01\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude-test\",\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":25,\"cache_creation_input_tokens\":10,\"cache_read_input_tokens\":5,\"output_tokens\":1}}}\n\n";
 

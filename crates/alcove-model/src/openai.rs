@@ -231,7 +231,7 @@ impl Assembler for OpenAiAssembler {
         if data.is_empty() {
             return Ok(Feed::Continue);
         }
-        let v = parse_json(event)?;
+        let v: Value = parse_json(event)?;
         if let Some(error) = v.get("error").filter(|e| !e.is_null()) {
             let message = error["message"]
                 .as_str()

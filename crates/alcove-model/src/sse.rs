@@ -60,8 +60,11 @@ pub(crate) trait Assembler: Send {
     fn finish(self, done: bool) -> Result<ModelResponse, String>;
 }
 
-/// Parses an event's data as JSON, or fails as malformed.
-pub(crate) fn parse_json(event: &Event) -> Result<serde_json::Value, EventFailure> {
+/// Parses an event's data as JSON (a `Value`, or a typed shape that
+/// borrows from it), or fails as malformed.
+pub(crate) fn parse_json<'a, T: serde::Deserialize<'a>>(
+    event: &'a Event,
+) -> Result<T, EventFailure> {
     serde_json::from_str(&event.data).map_err(|e| {
         EventFailure::new(format!(
             "malformed event data ({e}): {}",

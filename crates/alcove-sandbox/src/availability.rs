@@ -62,7 +62,9 @@ impl Availability {
             .name("sandbox-probe".to_owned())
             .spawn(move || shared.settle(probe()));
         match spawned {
-            Ok(handle) => *inner.probe.lock().unwrap_or_else(PoisonError::into_inner) = Some(handle),
+            Ok(handle) => {
+                *inner.probe.lock().unwrap_or_else(PoisonError::into_inner) = Some(handle)
+            }
             Err(err) => inner.settle(Err(format!("cannot start the sandbox probe: {err}"))),
         }
         Availability { inner }
