@@ -220,16 +220,17 @@ impl Supervisor {
         run.token_budget = lease.reservation.tokens;
         let work = async {
             match &remote {
-                Some(remote) => self.run_remote(child, remote, &message, cancel).await,
+                Some(remote) => Some(self.run_remote(child, remote, &message, cancel).await),
                 None => {
-                    let outcome = run_agent(
-                        &child.runtime,
-                        &run,
-                        history,
-                        Message::user_text(message.clone()),
-                    )
-                    .await;
-                    (outcome, None, None)
+                    // A task of its own, so siblings run on every worker
+                    // thread, not all inside their parent's task.
+                    let runtime = child.runtime.clone();
+                    let run = run.clone();
+                    let message = Message::user_text(message.clone());
+                    let task = ChildTask(tokio::spawn(async move {
+                        run_agent(&runtime, &run, history, message).await
+                    }));
+                    task.join().await.map(|outcome| (outcome, None, None))
                 }
             }
         };
@@ -248,8 +249,8 @@ impl Supervisor {
             None => work.await,
         };
         let (mut outcome, output, remote_session) = match finished {
-            Ok((outcome, output, session)) => (outcome, output, session),
-            Err(_) => (panicked(), None, None),
+            Ok(Some(ended)) => ended,
+            Ok(None) | Err(_) => (panicked(), None, None),
         };
         if budget_note.is_some() && outcome.error.is_none() {
             outcome.status = RunStatus::Budget;
@@ -308,6 +309,24 @@ impl Supervisor {
             error: ran.error,
         };
         (outcome, ran.output, ran.session)
+    }
+}
+
+/// A child's run on a task of its own, aborted if its caller stops
+/// waiting (the caller's future dropped), as the run was when it ran
+/// inside that future.
+struct ChildTask(tokio::task::JoinHandle<AgentOutcome>);
+
+impl ChildTask {
+    /// The run's outcome; `None` when it panicked.
+    async fn join(mut self) -> Option<AgentOutcome> {
+        (&mut self.0).await.ok()
+    }
+}
+
+impl Drop for ChildTask {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
