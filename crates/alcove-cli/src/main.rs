@@ -123,11 +123,6 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
-/// mimalloc instead of glibc's allocator: allocation was a quarter of a
-/// wide fan-out's instructions (bench/notes.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     // The sandbox launcher (`alcove __sandbox …`) runs before anything
     // starts a thread: it must be single-threaded to enter namespaces.
