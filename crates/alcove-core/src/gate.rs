@@ -447,7 +447,9 @@ impl PermissionGate {
         if self.mode == PermissionMode::BypassPermissions {
             return Outcome::Allow { by_rule: false };
         }
-        let hint = allow_hint(&check.facts);
+        // Only a refusal or a question names the rule that would allow the
+        // call; an allowed call does not build it.
+        let hint = || allow_hint(&check.facts);
         match check.access {
             Access::ReadOnly | Access::Delegate => Outcome::Allow { by_rule: false },
             Access::Edit => {
@@ -459,18 +461,20 @@ impl PermissionGate {
                 {
                     return Outcome::Deny(format!(
                         "Permission denied: {tool} of {} is outside the workspace {}. \
-                         Only an allow rule ({hint}) or --permission-mode bypassPermissions \
+                         Only an allow rule ({}) or --permission-mode bypassPermissions \
                          allows writing outside it.",
                         outside.display(),
-                        check.facts.workspace.root().display()
+                        check.facts.workspace.root().display(),
+                        hint()
                     ));
                 }
                 match self.mode {
                     PermissionMode::AcceptEdits => Outcome::Allow { by_rule: false },
                     PermissionMode::Plan => Outcome::Deny(plan_denial(tool)),
                     _ => Outcome::Ask(format!(
-                        "{tool} ({summary}) asked by {agent} needs approval. {hint} allows it; \
-                         --permission-mode acceptEdits (or bypassPermissions) allows file edits."
+                        "{tool} ({summary}) asked by {agent} needs approval. {} allows it; \
+                         --permission-mode acceptEdits (or bypassPermissions) allows file edits.",
+                        hint()
                     )),
                 }
             }
@@ -492,8 +496,9 @@ impl PermissionGate {
                         unparsable_reason(Some(shell))
                     )),
                     _ => Outcome::Ask(format!(
-                        "{tool} ({summary}) asked by {agent} needs approval. {hint} allows it; \
-                         --permission-mode bypassPermissions allows commands."
+                        "{tool} ({summary}) asked by {agent} needs approval. {} allows it; \
+                         --permission-mode bypassPermissions allows commands.",
+                        hint()
                     )),
                 },
             },

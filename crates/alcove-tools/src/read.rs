@@ -87,8 +87,17 @@ impl Tool for Read {
             0 => DEFAULT_LIMIT,
             limit => limit,
         };
-        let job = tokio::task::spawn_blocking(move || read_window(&path, &shown, offset, limit));
-        match job.await {
+        // A small file is read where the call runs: handing a read of a few
+        // kilobytes to the blocking pool and back cost two thread switches,
+        // more than the read itself (most of a short child's tool time).
+        let small = std::fs::metadata(&path)
+            .is_ok_and(|meta| meta.is_file() && meta.len() <= INLINE_READ_BYTES);
+        let read = if small {
+            Ok(read_window(&path, &shown, offset, limit))
+        } else {
+            tokio::task::spawn_blocking(move || read_window(&path, &shown, offset, limit)).await
+        };
+        match read {
             Ok(Ok(text)) => {
                 let bytes = u64::try_from(text.len()).ok();
                 ToolOutput::ok(text).with_effects(Effects { bytes, ..effects })
@@ -98,6 +107,9 @@ impl Tool for Read {
         }
     }
 }
+
+/// Files up to this size are read without the blocking pool.
+const INLINE_READ_BYTES: u64 = 64 * 1024;
 
 fn clamp_usize(value: Option<u64>) -> usize {
     value.map_or(0, |v| usize::try_from(v).unwrap_or(usize::MAX))
