@@ -14,7 +14,8 @@ use serde_json::Value;
 /// Strips `schema` (a derived input schema) down to what a model needs:
 /// no `$schema`, no top-level title or description, no `null` in types or
 /// enums, no `anyOf` with a `null` branch, no `format`, no `minimum` of 0,
-/// no `default`.
+/// no `default`, no `additionalProperties: false` (serde still refuses
+/// unknown fields), and `$defs` written in place of their `$ref`s.
 pub fn lean(schema: &mut Value) {
     if let Value::Object(map) = schema {
         for key in ["$schema", "title", "description"] {
@@ -22,6 +23,62 @@ pub fn lean(schema: &mut Value) {
         }
     }
     lean_node(schema);
+    inline_definitions(schema);
+}
+
+/// How deep definitions are written into each other; a recursive type
+/// keeps its `$defs` and `$ref`s.
+const MAX_INLINE_DEPTH: usize = 4;
+
+/// Writes each `{"$ref": "#/$defs/X", ...}` as X itself (the reference's
+/// own keys, such as its description, win), and drops `$defs` when no
+/// reference is left.
+fn inline_definitions(schema: &mut Value) {
+    let Some(Value::Object(definitions)) =
+        schema.as_object_mut().and_then(|map| map.remove("$defs"))
+    else {
+        return;
+    };
+    let mut left = false;
+    inline_refs(schema, &definitions, 0, &mut left);
+    if left && let Value::Object(map) = schema {
+        map.insert("$defs".to_owned(), Value::Object(definitions));
+    }
+}
+
+fn inline_refs(
+    node: &mut Value,
+    definitions: &serde_json::Map<String, Value>,
+    depth: usize,
+    left: &mut bool,
+) {
+    match node {
+        Value::Object(map) => {
+            let target = map
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|reference| reference.strip_prefix("#/$defs/"))
+                .and_then(|name| definitions.get(name));
+            match target {
+                Some(Value::Object(definition)) if depth < MAX_INLINE_DEPTH => {
+                    map.remove("$ref");
+                    for (key, value) in definition {
+                        map.entry(key.clone()).or_insert_with(|| value.clone());
+                    }
+                    inline_refs(node, definitions, depth + 1, left);
+                    return;
+                }
+                Some(_) => *left = true,
+                None => {}
+            }
+            map.values_mut()
+                .for_each(|value| inline_refs(value, definitions, depth, left));
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|value| inline_refs(value, definitions, depth, left)),
+        _ => {}
+    }
 }
 
 /// Leans one schema node, then the schemas inside it (never a map of
@@ -31,6 +88,9 @@ fn lean_node(node: &mut Value) {
         return;
     };
     map.remove("format");
+    if map.get("additionalProperties") == Some(&Value::Bool(false)) {
+        map.remove("additionalProperties");
+    }
     // Defaults are in the descriptions where they matter.
     map.remove("default");
     if map.get("minimum").and_then(Value::as_f64) == Some(0.0) {
@@ -100,6 +160,8 @@ mod tests {
                 "format": {"type": ["string", "null"], "default": null},
             },
             "required": ["pattern"],
+            "additionalProperties": false,
+            "$defs": {"Kind": {"description": "a kind", "type": "string", "enum": ["x", "y"]}},
         });
         lean(&mut schema);
         assert_eq!(
@@ -109,12 +171,24 @@ mod tests {
                 "properties": {
                     "-A": {"description": "after", "type": "integer"},
                     "mode": {"type": "string", "enum": ["a", "b"]},
-                    "kind": {"$ref": "#/$defs/Kind", "description": "k"},
+                    "kind": {"description": "k", "type": "string", "enum": ["x", "y"]},
                     "count": {"type": "integer", "minimum": 1},
                     "format": {"type": "string"},
                 },
                 "required": ["pattern"],
             })
         );
+    }
+
+    #[test]
+    fn a_recursive_definition_keeps_its_defs() {
+        let mut schema = json!({
+            "type": "object",
+            "properties": {"tree": {"$ref": "#/$defs/Tree"}},
+            "$defs": {"Tree": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}}}},
+        });
+        lean(&mut schema);
+        assert!(schema["$defs"]["Tree"].is_object(), "{schema}");
+        assert_eq!(schema["properties"]["tree"]["type"], "object", "{schema}");
     }
 }
