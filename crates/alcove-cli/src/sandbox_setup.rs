@@ -25,8 +25,8 @@
 //! lets commands write, so it may only make the sandbox stricter: its
 //! `mode` counts when stricter, its other `[sandbox]` keys are ignored with
 //! a warning. When the mode is not `off`, the launcher is tried once, on a
-//! thread of its own from the start (off the way to the first model
-//! request); if this machine cannot confine commands, alcove says so as soon
+//! thread of its own started as the first model request goes out (off its
+//! way); if this machine cannot confine commands, alcove says so as soon
 //! as the probe answers and refuses to run them (never runs them
 //! unconfined).
 
@@ -82,9 +82,11 @@ pub(crate) struct SandboxSetup {
     pub(crate) warnings: Vec<String>,
 }
 
-/// Reports, once the probe has answered, that this machine cannot confine
-/// commands (if so): a task of its own, so the first model request does not
-/// wait for the probe. Await the handle before the session's end.
+/// Starts the probe and reports, once it has answered, that this machine
+/// cannot confine commands (if so): a task of its own, which starts the
+/// probe's thread once the caller has moved on (to send the first model
+/// request), so neither waits for the other. Await the handle before the
+/// session's end.
 pub(crate) fn report_unavailable(
     setup: &SandboxSetup,
     runtime: &Runtime,
@@ -93,6 +95,8 @@ pub(crate) fn report_unavailable(
     let mode = setup.scope.mode;
     let runtime = runtime.clone();
     tokio::spawn(async move {
+        tokio::task::yield_now().await;
+        confinement.availability.start();
         if let Err(reason) = confinement.availability.settled().await {
             let message = format!(
                 "the {} sandbox is not available on this machine: {reason}. Bash commands will \
@@ -199,7 +203,7 @@ pub(crate) fn setup(
     confinement.allow_loopback = table.allow_loopback.unwrap_or(false);
     confinement.limits = limits;
     if scope.is_confined() {
-        confinement.start_probe();
+        confinement.defer_probe();
     }
     Ok(SandboxSetup {
         scope,

@@ -1,13 +1,16 @@
 //! Whether this machine can confine commands, found out off the start-up
 //! path.
 //!
-//! Trying the launcher once costs a process start and a namespace; doing
-//! it before the first model request put it on every session's start-up.
-//! So the probe runs on a thread of its own from the moment the sandbox is
-//! configured: the first confined command waits for its answer
-//! ([`Availability::verdict`]), and the session's warning is written when
-//! it arrives ([`Availability::settled`]), while the first request is
-//! already on its way. A confinement nobody probed counts as available.
+//! Trying the launcher once costs a process start and a namespace (and,
+//! for root, a cgroup); doing it before the first model request put it on
+//! every session's start-up, and running it alongside start-up still took
+//! a CPU from it. So the probe is only prepared at start
+//! ([`Availability::deferred`]); the session starts it on a thread of its
+//! own once the first request is on its way ([`Availability::start`]), the
+//! first confined command waits for its answer (starting it if nobody did,
+//! [`Availability::verdict`]), and the session's warning is written when
+//! it arrives ([`Availability::settled`]). A confinement nobody probed
+//! counts as available.
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::JoinHandle;
@@ -23,12 +26,23 @@ pub struct Availability {
     inner: Arc<Inner>,
 }
 
-#[derive(Debug)]
+/// A probe not started yet.
+type Probe = Box<dyn FnOnce() -> Verdict + Send>;
+
 struct Inner {
     verdict: OnceLock<Verdict>,
+    deferred: Mutex<Option<Probe>>,
     probe: Mutex<Option<JoinHandle<()>>>,
     /// Turns `true` once `verdict` is set.
     settled: watch::Sender<bool>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Availability")
+            .field("verdict", &self.verdict.get())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for Availability {
@@ -42,6 +56,7 @@ impl Availability {
     pub fn known(verdict: Verdict) -> Availability {
         let inner = Inner {
             verdict: OnceLock::from(verdict),
+            deferred: Mutex::new(None),
             probe: Mutex::new(None),
             settled: watch::Sender::new(true),
         };
@@ -50,28 +65,50 @@ impl Availability {
         }
     }
 
-    /// Runs `probe` on a thread of its own.
-    pub fn probing(probe: impl FnOnce() -> Verdict + Send + 'static) -> Availability {
-        let inner = Arc::new(Inner {
+    /// A `probe` to run once, on a thread of its own, when
+    /// [`Availability::start`] or the first [`Availability::verdict`] asks.
+    pub fn deferred(probe: impl FnOnce() -> Verdict + Send + 'static) -> Availability {
+        let inner = Inner {
             verdict: OnceLock::new(),
+            deferred: Mutex::new(Some(Box::new(probe))),
             probe: Mutex::new(None),
             settled: watch::Sender::new(false),
-        });
-        let shared = inner.clone();
+        };
+        Availability {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// Starts the probe on a thread of its own, if it is not started yet.
+    pub fn start(&self) {
+        let probe = self
+            .inner
+            .deferred
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let Some(probe) = probe else { return };
+        let shared = self.inner.clone();
         let spawned = std::thread::Builder::new()
             .name("sandbox-probe".to_owned())
             .spawn(move || shared.settle(probe()));
         match spawned {
             Ok(handle) => {
-                *inner.probe.lock().unwrap_or_else(PoisonError::into_inner) = Some(handle)
+                *self
+                    .inner
+                    .probe
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(handle);
             }
-            Err(err) => inner.settle(Err(format!("cannot start the sandbox probe: {err}"))),
+            Err(err) => self
+                .inner
+                .settle(Err(format!("cannot start the sandbox probe: {err}"))),
         }
-        Availability { inner }
     }
 
-    /// The answer, waiting for the probe if it is still running.
+    /// The answer, starting the probe if nobody has and waiting for it.
     pub fn verdict(&self) -> Result<(), &str> {
+        self.start();
         let handle = self
             .inner
             .probe
@@ -89,7 +126,8 @@ impl Availability {
         verdict.as_ref().map(|_| ()).map_err(String::as_str)
     }
 
-    /// Waits, without blocking a thread, until the answer is known.
+    /// Waits, without blocking a thread, until the answer is known (the
+    /// probe must have been started).
     pub async fn settled(&self) -> Result<(), &str> {
         let mut settled = self.inner.settled.subscribe();
         let _ = settled.wait_for(|settled| *settled).await;
@@ -111,10 +149,11 @@ mod tests {
     #[test]
     fn unprobed_is_available_and_a_probe_is_waited_for() {
         assert_eq!(Availability::default().verdict(), Ok(()));
-        let probing = Availability::probing(|| {
+        let probing = Availability::deferred(|| {
             std::thread::sleep(std::time::Duration::from_millis(20));
             Err("no Landlock".to_owned())
         });
+        // Nobody started it: the first verdict does.
         let shared = probing.clone();
         assert_eq!(shared.verdict(), Err("no Landlock"));
         assert_eq!(probing.verdict(), Err("no Landlock"));
@@ -123,10 +162,11 @@ mod tests {
 
     #[tokio::test]
     async fn settled_waits_for_the_probe_without_a_thread() {
-        let probing = Availability::probing(|| {
+        let probing = Availability::deferred(|| {
             std::thread::sleep(std::time::Duration::from_millis(20));
             Err("no user namespaces".to_owned())
         });
+        probing.start();
         assert_eq!(probing.settled().await, Err("no user namespaces"));
         assert_eq!(Availability::default().settled().await, Ok(()));
     }

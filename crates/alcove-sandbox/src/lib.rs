@@ -46,7 +46,7 @@ pub struct Confinement {
     pub allow_loopback: bool,
     /// Resource limits of each command.
     pub limits: ResourceLimits,
-    /// Whether confined modes can run on this machine ([`Confinement::start_probe`]).
+    /// Whether confined modes can run on this machine ([`Confinement::defer_probe`]).
     pub availability: Availability,
 }
 
@@ -188,12 +188,12 @@ impl Confinement {
         })
     }
 
-    /// Starts finding out, on a thread of its own, whether this machine can
-    /// confine commands as configured; [`Confinement::launch`] waits for
-    /// the answer.
-    pub fn start_probe(&mut self) {
+    /// Prepares finding out whether this machine can confine commands as
+    /// configured: the probe runs when `availability.start()` or the first
+    /// [`Confinement::launch`] asks (see [`availability`]).
+    pub fn defer_probe(&mut self) {
         let probe = self.clone();
-        self.availability = Availability::probing(move || probe.probe());
+        self.availability = Availability::deferred(move || probe.probe());
     }
 
     /// Checks that this machine can confine commands as configured, by
