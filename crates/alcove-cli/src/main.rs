@@ -142,7 +142,11 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let result = runtime.block_on(async {
+    // The command runs as a task on the runtime's workers, not on this
+    // thread: the HTTP connections' tasks run there too, so each streamed
+    // chunk wakes the agent on the same thread instead of across two (a
+    // third of a long session's CPU was thread switches).
+    let command = runtime.spawn(async move {
         match cli.command {
             Some(Command::Exec(args)) => exec::run(&cli.common, args).await,
             Some(Command::Batch(args)) => batch_cmd::run(&cli.common, args).await,
@@ -156,6 +160,11 @@ fn main() -> ExitCode {
             None => tui::run(&cli.common, cli.prompt).await,
         }
     });
+    let result = match runtime.block_on(command) {
+        Ok(result) => result,
+        Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+        Err(err) => Err(anyhow::anyhow!("the command was cancelled: {err}")),
+    };
     // Do not wait for tasks still blocked on stdin or a child process.
     runtime.shutdown_background();
     match result {
