@@ -174,13 +174,22 @@ fn collab_trace(tool: &str, content: &str, is_error: bool) -> Option<String> {
 /// The default: one short line per tool call, retry and warning on stderr.
 pub(crate) struct Progress;
 
+/// `[agent] ` before a line about another agent than the main one.
+struct AgentPrefix<'a>(&'a alcove_protocol::AgentPath);
+
+impl std::fmt::Display for AgentPrefix<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.as_str() {
+            "main" => Ok(()),
+            agent => write!(f, "[{agent}] "),
+        }
+    }
+}
+
 impl EventSink for Progress {
     fn emit(&self, event: &AgentEvent) {
-        let prefix = if event.agent.as_str() == "main" {
-            String::new()
-        } else {
-            format!("[{}] ", event.agent)
-        };
+        // Written only into a line that is printed: most events print none.
+        let prefix = AgentPrefix(&event.agent);
         match &event.kind {
             EventKind::ToolCallStarted { name, input, .. } => {
                 eprintln!("{prefix}• {name} {}", one_line(&input.to_string(), 100));
