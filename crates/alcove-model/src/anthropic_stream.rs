@@ -5,12 +5,12 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use alcove_protocol::{ContentBlock, Message, Role, StopReason, Usage};
-use eventsource_stream::Event;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::ModelResponse;
 use crate::sse::{Assembler, EventFailure, Feed, parse_json};
+use crate::sse_decode::Event;
 
 /// A content block being streamed.
 #[derive(Debug)]

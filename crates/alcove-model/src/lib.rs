@@ -29,6 +29,7 @@ mod overflow;
 mod retry;
 mod serialized;
 mod sse;
+mod sse_decode;
 mod text_calls;
 mod window;
 

@@ -10,13 +10,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use alcove_protocol::{ContentBlock, Message, Role, StopReason, Usage};
-use eventsource_stream::Event;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
 use crate::http::{Http, client_builder};
 use crate::retry::retryable_status;
 use crate::sse::{Assembler, EventFailure, Feed, parse_json};
+use crate::sse_decode::Event;
 use crate::text_calls;
 use crate::{
     LocalServer, Model, ModelError, ModelRequest, ModelResponse, ProviderConfig, StreamDelta,

@@ -11,10 +11,10 @@
 use std::error::Error;
 use std::time::Duration;
 
-use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
 
 use crate::retry::AttemptError;
+use crate::sse_decode::{DecodeError, Event, events};
 use crate::{ModelError, ModelResponse, StreamDelta};
 
 /// What one event did to the response being built.
@@ -112,7 +112,7 @@ where
     E: Error,
     A: Assembler,
 {
-    let events = skip_leading_boms(bytes).eventsource();
+    let events = events(skip_leading_boms(bytes));
     let mut events = std::pin::pin!(events);
     let mut shown = false;
     let mut first = true;
@@ -143,11 +143,10 @@ where
             Some(Ok(event)) => event,
             Some(Err(e)) => {
                 let reason = match e {
-                    EventStreamError::Transport(e) => {
+                    DecodeError::Transport(e) => {
                         format!("the connection broke: {}", error_chain(&e, false))
                     }
-                    EventStreamError::Utf8(e) => format!("the stream is not UTF-8: {e}"),
-                    EventStreamError::Parser(e) => format!("the stream is not SSE: {e}"),
+                    DecodeError::Utf8(e) => format!("the stream is not UTF-8: {e}"),
                 };
                 return Err(AttemptError::MidStream(ModelError::Stream(reason)));
             }
@@ -196,10 +195,9 @@ impl<B: AsRef<[u8]>> AsRef<[u8]> for Chunk<B> {
 }
 
 /// `bytes` without the byte-order marks it starts with, even split across
-/// chunks. SSE allows one; eventsource-stream 0.2.3 removes it by slicing
-/// off one byte of its three and panics (found by fuzzing; upstream's fix,
-/// eventsource-stream PR 10, is not released). Every leading mark goes, not
-/// only the first, so the parser never sees one.
+/// chunks. SSE allows one (eventsource-stream 0.2.3, used before
+/// `sse_decode`, panicked on it: found by fuzzing). Every leading mark goes,
+/// not only the first, so the decoder never sees one.
 fn skip_leading_boms<S, B, E>(bytes: S) -> impl Stream<Item = Result<Chunk<B>, E>>
 where
     S: Stream<Item = Result<B, E>>,
