@@ -25,6 +25,9 @@ pub(crate) struct Http {
     /// a turn more) is written into a buffer of about that size instead
     /// of one doubled from 128 bytes, copying the history a dozen times.
     last_body_len: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// The URL the client was built for, parsed once: a request to it
+    /// does not parse it again.
+    parsed: Option<reqwest::Url>,
 }
 
 impl Http {
@@ -46,6 +49,7 @@ impl Http {
             provider: provider.to_string(),
             policy,
             last_body_len: Default::default(),
+            parsed: reqwest::Url::parse(base_url).ok(),
         })
     }
 
@@ -91,9 +95,11 @@ impl Http {
     ) -> Result<ModelResponse, AttemptError> {
         let first_byte = self.policy.first_byte_timeout;
         let deadline = tokio::time::Instant::now() + first_byte;
-        let request = self
-            .client
-            .post(url)
+        let request = match &self.parsed {
+            Some(parsed) if parsed.as_str() == url => self.client.post(parsed.clone()),
+            _ => self.client.post(url),
+        };
+        let request = request
             .headers(headers.clone())
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .body(body);
