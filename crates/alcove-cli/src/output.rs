@@ -174,6 +174,18 @@ fn collab_trace(tool: &str, content: &str, is_error: bool) -> Option<String> {
 /// The default: one short line per tool call, retry and warning on stderr.
 pub(crate) struct Progress;
 
+/// Writes one line to stderr in one write: `eprintln!` writes each piece
+/// of its format separately, several system calls per line, and a wide
+/// fan-out prints a line per child tool call.
+macro_rules! stderr_line {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut line = format!($($arg)*);
+        line.push('\n');
+        let _ = std::io::stderr().write_all(line.as_bytes());
+    }};
+}
+
 /// `[agent] ` before a line about another agent than the main one.
 struct AgentPrefix<'a>(&'a alcove_protocol::AgentPath);
 
@@ -192,7 +204,7 @@ impl EventSink for Progress {
         let prefix = AgentPrefix(&event.agent);
         match &event.kind {
             EventKind::ToolCallStarted { name, input, .. } => {
-                eprintln!("{prefix}• {name} {}", one_line(&input.to_string(), 100));
+                stderr_line!("{prefix}• {name} {}", one_line(&input.to_string(), 100));
             }
             EventKind::ToolCallFinished {
                 name,
@@ -200,19 +212,19 @@ impl EventSink for Progress {
                 is_error: true,
                 ..
             } => {
-                eprintln!("{prefix}  ✗ {name}: {}", one_line(content, 160));
+                stderr_line!("{prefix}  ✗ {name}: {}", one_line(content, 160));
             }
             EventKind::ModelRetry {
                 attempt,
                 delay_ms,
                 reason,
             } => {
-                eprintln!(
+                stderr_line!(
                     "{prefix}model request failed (attempt {attempt}): {reason}; retrying in {delay_ms} ms"
                 );
             }
             EventKind::StreamRestarted { reason } => {
-                eprintln!("{prefix}model stream broke ({reason}); sending the request again");
+                stderr_line!("{prefix}model stream broke ({reason}); sending the request again");
             }
             EventKind::AgentStarted {
                 child,
@@ -220,7 +232,7 @@ impl EventSink for Progress {
                 agent_type,
                 ..
             } => {
-                eprintln!(
+                stderr_line!(
                     "{prefix}▸ {child} ({agent_type}) started: {}",
                     one_line(description, 80)
                 );
@@ -232,7 +244,7 @@ impl EventSink for Progress {
                 usage,
                 ..
             } => {
-                eprintln!(
+                stderr_line!(
                     "{prefix}◂ {child} {} after {turns} turns, {} tokens",
                     status.as_str(),
                     usage.total()
@@ -250,11 +262,11 @@ impl EventSink for Progress {
                 } else {
                     "old tool results cleared"
                 };
-                eprintln!(
+                stderr_line!(
                     "{prefix}context compacted ({trigger}, {how}): about {tokens_before} → {tokens_after} tokens"
                 );
             }
-            EventKind::Warning { message } => eprintln!("{prefix}warning: {message}"),
+            EventKind::Warning { message } => stderr_line!("{prefix}warning: {message}"),
             _ => {}
         }
     }
