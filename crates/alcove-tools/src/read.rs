@@ -90,12 +90,15 @@ impl Tool for Read {
         // A small file is read where the call runs: handing a read of a few
         // kilobytes to the blocking pool and back cost two thread switches,
         // more than the read itself (most of a short child's tool time).
-        let small = std::fs::metadata(&path)
+        let meta = std::fs::metadata(&path);
+        let small = meta
+            .as_ref()
             .is_ok_and(|meta| meta.is_file() && meta.len() <= INLINE_READ_BYTES);
         let read = if small {
-            Ok(read_window(&path, &shown, offset, limit))
+            Ok(read_window(&path, meta, &shown, offset, limit))
         } else {
-            tokio::task::spawn_blocking(move || read_window(&path, &shown, offset, limit)).await
+            tokio::task::spawn_blocking(move || read_window(&path, meta, &shown, offset, limit))
+                .await
         };
         match read {
             Ok(Ok(text)) => {
@@ -116,8 +119,15 @@ fn clamp_usize(value: Option<u64>) -> usize {
 }
 
 /// Reads lines `offset..offset+limit` (1-based) of the file, numbered.
-fn read_window(path: &Path, shown: &str, offset: usize, limit: usize) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|err| io_reason(shown, &err))?;
+/// `meta` is the file's metadata, already read by the caller.
+fn read_window(
+    path: &Path,
+    meta: std::io::Result<std::fs::Metadata>,
+    shown: &str,
+    offset: usize,
+    limit: usize,
+) -> Result<String, String> {
+    let meta = meta.map_err(|err| io_reason(shown, &err))?;
     if meta.is_dir() {
         return Err(format!(
             "{shown} is a directory, not a file; use Glob or Bash `ls` to list it"
