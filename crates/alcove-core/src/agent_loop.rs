@@ -180,7 +180,8 @@ pub async fn run_agent(
         error: None,
     };
     append(runtime, run, &mut outcome.messages, input);
-    let mut tool_specs: Vec<_> = run.tools.iter().map(|tool| tool.spec().clone()).collect();
+    let tool_specs: std::sync::Arc<[alcove_protocol::ToolSpec]> =
+        run.tools.iter().map(|tool| tool.spec().clone()).collect();
     let mut stop_continuations = 0;
     let mut repeats = Repeats::default();
     let mut context = Context::new(runtime, run, &tool_specs);
@@ -227,7 +228,7 @@ pub async fn run_agent(
                 &mut outcome.usage,
             )
             .await;
-        let mut reply = send(runtime, run, turn, &mut outcome.messages, &mut tool_specs).await;
+        let mut reply = send(runtime, run, turn, &mut outcome.messages, &tool_specs).await;
         // A request the provider found too long: compact and try once more;
         // if it still does not fit, end with an error in our own words.
         if let Some(Err(error @ ModelError::ContextOverflow { .. })) = &reply {
@@ -247,7 +248,7 @@ pub async fn run_agent(
                 outcome.error = Some(format!("{error}; compacting failed: {why}"));
                 return outcome;
             }
-            reply = send(runtime, run, turn, &mut outcome.messages, &mut tool_specs).await;
+            reply = send(runtime, run, turn, &mut outcome.messages, &tool_specs).await;
             if let Some(Err(error @ ModelError::ContextOverflow { .. })) = &reply {
                 outcome.status = RunStatus::Failed;
                 outcome.error = Some(context.too_long(&outcome.messages, error));
@@ -342,20 +343,20 @@ pub async fn run_agent(
 }
 
 /// Sends the history and tool specs as one request; `None` when the run was
-/// cancelled first. They are lent to the request and taken back, not
+/// cancelled first. The history is lent to the request and taken back, not
 /// cloned: a copy of the whole history per turn made the per-turn cost grow
-/// with the session (issue 7's benchmarks).
+/// with the session (issue 7's benchmarks). The specs are shared.
 async fn send(
     runtime: &Runtime,
     run: &AgentRun,
     turn: u32,
     messages: &mut Vec<Message>,
-    tool_specs: &mut Vec<alcove_protocol::ToolSpec>,
+    tool_specs: &std::sync::Arc<[alcove_protocol::ToolSpec]>,
 ) -> Option<Result<ModelResponse, ModelError>> {
     let request = ModelRequest {
         system: run.system_prompt.clone(),
         messages: std::mem::take(messages),
-        tools: std::mem::take(tool_specs),
+        tools: tool_specs.clone(),
         max_tokens: runtime.limits.max_tokens,
     };
     runtime.emit(
@@ -373,7 +374,6 @@ async fn send(
         reply = runtime.model.complete(&request, &on_delta) => Some(reply),
     };
     *messages = request.messages;
-    *tool_specs = request.tools;
     reply
 }
 

@@ -216,7 +216,7 @@ impl<'a> Body<'a> {
             _ if tools.is_empty() => None,
             Some(cache) => Some(
                 cache
-                    .get_or_insert(ToolJson::fingerprint(&tools), &tools)
+                    .tools(&request.tools, || SerializedCache::piece(&tools))
                     .map_or(Tools::Fresh(tools), Tools::Cached),
             ),
             None => Some(Tools::Fresh(tools)),
@@ -263,21 +263,6 @@ struct ToolJson<'a> {
     input_schema: &'a Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     cache_control: Option<Ephemeral>,
-}
-
-impl ToolJson<'_> {
-    /// A fingerprint of a whole tool array (it starts apart from any
-    /// message's: "tools" is no role).
-    fn fingerprint(tools: &[ToolJson<'_>]) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut state = crate::serialized::hasher();
-        ("tools", tools.len()).hash(&mut state);
-        for tool in tools {
-            (tool.name, tool.description, tool.cache_control.is_some()).hash(&mut state);
-            hash_value(tool.input_schema, &mut state);
-        }
-        state.finish()
-    }
 }
 
 /// One message in the Messages API's shape.

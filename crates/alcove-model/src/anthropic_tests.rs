@@ -210,7 +210,8 @@ fn sample_request() -> ModelRequest {
             name: "ls".into(),
             description: "list a directory".into(),
             input_schema: json!({"type": "object"}),
-        }],
+        }]
+        .into(),
         max_tokens: 1024,
     }
 }
@@ -246,7 +247,7 @@ fn request_body_translates_blocks() {
 fn request_body_omits_empty_system_and_tools() {
     let mut request = sample_request();
     request.system.clear();
-    request.tools.clear();
+    request.tools = Vec::new().into();
     let body = request_body("m", &request);
     assert!(body.get("system").is_none());
     assert!(body.get("tools").is_none());
@@ -306,14 +307,17 @@ fn cached_messages_give_the_same_bytes_as_fresh_ones() {
         panic!("the sample's third message is a tool result");
     };
     *content = "[cleared]".into();
-    // So does a tool whose schema changed (an MCP server's list_changed),
-    // and a tool added after it (the breakpoint moves to the new last one).
-    request.tools[0].input_schema = json!({"type": "object", "required": ["path"]});
-    request.tools.push(ToolSpec {
+    // So does a new tool array (an MCP server's list_changed): a schema
+    // changed, and a tool added after it (the breakpoint moves to the new
+    // last one).
+    let mut tools = request.tools.to_vec();
+    tools[0].input_schema = json!({"type": "object", "required": ["path"]});
+    tools.push(ToolSpec {
         name: "cat".into(),
         description: "print a file".into(),
         input_schema: json!({"type": "object"}),
     });
+    request.tools = tools.into();
     let bytes = body_bytes(&request, Some(&cache));
     assert_eq!(bytes, body_bytes(&request, None));
     let text = String::from_utf8(bytes).unwrap();

@@ -46,8 +46,10 @@ pub struct ModelRequest {
     pub system: String,
     /// The conversation, oldest first.
     pub messages: Vec<Message>,
-    /// The tools the model may call.
-    pub tools: Vec<ToolSpec>,
+    /// The tools the model may call: shared, and the same allocation from
+    /// request to request while they do not change, so a client can keep
+    /// their JSON by identity (`serialized.rs`).
+    pub tools: std::sync::Arc<[ToolSpec]>,
     /// The output token limit.
     pub max_tokens: u32,
 }

@@ -263,7 +263,8 @@ fn request_body_translates_messages() {
             name: "ls".into(),
             description: "list a directory".into(),
             input_schema: json!({"type": "object"}),
-        }],
+        }]
+        .into(),
         max_tokens: 512,
     };
     let body = request_body("gpt-test", &request);
@@ -293,7 +294,7 @@ fn request_body_translates_messages() {
 
     let bare = ModelRequest {
         system: String::new(),
-        tools: Vec::new(),
+        tools: Vec::new().into(),
         ..request
     };
     let body = request_body("m", &bare);

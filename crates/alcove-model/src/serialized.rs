@@ -17,10 +17,11 @@
 //! [`GENERATION_BYTES`] each; when the newer fills up, the older is dropped
 //! and whatever the next requests still use moves forward again.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use alcove_protocol::ToolSpec;
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -43,7 +44,16 @@ impl Serialize for Shared {
 #[derive(Default)]
 pub(crate) struct SerializedCache {
     generations: Mutex<Generations>,
+    /// The JSON of the tool arrays sent lately, by identity: an agent
+    /// sends the same `Arc` every turn, and holding it here keeps its
+    /// address from being reused for other tools. (Fingerprinting the
+    /// schemas on every request was 2–4 % of the instructions.)
+    tools: Mutex<VecDeque<(Arc<[ToolSpec]>, Shared)>>,
 }
+
+/// How many tool arrays [`SerializedCache::tools`] keeps: one per agent
+/// type in use at once, about.
+const TOOL_ARRAYS_KEPT: usize = 8;
 
 #[derive(Default)]
 struct Generations {
@@ -72,11 +82,42 @@ impl SerializedCache {
                 return Some(found);
             }
         }
-        let made = Shared(Arc::from(serde_json::value::to_raw_value(value).ok()?));
+        let made = SerializedCache::piece(value)?;
         if let Ok(mut generations) = self.generations.lock() {
             generations.insert(key, made.clone());
         }
         Some(made)
+    }
+}
+
+impl SerializedCache {
+    /// The JSON of `tools`, from the cache when this very array was sent
+    /// before, or made by `make` (`None` when it cannot be made).
+    pub(crate) fn tools(
+        &self,
+        tools: &Arc<[ToolSpec]>,
+        make: impl FnOnce() -> Option<Shared>,
+    ) -> Option<Shared> {
+        if let Ok(kept) = self.tools.lock()
+            && let Some((_, json)) = kept.iter().find(|(kept, _)| Arc::ptr_eq(kept, tools))
+        {
+            return Some(json.clone());
+        }
+        let made = make()?;
+        if let Ok(mut kept) = self.tools.lock() {
+            if kept.len() == TOOL_ARRAYS_KEPT {
+                kept.pop_front();
+            }
+            kept.push_back((tools.clone(), made.clone()));
+        }
+        Some(made)
+    }
+
+    /// Serializes `value` into a piece of a body.
+    pub(crate) fn piece(value: &impl Serialize) -> Option<Shared> {
+        Some(Shared(Arc::from(
+            serde_json::value::to_raw_value(value).ok()?,
+        )))
     }
 }
 
@@ -130,6 +171,39 @@ mod tests {
     #[derive(Serialize)]
     struct Note<'a> {
         text: &'a str,
+    }
+
+    fn tool_array(name: &str) -> Arc<[ToolSpec]> {
+        vec![ToolSpec {
+            name: name.into(),
+            description: String::new(),
+            input_schema: json!({"type": "object"}),
+        }]
+        .into()
+    }
+
+    #[test]
+    fn a_tool_array_is_served_by_identity_and_at_most_eight_are_kept() {
+        let cache = SerializedCache::default();
+        let made = std::cell::Cell::new(0);
+        let make = |tools: &Arc<[ToolSpec]>| {
+            cache.tools(tools, || {
+                made.set(made.get() + 1);
+                SerializedCache::piece(&tools[0].name)
+            })
+        };
+        let first = tool_array("a");
+        make(&first);
+        make(&first);
+        assert_eq!(made.get(), 1, "the same array is made once");
+        // Equal content in another array is made again: only identity counts.
+        make(&tool_array("a"));
+        assert_eq!(made.get(), 2);
+        for n in 0..8 {
+            make(&tool_array(&n.to_string()));
+        }
+        make(&first);
+        assert_eq!(made.get(), 11, "the oldest array was let go");
     }
 
     #[test]

@@ -52,7 +52,8 @@ fn request(prompt: &str) -> ModelRequest {
             name: "read_file".into(),
             description: "Reads a file.".into(),
             input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
-        }],
+        }]
+        .into(),
         max_tokens: 256,
     }
 }

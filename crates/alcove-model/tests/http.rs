@@ -216,7 +216,7 @@ async fn complete(config: ProviderConfig) -> (Result<ModelResponse, ModelError>,
     let request = ModelRequest {
         system: "sys".into(),
         messages: vec![Message::user_text("hello")],
-        tools: Vec::new(),
+        tools: Vec::new().into(),
         max_tokens: 100,
     };
     let deltas = Mutex::new(Vec::new());

@@ -421,7 +421,7 @@ async fn summarise(
     let request = ModelRequest {
         system: run.system_prompt.clone(),
         messages: request_messages,
-        tools: tools.to_vec(),
+        tools: tools.into(),
         max_tokens: runtime.limits.max_tokens,
     };
     let on_delta = |_| {};
