@@ -244,6 +244,7 @@ impl Session {
                 context: context_limits,
             },
             inbox: Arc::default(),
+            tool_specs: Default::default(),
         };
         let factory_config = config.clone();
         let factory_id = id.clone();

@@ -36,6 +36,49 @@ pub struct Runtime {
     /// Notifications for agents (e.g. a spawned child finished), delivered
     /// with their next model request.
     pub inbox: Arc<Inbox>,
+    /// The specs of the tool sets agents run with, shared between runs.
+    pub tool_specs: Arc<ToolSpecSets>,
+}
+
+/// The tool specs of the tool sets agents ran with lately. Sixty-four
+/// children of one type each copied their tools' schemas at start (3 % of
+/// a wide fan-out's instructions), and each got an array of its own, so a
+/// model client keeping the array's JSON by identity (`alcove_model`)
+/// made it again for every child. A run now takes the set's shared array.
+/// A set is found by the identity of its tools, which it holds, so no
+/// other tool can take their place in memory while it is kept.
+#[derive(Default)]
+pub struct ToolSpecSets {
+    kept: std::sync::Mutex<std::collections::VecDeque<ToolSpecSet>>,
+}
+
+type ToolSpecSet = (Vec<Arc<dyn Tool>>, Arc<[alcove_protocol::ToolSpec]>);
+
+/// How many tool sets [`ToolSpecSets`] keeps: a few agent types at once.
+const TOOL_SETS_KEPT: usize = 16;
+
+impl ToolSpecSets {
+    /// The specs of `tools`, in order: the array an earlier run with these
+    /// very tools used, or a new one.
+    pub fn specs(&self, tools: &[Arc<dyn Tool>]) -> Arc<[alcove_protocol::ToolSpec]> {
+        let same = |kept: &[Arc<dyn Tool>]| {
+            kept.len() == tools.len() && kept.iter().zip(tools).all(|(a, b)| Arc::ptr_eq(a, b))
+        };
+        if let Ok(kept) = self.kept.lock()
+            && let Some((_, specs)) = kept.iter().find(|(kept, _)| same(kept))
+        {
+            return specs.clone();
+        }
+        let specs: Arc<[alcove_protocol::ToolSpec]> =
+            tools.iter().map(|tool| tool.spec().clone()).collect();
+        if let Ok(mut kept) = self.kept.lock() {
+            if kept.len() == TOOL_SETS_KEPT {
+                kept.pop_front();
+            }
+            kept.push_back((tools.to_vec(), specs.clone()));
+        }
+        specs
+    }
 }
 
 /// Short notices waiting for an agent's next model request.
@@ -180,8 +223,7 @@ pub async fn run_agent(
         error: None,
     };
     append(runtime, run, &mut outcome.messages, input);
-    let tool_specs: std::sync::Arc<[alcove_protocol::ToolSpec]> =
-        run.tools.iter().map(|tool| tool.spec().clone()).collect();
+    let tool_specs = runtime.tool_specs.specs(&run.tools);
     let mut stop_continuations = 0;
     let mut repeats = Repeats::default();
     let mut context = Context::new(runtime, run, &tool_specs);
@@ -400,5 +442,28 @@ fn delta_event(delta: StreamDelta) -> EventKind {
             delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
             reason,
         },
+    }
+}
+
+#[cfg(test)]
+mod tool_spec_sets_tests {
+    use super::*;
+
+    #[test]
+    fn runs_with_the_same_tools_share_one_spec_array_and_others_get_their_own() {
+        let sets = ToolSpecSets::default();
+        let tools = alcove_tools::builtin_tools();
+        let first = sets.specs(&tools);
+        let names: Vec<&str> = first.iter().map(|spec| spec.name.as_str()).collect();
+        let expected: Vec<&str> = tools.iter().map(|tool| tool.spec().name.as_str()).collect();
+        assert_eq!(names, expected);
+        assert!(Arc::ptr_eq(&first, &sets.specs(&tools)));
+        assert!(Arc::ptr_eq(&first, &sets.specs(&tools.clone())));
+        // Other tool objects (even of the same kinds) are another set.
+        let other = sets.specs(&alcove_tools::builtin_tools());
+        assert!(!Arc::ptr_eq(&first, &other));
+        assert_eq!(first.len(), other.len());
+        // A subset is another set too.
+        assert_eq!(sets.specs(&tools[..1]).len(), 1);
     }
 }

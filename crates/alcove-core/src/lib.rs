@@ -44,7 +44,8 @@ mod skills;
 mod transcript;
 
 pub use agent_loop::{
-    AgentOutcome, AgentRun, DEFAULT_MAX_TOOL_CALLS_PER_REPLY, Inbox, Limits, Runtime, run_agent,
+    AgentOutcome, AgentRun, DEFAULT_MAX_TOOL_CALLS_PER_REPLY, Inbox, Limits, Runtime, ToolSpecSets,
+    run_agent,
 };
 pub use agents::BatchRunnerFactory;
 pub use agents::batch;

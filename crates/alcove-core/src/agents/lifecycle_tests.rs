@@ -103,6 +103,7 @@ fn harness(limits: AgentLimits) -> Harness {
             context: Default::default(),
         },
         inbox: Arc::new(Inbox::default()),
+        tool_specs: Default::default(),
     };
     let supervisor = Arc::new(Supervisor::new(limits, Definitions::default(), None));
     Harness {

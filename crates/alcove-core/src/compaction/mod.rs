@@ -455,7 +455,7 @@ pub async fn compact_history(
     mut messages: Vec<Message>,
     focus: Option<&str>,
 ) -> Result<(Vec<Message>, Usage, bool), String> {
-    let tools: Vec<ToolSpec> = run.tools.iter().map(|tool| tool.spec().clone()).collect();
+    let tools = runtime.tool_specs.specs(&run.tools);
     let mut usage = Usage::default();
     let used = estimate_fixed(&run.system_prompt, &tools) + estimate_all(&messages);
     let changed = compact(
