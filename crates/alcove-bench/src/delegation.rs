@@ -70,14 +70,9 @@ pub(crate) fn fan_out(bench: &Bench, widths: &[usize]) -> anyhow::Result<Vec<Fan
     let mut script = Script::new();
     for &n in widths {
         for run in 0..=bench.runs {
-            let calls = (0..n)
-                .map(|i| {
-                    Block::tool_call(
-                        "Agent",
-                        json!({"description": format!("part {i}"), "prompt": format!("FAN {n} r{run} c{i}. Check the small file.")}),
-                    )
-                })
-                .collect();
+            let calls = crate::scenarios::agent_calls(n, |i| {
+                format!("FAN {n} r{run} c{i}. Check the small file.")
+            });
             script = script.conversation(
                 &format!("FANOUT {n} run {run}."),
                 vec![Step::reply(calls), Step::text("merged")],

@@ -196,14 +196,9 @@ pub(crate) fn sharing(bench: &Bench) -> anyhow::Result<McpSharing> {
     let everything = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     let mut script = Script::new();
     for run in 0..=bench.runs {
-        let calls = (0..CHILDREN)
-            .map(|i| {
-                Block::tool_call(
-                    "Agent",
-                    json!({"description": format!("part {i}"), "prompt": format!("MCPKID r{run} c{i}. Use both servers.")}),
-                )
-            })
-            .collect();
+        let calls = crate::scenarios::agent_calls(CHILDREN, |i| {
+            format!("MCPKID r{run} c{i}. Use both servers.")
+        });
         script = script.conversation(
             &format!("MCPKIDS run {run}."),
             vec![Step::reply(calls), Step::text("All parts reported.")],

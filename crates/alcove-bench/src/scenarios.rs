@@ -286,19 +286,27 @@ pub(crate) struct LiveChildren {
     pub(crate) delay_ms: u64,
 }
 
+/// A parent's reply of `n` parallel `Agent` calls, the i-th asking
+/// `prompt(i)` (a child's script is found by its prompt).
+pub(crate) fn agent_calls(n: usize, prompt: impl Fn(usize) -> String) -> Vec<Block> {
+    (0..n)
+        .map(|i| {
+            Block::tool_call(
+                "Agent",
+                json!({"description": format!("part {i}"), "prompt": prompt(i)}),
+            )
+        })
+        .collect()
+}
+
 pub(crate) fn live_children(bench: &Bench) -> anyhow::Result<LiveChildren> {
     const CHILDREN: usize = 16;
     const DELAY_MS: u64 = 500;
     let mut script = Script::new();
     for run in 0..=bench.runs {
-        let calls = (0..CHILDREN)
-            .map(|i| {
-                Block::tool_call(
-                    "Agent",
-                    json!({"description": format!("part {i}"), "prompt": format!("KID r{run} c{i}. Read a module and report.")}),
-                )
-            })
-            .collect();
+        let calls = agent_calls(CHILDREN, |i| {
+            format!("KID r{run} c{i}. Read a module and report.")
+        });
         script = script.conversation(
             &format!("KIDS run {run}."),
             vec![Step::reply(calls), Step::text("All parts reported.")],

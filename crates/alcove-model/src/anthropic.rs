@@ -11,7 +11,7 @@
 //! so each turn reads the prefix the turn before wrote. The prefix is byte
 //! stable: the body is a pure function of the request.
 
-use alcove_protocol::{ContentBlock, Message, Role};
+use alcove_protocol::{ContentBlock, Message, Role, ToolSpec};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
 use serde_json::Value;
@@ -28,7 +28,6 @@ const API_VERSION: &str = "2023-06-01";
 pub struct AnthropicModel {
     name: String,
     model: String,
-    url: String,
     headers: HeaderMap,
     http: Http,
     temperature: Option<f32>,
@@ -63,7 +62,6 @@ impl AnthropicModel {
             name: format!("{}/{}", config.id, config.model),
             http: Http::new(&config.id, &url, config.retry)?,
             model: config.model,
-            url,
             headers,
             temperature: config.temperature,
             context_window: config.context_window,
@@ -90,13 +88,7 @@ impl Model for AnthropicModel {
         let mut body = Body::new(&self.model, request, Some(&self.serialized));
         body.temperature = self.temperature;
         self.http
-            .complete(
-                &self.url,
-                &self.headers,
-                &body,
-                AnthropicAssembler::default,
-                on_delta,
-            )
+            .complete(&self.headers, &body, AnthropicAssembler::default, on_delta)
             .await
     }
 }
@@ -196,30 +188,19 @@ impl<'a> Body<'a> {
                 _ => Piece::Fresh(message),
             })
             .collect();
-        let tool_count = request.tools.len();
-        let tools: Vec<ToolJson<'a>> = request
-            .tools
-            .iter()
-            .enumerate()
-            .map(|(index, tool)| ToolJson {
-                name: &tool.name,
-                description: &tool.description,
-                input_schema: &tool.input_schema,
-                cache_control: if index + 1 == tool_count {
-                    BREAKPOINT
-                } else {
-                    None
-                },
-            })
-            .collect();
         let tools = match cache {
-            _ if tools.is_empty() => None,
+            _ if request.tools.is_empty() => None,
             Some(cache) => Some(
                 cache
-                    .tools(&request.tools, || SerializedCache::piece(&tools))
-                    .map_or(Tools::Fresh(tools), Tools::Cached),
+                    .tools(&request.tools, || {
+                        SerializedCache::piece(&ToolJson::all(&request.tools))
+                    })
+                    .map_or_else(
+                        || Tools::Fresh(ToolJson::all(&request.tools)),
+                        Tools::Cached,
+                    ),
             ),
-            None => Some(Tools::Fresh(tools)),
+            None => Some(Tools::Fresh(ToolJson::all(&request.tools))),
         };
         Body {
             model,
@@ -263,6 +244,23 @@ struct ToolJson<'a> {
     input_schema: &'a Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     cache_control: Option<Ephemeral>,
+}
+
+impl ToolJson<'_> {
+    /// Every tool in the API's shape; the last carries the breakpoint.
+    fn all(tools: &[ToolSpec]) -> Vec<ToolJson<'_>> {
+        let last = tools.len().saturating_sub(1);
+        tools
+            .iter()
+            .enumerate()
+            .map(|(index, tool)| ToolJson {
+                name: &tool.name,
+                description: &tool.description,
+                input_schema: &tool.input_schema,
+                cache_control: if index == last { BREAKPOINT } else { None },
+            })
+            .collect()
+    }
 }
 
 /// One message in the Messages API's shape.

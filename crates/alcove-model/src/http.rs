@@ -25,23 +25,21 @@ pub(crate) struct Http {
     /// a turn more) is written into a buffer of about that size instead
     /// of one doubled from 128 bytes, copying the history a dozen times.
     last_body_len: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-    /// The URL the client was built for, parsed once: a request to it
-    /// does not parse it again.
+    /// The endpoint every request goes to, as configured (for messages)
+    /// and parsed once (a request does not parse it again).
+    url: String,
     parsed: Option<reqwest::Url>,
 }
 
 impl Http {
-    /// Builds the client for `provider` (its id, used in error messages).
-    pub(crate) fn new(
-        provider: &str,
-        base_url: &str,
-        policy: RetryPolicy,
-    ) -> Result<Http, ModelError> {
-        let client = client_builder(&[base_url])
+    /// Builds the client for `provider` (its id, used in error messages)
+    /// that posts to `url`.
+    pub(crate) fn new(provider: &str, url: &str, policy: RetryPolicy) -> Result<Http, ModelError> {
+        let client = client_builder(&[url])
             .connect_timeout(policy.connect_timeout)
             .build()
             .map_err(|e| ModelError::Connect {
-                url: base_url.to_string(),
+                url: url.to_string(),
                 reason: sse::error_chain(&e, true),
             })?;
         Ok(Http {
@@ -49,15 +47,15 @@ impl Http {
             provider: provider.to_string(),
             policy,
             last_body_len: Default::default(),
-            parsed: reqwest::Url::parse(base_url).ok(),
+            url: url.to_string(),
+            parsed: reqwest::Url::parse(url).ok(),
         })
     }
 
-    /// POSTs `body` to `url` and reads the streamed answer with a fresh
+    /// POSTs `body` to the endpoint and reads the streamed answer with a fresh
     /// assembler from `assembler` per attempt, retrying per the policy.
     pub(crate) async fn complete<A, F>(
         &self,
-        url: &str,
         headers: &HeaderMap,
         body: &(impl serde::Serialize + ?Sized),
         assembler: F,
@@ -75,7 +73,7 @@ impl Http {
         self.last_body_len.store(buffer.len(), Relaxed);
         let body = Bytes::from(buffer);
         retry::run(&self.policy, on_delta, || {
-            self.attempt(url, headers, body.clone(), assembler(), on_delta)
+            self.attempt(headers, body.clone(), assembler(), on_delta)
         })
         .await
     }
@@ -87,7 +85,6 @@ impl Http {
     /// retry never queues behind its own abandoned request.
     async fn attempt<A: Assembler>(
         &self,
-        url: &str,
         headers: &HeaderMap,
         body: Bytes,
         assembler: A,
@@ -96,8 +93,8 @@ impl Http {
         let first_byte = self.policy.first_byte_timeout;
         let deadline = tokio::time::Instant::now() + first_byte;
         let request = match &self.parsed {
-            Some(parsed) if parsed.as_str() == url => self.client.post(parsed.clone()),
-            _ => self.client.post(url),
+            Some(parsed) => self.client.post(parsed.clone()),
+            None => self.client.post(&self.url),
         };
         let request = request
             .headers(headers.clone())
@@ -111,7 +108,7 @@ impl Http {
                     shown: false,
                 });
             }
-            Ok(Err(e)) => return Err(send_error(url, &e)),
+            Ok(Err(e)) => return Err(send_error(&self.url, &e)),
             Ok(Ok(response)) => response,
         };
         let status = response.status();

@@ -27,7 +27,6 @@ use crate::{
 pub struct OpenAiModel {
     name: String,
     model: String,
-    url: String,
     headers: HeaderMap,
     http: Http,
     temperature: Option<f32>,
@@ -60,7 +59,6 @@ impl OpenAiModel {
             name: format!("{}/{}", config.id, config.model),
             http: Http::new(&config.id, &url, config.retry)?,
             model: config.model,
-            url,
             headers,
             temperature: config.temperature,
             text_tool_calls: config.text_tool_calls,
@@ -95,13 +93,7 @@ impl Model for OpenAiModel {
         }
         let mut response = self
             .http
-            .complete(
-                &self.url,
-                &self.headers,
-                &body,
-                OpenAiAssembler::default,
-                on_delta,
-            )
+            .complete(&self.headers, &body, OpenAiAssembler::default, on_delta)
             .await?;
         if self.text_tool_calls {
             text_calls::recover(&mut response, &request.tools);

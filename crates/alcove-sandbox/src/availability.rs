@@ -13,7 +13,6 @@
 //! counts as available.
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::thread::JoinHandle;
 
 use tokio::sync::watch;
 
@@ -32,7 +31,6 @@ type Probe = Box<dyn FnOnce() -> Verdict + Send>;
 struct Inner {
     verdict: OnceLock<Verdict>,
     deferred: Mutex<Option<Probe>>,
-    probe: Mutex<Option<JoinHandle<()>>>,
     /// Turns `true` once `verdict` is set.
     settled: watch::Sender<bool>,
 }
@@ -57,7 +55,6 @@ impl Availability {
         let inner = Inner {
             verdict: OnceLock::from(verdict),
             deferred: Mutex::new(None),
-            probe: Mutex::new(None),
             settled: watch::Sender::new(true),
         };
         Availability {
@@ -71,7 +68,6 @@ impl Availability {
         let inner = Inner {
             verdict: OnceLock::new(),
             deferred: Mutex::new(Some(Box::new(probe))),
-            probe: Mutex::new(None),
             settled: watch::Sender::new(false),
         };
         Availability {
@@ -89,39 +85,24 @@ impl Availability {
             .take();
         let Some(probe) = probe else { return };
         let shared = self.inner.clone();
+        // The thread always settles the answer, a panic included, so
+        // waiters need no handle to it.
         let spawned = std::thread::Builder::new()
             .name("sandbox-probe".to_owned())
-            .spawn(move || shared.settle(probe()));
-        match spawned {
-            Ok(handle) => {
-                *self
-                    .inner
-                    .probe
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner) = Some(handle);
-            }
-            Err(err) => self
-                .inner
-                .settle(Err(format!("cannot start the sandbox probe: {err}"))),
+            .spawn(move || {
+                let verdict = std::panic::catch_unwind(std::panic::AssertUnwindSafe(probe))
+                    .unwrap_or_else(|_| Err("the sandbox probe failed unexpectedly".to_owned()));
+                shared.settle(verdict);
+            });
+        if let Err(err) = spawned {
+            self.inner
+                .settle(Err(format!("cannot start the sandbox probe: {err}")));
         }
     }
 
     /// The answer, starting the probe if nobody has and waiting for it.
     pub fn verdict(&self) -> Result<(), &str> {
         self.start();
-        let handle = self
-            .inner
-            .probe
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(handle) = handle
-            && handle.join().is_err()
-        {
-            self.inner
-                .settle(Err("the sandbox probe failed unexpectedly".to_owned()));
-        }
-        // Whoever joined, the probe has settled it (or it is settling now).
         let verdict = self.inner.verdict.wait();
         verdict.as_ref().map(|_| ()).map_err(String::as_str)
     }

@@ -151,6 +151,7 @@ fn a_sixty_turn_session_ten_windows_long_completes_with_early_facts_in_the_summa
         "no request had to be rejected first"
     );
     let context = of_type(&events, "context");
+    assert!(!context.is_empty(), "the session reported its context");
     assert!(context.iter().all(|event| event["window"] == WINDOW));
     assert!(
         context
@@ -532,8 +533,13 @@ fn a_child_on_another_model_compacts_against_that_models_window() {
         .into_iter()
         .filter(|event| event["agent"] == "main")
         .collect();
+    assert!(
+        !main_windows.is_empty(),
+        "the main agent reported its context"
+    );
     assert!(main_windows.iter().all(|event| event["window"] == 200_000));
     let child_requests = server.requests_for("SMALL-CHILD");
+    assert!(!child_requests.is_empty(), "the child made requests");
     assert!(
         child_requests
             .iter()
