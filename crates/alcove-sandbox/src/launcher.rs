@@ -3,7 +3,8 @@
 //!
 //! Every confined command starts through this small program (as Codex
 //! re-executes itself): the launcher sets the resource limits, moves
-//! into a fresh user and network namespace when the network is off, locks
+//! into the session's network namespace when the network is off
+//! ([`shared_net`], or a fresh one where the session has none), locks
 //! itself into a Landlock domain, and then replaces itself with the command,
 //! which inherits all of it. Doing this in a fresh single-threaded process
 //! needs no `unsafe` `pre_exec` hook in the multi-threaded agent, and
@@ -26,6 +27,7 @@ use std::process::Command;
 use crate::fs_rules;
 use crate::net;
 use crate::policy::{LaunchPolicy, SandboxMode};
+use crate::shared_net;
 
 /// The launcher's own binary, looked for beside alcove's.
 pub const BINARY: &str = "alcove-sandbox";
@@ -37,15 +39,18 @@ pub const LAUNCH_FAILED: i32 = 125;
 pub const FAILURE_PREFIX: &str = "alcove sandbox: ";
 
 /// Runs the launcher with the arguments after the subcommand. Returns only
-/// on failure, with the exit status to use.
+/// on failure, with the exit status to use, or when it held the session's
+/// network namespace ([`shared_net::HOLD_ARGUMENT`]) until told to end.
 pub fn main(args: Vec<OsString>) -> i32 {
-    match launch(args) {
-        Ok(never) => match never {},
-        Err(reason) => {
-            eprintln!("{FAILURE_PREFIX}{reason}");
-            LAUNCH_FAILED
-        }
-    }
+    let result = if args.first().is_some_and(|arg| arg == shared_net::HOLD_ARGUMENT) {
+        shared_net::hold(args.get(1).is_some_and(|arg| arg == "loopback")).map(|()| 0)
+    } else {
+        launch(args).map(|never| match never {})
+    };
+    result.unwrap_or_else(|reason| {
+        eprintln!("{FAILURE_PREFIX}{reason}");
+        LAUNCH_FAILED
+    })
 }
 
 enum Never {}
@@ -67,7 +72,10 @@ fn launch(args: Vec<OsString>) -> Result<Never, String> {
 
     policy.limits.apply_cgroup()?;
     if policy.mode != SandboxMode::Off && !policy.network {
-        net::isolate(policy.allow_loopback)?;
+        match policy.network_holder {
+            Some(holder) => shared_net::join(holder)?,
+            None => net::isolate(policy.allow_loopback)?,
+        }
     }
     // After the namespace: RLIMIT_NPROC then counts the command's own
     // processes (the new user namespace's), not all of the user's.

@@ -3,8 +3,8 @@
 //! A confined command is started as `alcove-sandbox <policy> -- bash -c
 //! CMD`: the [`launcher`] (a small binary installed beside alcove, or
 //! alcove itself re-executed as `alcove __sandbox`) applies the resource
-//! [`limits`], a fresh network namespace when the network is off ([`net`]),
-//! and a Landlock domain ([`fs_rules`]) to itself, then becomes the
+//! [`limits`], the session's network namespace when the network is off
+//! ([`shared_net`], or a fresh one of its own, [`net`]), and a Landlock domain ([`fs_rules`]) to itself, then becomes the
 //! command. [`Confinement`] is the session's side: it resolves one agent's
 //! [`SandboxScope`] and workspace into a [`LaunchPolicy`] and the argv that
 //! starts it, probes off the start-up path whether the kernel can do it at
@@ -18,6 +18,7 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 pub mod availability;
 mod fs_rules;
@@ -25,10 +26,12 @@ pub mod launcher;
 pub mod limits;
 mod net;
 pub mod policy;
+pub mod shared_net;
 
 pub use availability::{Availability, Verdict};
 pub use limits::ResourceLimits;
 pub use policy::{LaunchPolicy, SandboxMode, SandboxScope};
+pub use shared_net::NetworkHolder;
 
 /// The session's settings for confining commands.
 #[derive(Debug, Clone)]
@@ -48,6 +51,9 @@ pub struct Confinement {
     pub limits: ResourceLimits,
     /// Whether confined modes can run on this machine ([`Confinement::defer_probe`]).
     pub availability: Availability,
+    /// The session's network namespace, set by the probe (`None` when it
+    /// could not be made: each command then makes its own). Clones share it.
+    network_holder: Arc<OnceLock<Option<NetworkHolder>>>,
 }
 
 /// The credential folders and files commands may not read by default,
@@ -108,6 +114,7 @@ impl Confinement {
             allow_loopback: false,
             limits: ResourceLimits::default(),
             availability: Availability::default(),
+            network_holder: Arc::default(),
         }
     }
 
@@ -134,7 +141,9 @@ impl Confinement {
                 scope.mode.as_str()
             ));
         }
-        self.build_launch(scope, workspace, program, args).map(Some)
+        let holder = self.network_holder.get().and_then(Option::as_ref);
+        self.build_launch(scope, workspace, holder.map(NetworkHolder::pid), program, args)
+            .map(Some)
     }
 
     /// The launch of `program args…`, whether or not this machine can do it.
@@ -142,6 +151,7 @@ impl Confinement {
         &self,
         scope: SandboxScope,
         workspace: &Path,
+        network_holder: Option<u32>,
         program: &str,
         args: &[&str],
     ) -> Result<Launch, String> {
@@ -172,12 +182,11 @@ impl Confinement {
             writable,
             deny_read: self.deny_read.clone(),
             limits: self.limits,
+            network_holder: network_holder.filter(|_| scope.is_confined() && !scope.network),
         };
         let policy = serde_json::to_string(&policy).map_err(|err| err.to_string())?;
-        let mut argv: Vec<OsString> = Vec::with_capacity(args.len() + 4);
-        if self.launcher_is_alcove {
-            argv.push(launcher::SUBCOMMAND.into());
-        }
+        let mut argv = self.launcher_args();
+        argv.reserve(args.len() + 3);
         argv.extend([policy.into(), "--".into(), program.into()]);
         argv.extend(args.iter().map(OsString::from));
         Ok(Launch {
@@ -196,11 +205,37 @@ impl Confinement {
         self.availability = Availability::deferred(move || probe.probe());
     }
 
+    /// The launcher's arguments before its own: alcove's subcommand when
+    /// the launcher is alcove itself.
+    fn launcher_args(&self) -> Vec<OsString> {
+        if self.launcher_is_alcove {
+            vec![launcher::SUBCOMMAND.into()]
+        } else {
+            Vec::new()
+        }
+    }
+
     /// Checks that this machine can confine commands as configured, by
     /// running the launcher once on `true`. The error says what is missing.
+    ///
+    /// It first makes the session's network namespace ([`shared_net`]) and
+    /// keeps it when a command can join it; otherwise commands make their
+    /// own, and the probe checks that they can.
     pub fn probe(&self) -> Verdict {
+        let holder = NetworkHolder::start(&self.launcher, &self.launcher_args(), self.allow_loopback)
+            .ok()
+            .filter(|holder| self.probe_with(Some(holder.pid())).is_ok());
+        let verdict = match holder {
+            Some(_) => Ok(()),
+            None => self.probe_with(None),
+        };
+        let _ = self.network_holder.set(holder);
+        verdict
+    }
+
+    fn probe_with(&self, network_holder: Option<u32>) -> Verdict {
         let scope = SandboxScope::default();
-        let launch = self.build_launch(scope, Path::new("/"), "true", &[])?;
+        let launch = self.build_launch(scope, Path::new("/"), network_holder, "true", &[])?;
         let child = std::process::Command::new(&launch.program)
             .args(&launch.args)
             .stdin(std::process::Stdio::null())

@@ -15,7 +15,7 @@ use nix::sched::{CloneFlags, unshare};
 use nix::sys::socket::{
     AddressFamily, MsgFlags, NetlinkAddr, SockFlag, SockProtocol, SockType, recv, sendto, socket,
 };
-use nix::unistd::{getgid, getuid};
+use nix::unistd::{Gid, Uid, getgid, getuid};
 
 /// Moves the calling (single-threaded) process into a new user and network
 /// namespace.
@@ -23,17 +23,23 @@ pub(crate) fn isolate(allow_loopback: bool) -> Result<(), String> {
     let (uid, gid) = (getuid(), getgid());
     unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET)
         .map_err(|err| format!("cannot create a network namespace (unshare: {err})"))?;
+    map_ids(uid, gid)?;
+    if allow_loopback {
+        loopback_up().map_err(|err| format!("cannot bring up the loopback: {err}"))?;
+    }
+    Ok(())
+}
+
+/// Maps `uid` and `gid` to themselves in the user namespace the calling
+/// process has just created, so files and `id` look the same inside.
+pub(crate) fn map_ids(uid: Uid, gid: Gid) -> Result<(), String> {
     let write = |file: &str, text: String| {
         std::fs::write(format!("/proc/self/{file}"), text)
             .map_err(|err| format!("cannot write /proc/self/{file}: {err}"))
     };
     write("setgroups", "deny".to_owned())?;
     write("uid_map", format!("{uid} {uid} 1\n"))?;
-    write("gid_map", format!("{gid} {gid} 1\n"))?;
-    if allow_loopback {
-        loopback_up().map_err(|err| format!("cannot bring up the loopback: {err}"))?;
-    }
-    Ok(())
+    write("gid_map", format!("{gid} {gid} 1\n"))
 }
 
 /// Sets the flag IFF_UP on `lo` with one RTM_NEWLINK netlink request.

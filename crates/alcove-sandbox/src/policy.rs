@@ -112,8 +112,14 @@ pub struct LaunchPolicy {
     pub mode: SandboxMode,
     /// Whether the network stays reachable.
     pub network: bool,
-    /// With the network off: whether the command gets its own loopback.
+    /// With the network off: whether the command's network namespace has
+    /// its loopback up.
     pub allow_loopback: bool,
+    /// With the network off: the process holding the session's network
+    /// namespace, which the command joins ([`crate::shared_net`]); without
+    /// one, the command gets a namespace of its own.
+    #[serde(default)]
+    pub network_holder: Option<u32>,
     /// Folders (and files) the command may write, absolute.
     pub writable: Vec<PathBuf>,
     /// Folders and files the command may not read, absolute.

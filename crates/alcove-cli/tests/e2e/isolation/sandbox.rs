@@ -297,20 +297,22 @@ fn read_only_commands_write_nothing_but_their_private_temp_folder() {
 }
 
 #[test]
-fn allow_loopback_gives_a_command_its_own_loopback_never_the_hosts() {
+fn allow_loopback_gives_the_sessions_commands_one_loopback_never_the_hosts() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let host = listener.local_addr().unwrap().port();
     let own = "python3 -c \"import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); \
                s.listen(); socket.create_connection(s.getsockname()); print('own loopback')\"";
+    let host_namespace = std::fs::read_link("/proc/self/ns/net").unwrap();
+    let namespace = "readlink /proc/self/ns/net";
     let (env, server) = setup(Script::new().conversation(
         "loopback",
         vec![
-            Step::reply(vec![
-                bash(own),
-                bash(&format!(
-                    "echo hi > /dev/tcp/127.0.0.1/{host} && echo connected"
-                )),
-            ]),
+            Step::reply(vec![bash(own)]),
+            Step::reply(vec![bash(&format!(
+                "echo hi > /dev/tcp/127.0.0.1/{host} && echo connected"
+            ))]),
+            Step::reply(vec![bash(namespace)]),
+            Step::reply(vec![bash(namespace)]),
             Step::text("done"),
         ],
     ));
@@ -320,15 +322,19 @@ fn allow_loopback_gives_a_command_its_own_loopback_never_the_hosts() {
         &["-c", "sandbox.allow_loopback=true", "loopback"],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let results = server.requests()[1].tool_results();
-    assert!(
-        !results[0].2 && results[0].1.contains("own loopback"),
-        "{results:?}"
-    );
-    assert!(
-        results[1].2 && !results[1].1.contains("connected"),
-        "{results:?}"
-    );
+    let requests = server.requests();
+    let results = requests.last().unwrap().tool_results();
+    assert_eq!(results.len(), 4, "{results:?}");
+    let result = |k: usize| (results[k].1.trim().to_owned(), results[k].2);
+    let (loopback, failed) = result(0);
+    assert!(!failed && loopback.contains("own loopback"), "{loopback}");
+    let (hosts, failed) = result(1);
+    assert!(failed && !hosts.contains("connected"), "{hosts}");
+    // One network namespace for the session's commands, never the host's.
+    let (first, second) = (result(2), result(3));
+    assert!(first.0.starts_with("net:["), "{first:?}");
+    assert_eq!(first, second);
+    assert_ne!(first.0, host_namespace.to_string_lossy());
     drop(listener);
 }
 
@@ -385,5 +391,54 @@ fn a_remote_alcove_child_keeps_its_parents_sandbox_even_when_told_off() {
     assert!(
         !target.exists(),
         "the remote child wrote outside the workspace"
+    );
+}
+
+#[test]
+fn the_launcher_joins_the_sessions_network_namespace_or_makes_its_own() {
+    use alcove_sandbox::{LaunchPolicy, NetworkHolder, ResourceLimits, SandboxMode};
+    let launcher = std::path::Path::new(env!("CARGO_BIN_EXE_alcove-sandbox"));
+    let holder = NetworkHolder::start(launcher, &[], false).unwrap();
+    let namespace_of = |holder: Option<u32>| {
+        let policy = LaunchPolicy {
+            mode: SandboxMode::WorkspaceWrite,
+            network: false,
+            allow_loopback: false,
+            network_holder: holder,
+            writable: Vec::new(),
+            deny_read: Vec::new(),
+            limits: ResourceLimits::default(),
+        };
+        let out = std::process::Command::new(launcher)
+            .args([&serde_json::to_string(&policy).unwrap(), "--", "readlink"])
+            .arg("/proc/self/ns/net")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let held = std::fs::read_link(format!("/proc/{}/ns/net", holder.pid())).unwrap();
+    let host = std::fs::read_link("/proc/self/ns/net").unwrap();
+    assert_ne!(held, host);
+    assert_eq!(namespace_of(Some(holder.pid())), held.to_string_lossy());
+    let own = namespace_of(None);
+    assert!(own.starts_with("net:["), "{own}");
+    assert_ne!(own, held.to_string_lossy());
+    assert_ne!(own, host.to_string_lossy());
+    // A holder that is gone is never silently replaced by the host's network.
+    let pid = holder.pid();
+    drop(holder);
+    let policy = format!(
+        "{{\"mode\":\"workspace-write\",\"network\":false,\"allow_loopback\":false,\
+         \"network_holder\":{pid},\"writable\":[],\"deny_read\":[],\"limits\":{{}}}}"
+    );
+    let out = std::process::Command::new(launcher)
+        .args([policy.as_str(), "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("network namespace"),
+        "{out:?}"
     );
 }

@@ -1,0 +1,121 @@
+//! One network namespace for all of a session's commands.
+//!
+//! Creating a network namespace is the dearest part of starting a confined
+//! command (about 0.5 ms of kernel time registering the namespace's sysctls
+//! and loopback device, bench/notes.md). So a session makes one: a small
+//! holder process ([`NetworkHolder`], the launcher run as `--hold-network`)
+//! creates a user and network namespace, brings its loopback up when
+//! `allow_loopback` asks, and waits until alcove goes away (its stdin
+//! closes). Each command's launcher then [`join`]s the holder's namespaces
+//! and makes a user namespace of its own inside them, so `limits.processes`
+//! still counts one command's processes.
+//!
+//! What this shares: the commands of one session see the same (empty)
+//! network, so with `allow_loopback` a server one command leaves running is
+//! reachable from the next, as on the host; the host's network and the
+//! host's loopback stay unreachable to all of them. Where the holder cannot
+//! start, every command gets a namespace of its own as before.
+
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::AsFd;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use nix::sched::{CloneFlags, setns};
+
+use crate::net;
+
+/// The launcher's argument that makes it a holder.
+pub const HOLD_ARGUMENT: &str = "--hold-network";
+
+/// What a holder prints once its namespace is ready.
+const READY: &str = "ready";
+
+/// The process that keeps the session's network namespace alive. Dropping
+/// it ends the process (and, with its last command, the namespace).
+#[derive(Debug)]
+pub struct NetworkHolder {
+    child: Child,
+}
+
+impl NetworkHolder {
+    /// Starts `launcher launcher_args…` (alcove's subcommand when the
+    /// launcher is alcove itself) as a holder and waits until its namespace
+    /// is ready. The error is the holder's own.
+    pub fn start(
+        launcher: &Path,
+        launcher_args: &[OsString],
+        allow_loopback: bool,
+    ) -> Result<NetworkHolder, String> {
+        let mut child = Command::new(launcher)
+            .args(launcher_args)
+            .arg(HOLD_ARGUMENT)
+            .arg(if allow_loopback { "loopback" } else { "no-loopback" })
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|err| format!("cannot run {}: {err}", launcher.display()))?;
+        let mut line = String::new();
+        if let Some(stdout) = child.stdout.take() {
+            let _ = BufReader::new(stdout).read_line(&mut line);
+        }
+        if line.trim_end() == READY {
+            child.stderr = None;
+            return Ok(NetworkHolder { child });
+        }
+        let mut stderr = String::new();
+        if let Some(mut pipe) = child.stderr.take() {
+            let _ = pipe.read_to_string(&mut stderr);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        Err(stderr.trim().to_owned())
+    }
+
+    /// The holder's process id, which the launcher joins by.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for NetworkHolder {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The holder's side: makes the namespace, says so, and waits for its
+/// stdin to close. Returns only on failure.
+pub(crate) fn hold(allow_loopback: bool) -> Result<(), String> {
+    net::isolate(allow_loopback)?;
+    let mut stdout = std::io::stdout();
+    writeln!(stdout, "{READY}")
+        .and_then(|()| stdout.flush())
+        .map_err(|err| format!("cannot report readiness: {err}"))?;
+    let mut stdin = std::io::stdin();
+    let mut buffer = [0u8; 64];
+    while !matches!(stdin.read(&mut buffer), Ok(0) | Err(_)) {}
+    Ok(())
+}
+
+/// The command's side: enters the holder's user and network namespace,
+/// then a user namespace of its own (so process limits count only this
+/// command). The calling process must be single-threaded.
+pub(crate) fn join(holder: u32) -> Result<(), String> {
+    let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
+    let open = |kind: &str| {
+        std::fs::File::open(format!("/proc/{holder}/ns/{kind}"))
+            .map_err(|err| format!("cannot find the session's network namespace: {err}"))
+    };
+    let (user, network) = (open("user")?, open("net")?);
+    setns(user.as_fd(), CloneFlags::CLONE_NEWUSER)
+        .map_err(|err| format!("cannot enter the session's user namespace (setns: {err})"))?;
+    setns(network.as_fd(), CloneFlags::CLONE_NEWNET)
+        .map_err(|err| format!("cannot enter the session's network namespace (setns: {err})"))?;
+    nix::sched::unshare(CloneFlags::CLONE_NEWUSER)
+        .map_err(|err| format!("cannot create a user namespace (unshare: {err})"))?;
+    net::map_ids(uid, gid)
+}
