@@ -20,11 +20,22 @@ use alcove_protocol::{AgentEvent, EventKind};
 
 use crate::EventSink;
 
+/// The file and a line buffer reused from event to event.
+#[derive(Default)]
+struct Writer {
+    /// `None` after [`Transcript::release`] until the next event reopens it.
+    file: Option<File>,
+    line: Vec<u8>,
+}
+
+/// A line buffer grown past this by a large event is given back after it.
+const LINE_KEPT: usize = 64 * 1024;
+
 /// An open transcript file.
 pub struct Transcript {
     path: PathBuf,
-    /// `None` after [`Transcript::release`] until the next event reopens it.
-    file: Mutex<Option<File>>,
+    /// The open file and the buffer each line is built in.
+    writer: Mutex<Writer>,
     failure: Mutex<Option<String>>,
     /// Secret values never written, longest first, as they appear in JSON.
     redactions: Vec<String>,
@@ -39,7 +50,10 @@ impl Transcript {
         let file = OpenOptions::new().create(true).append(true).open(path)?;
         Ok(Transcript {
             path: path.to_owned(),
-            file: Mutex::new(Some(file)),
+            writer: Mutex::new(Writer {
+                file: Some(file),
+                line: Vec::new(),
+            }),
             failure: Mutex::new(None),
             redactions: Vec::new(),
         })
@@ -76,8 +90,8 @@ impl Transcript {
     /// session that spawns hundreds of agents keeps one open per agent
     /// (issue 7's 200-children test counts them).
     pub fn release(&self) {
-        if let Ok(mut file) = self.file.lock() {
-            *file = None;
+        if let Ok(mut writer) = self.writer.lock() {
+            writer.file = None;
         }
     }
 
@@ -91,29 +105,32 @@ impl Transcript {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_millis())
             .unwrap_or(0);
+        let mut writer = self
+            .writer
+            .lock()
+            .map_err(|_| std::io::Error::other("transcript lock poisoned"))?;
+        let Writer { file, line } = &mut *writer;
+        line.clear();
         // The event is serialized once, straight to text, and `ts` is added
         // before its closing brace: going through a `serde_json::Value` to
         // insert it copied every event (whole tool results included) and was
         // a fifth of a wide fan-out's CPU (issue 7's benchmarks).
-        let mut line = serde_json::to_string(event)?;
-        if line.ends_with('}') {
+        serde_json::to_writer(&mut *line, event)?;
+        if line.last() == Some(&b'}') {
             line.pop();
             if line.len() > 1 {
-                line.push(',');
+                line.push(b',');
             }
-            line.push_str(&format!("\"ts\":{ts}}}"));
+            write!(line, "\"ts\":{ts}}}")?;
         }
         for secret in &self.redactions {
-            if line.contains(secret.as_str()) {
-                line = line.replace(secret.as_str(), "[REDACTED]");
+            if memchr::memmem::find(line, secret.as_bytes()).is_some() {
+                let redacted = String::from_utf8_lossy(line).replace(secret.as_str(), "[REDACTED]");
+                *line = redacted.into_bytes();
             }
         }
-        line.push('\n');
-        let mut slot = self
-            .file
-            .lock()
-            .map_err(|_| std::io::Error::other("transcript lock poisoned"))?;
-        let file = match &mut *slot {
+        line.push(b'\n');
+        let file = match file {
             Some(file) => file,
             released @ None => released.insert(
                 OpenOptions::new()
@@ -122,8 +139,11 @@ impl Transcript {
                     .open(&self.path)?,
             ),
         };
-        file.write_all(line.as_bytes())?;
-        file.flush()
+        let written = file.write_all(line).and_then(|()| file.flush());
+        if line.capacity() > LINE_KEPT {
+            *line = Vec::new();
+        }
+        written
     }
 }
 
@@ -203,7 +223,7 @@ mod tests {
         let event = user_says_hi();
         transcript.emit(&event);
         transcript.release();
-        assert!(transcript.file.lock().unwrap().is_none());
+        assert!(transcript.writer.lock().unwrap().file.is_none());
         transcript.emit(&event);
         assert_eq!(read_transcript(&path).unwrap(), vec![event.clone(), event]);
         assert!(transcript.failure().is_none());

@@ -109,8 +109,8 @@ struct Body<'a> {
     max_tokens: u32,
     messages: Vec<Piece<'a>>,
     stream: bool,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    system: Vec<SystemJson<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<System<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<Tools<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -135,6 +135,16 @@ struct Ephemeral {
 }
 
 const BREAKPOINT: Option<Ephemeral> = Some(Ephemeral { kind: "ephemeral" });
+
+/// The system prompt: built now, or its JSON from an earlier request (an
+/// agent sends the same prompt every turn; escaping it again was 2 % of a
+/// wide fan-out's instructions).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum System<'a> {
+    Fresh([SystemJson<'a>; 1]),
+    Cached(Shared),
+}
 
 /// The system prompt as one text block, so it can carry a breakpoint.
 #[derive(Serialize)]
@@ -207,19 +217,31 @@ impl<'a> Body<'a> {
             max_tokens: request.max_tokens,
             messages,
             stream: true,
-            system: if request.system.is_empty() {
-                Vec::new()
-            } else {
-                vec![SystemJson {
-                    kind: "text",
-                    text: &request.system,
-                    cache_control: BREAKPOINT,
-                }]
-            },
+            system: (!request.system.is_empty()).then(|| system(&request.system, cache)),
             tools,
             temperature: None,
         }
     }
+}
+
+/// The system block for `text`, from `cache` when an earlier request sent
+/// the same prompt.
+fn system<'a>(text: &'a str, cache: Option<&SerializedCache>) -> System<'a> {
+    use std::hash::{Hash, Hasher};
+    let fresh = [SystemJson {
+        kind: "text",
+        text,
+        cache_control: BREAKPOINT,
+    }];
+    let Some(cache) = cache else {
+        return System::Fresh(fresh);
+    };
+    // Keyed apart from messages, whose fingerprints start with their role.
+    let mut state = crate::serialized::hasher();
+    ("system", text).hash(&mut state);
+    cache
+        .get_or_insert(state.finish(), &fresh)
+        .map_or(System::Fresh(fresh), System::Cached)
 }
 
 /// The messages in the API's shape, consecutive messages of one role

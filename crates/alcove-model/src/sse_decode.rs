@@ -58,7 +58,7 @@ impl Decoder {
                 bytes = rest;
             }
         }
-        while let Some(end) = bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+        while let Some(end) = memchr::memchr2(b'\n', b'\r', bytes) {
             let (line, terminator) = (&bytes[..end], bytes[end]);
             bytes = &bytes[end + 1..];
             if terminator == b'\r' {

@@ -42,7 +42,10 @@ pub const FAILURE_PREFIX: &str = "alcove sandbox: ";
 /// on failure, with the exit status to use, or when it held the session's
 /// network namespace ([`shared_net::HOLD_ARGUMENT`]) until told to end.
 pub fn main(args: Vec<OsString>) -> i32 {
-    let result = if args.first().is_some_and(|arg| arg == shared_net::HOLD_ARGUMENT) {
+    let result = if args
+        .first()
+        .is_some_and(|arg| arg == shared_net::HOLD_ARGUMENT)
+    {
         shared_net::hold(args.get(1).is_some_and(|arg| arg == "loopback")).map(|()| 0)
     } else {
         launch(args).map(|never| match never {})

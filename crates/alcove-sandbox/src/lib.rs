@@ -142,8 +142,14 @@ impl Confinement {
             ));
         }
         let holder = self.network_holder.get().and_then(Option::as_ref);
-        self.build_launch(scope, workspace, holder.map(NetworkHolder::pid), program, args)
-            .map(Some)
+        self.build_launch(
+            scope,
+            workspace,
+            holder.map(NetworkHolder::pid),
+            program,
+            args,
+        )
+        .map(Some)
     }
 
     /// The launch of `program args…`, whether or not this machine can do it.
@@ -222,9 +228,10 @@ impl Confinement {
     /// keeps it when a command can join it; otherwise commands make their
     /// own, and the probe checks that they can.
     pub fn probe(&self) -> Verdict {
-        let holder = NetworkHolder::start(&self.launcher, &self.launcher_args(), self.allow_loopback)
-            .ok()
-            .filter(|holder| self.probe_with(Some(holder.pid())).is_ok());
+        let holder =
+            NetworkHolder::start(&self.launcher, &self.launcher_args(), self.allow_loopback)
+                .ok()
+                .filter(|holder| self.probe_with(Some(holder.pid())).is_ok());
         let verdict = match holder {
             Some(_) => Ok(()),
             None => self.probe_with(None),

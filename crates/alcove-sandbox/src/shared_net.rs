@@ -51,7 +51,11 @@ impl NetworkHolder {
         let mut child = Command::new(launcher)
             .args(launcher_args)
             .arg(HOLD_ARGUMENT)
-            .arg(if allow_loopback { "loopback" } else { "no-loopback" })
+            .arg(if allow_loopback {
+                "loopback"
+            } else {
+                "no-loopback"
+            })
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -255,8 +255,9 @@ pub fn parse_input<T: DeserializeOwned>(tool: &str, input: &Value) -> Result<T, 
 /// Builds a [`ToolSpec`] whose schema is derived from the argument type and
 /// made lean (see [`lean_schema`]).
 pub fn spec_for<T: schemars::JsonSchema>(name: &str, description: &str) -> ToolSpec {
-    let schema = schemars::schema_for!(T);
-    let mut input_schema = serde_json::to_value(&schema).unwrap_or(Value::Null);
+    // The schema is a JSON value already: taken, not serialized again
+    // (that copy was a fifth of start-up's instructions, bench/notes.md).
+    let mut input_schema = schemars::schema_for!(T).to_value();
     schema::lean(&mut input_schema);
     ToolSpec {
         name: name.to_owned(),

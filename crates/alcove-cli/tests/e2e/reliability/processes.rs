@@ -150,13 +150,18 @@ fn two_hundred_spawned_and_closed_children_leave_no_slot_task_process_or_descrip
     .spawn()
     .unwrap();
     let (pid, running) = in_background(child);
-    // Outside a handshake's own shell, alcove has no live descendant.
+    // Outside a handshake's own shell, alcove has no live descendant but
+    // the process holding the session's network namespace.
+    let holder = |p: u32| {
+        std::fs::read(format!("/proc/{p}/cmdline"))
+            .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains("--hold-network"))
+    };
     let strays = |shell: u32| -> Vec<u32> {
         let inside: HashSet<u32> = descendants(shell).iter().map(|d| d.0).collect();
         descendants(pid)
             .into_iter()
             .map(|d| d.0)
-            .filter(|p| *p != shell && !inside.contains(p))
+            .filter(|p| *p != shell && !inside.contains(p) && !holder(*p))
             .collect()
     };
     let start_shell = read_pid(&env.path("start.pid"));
