@@ -131,7 +131,7 @@ impl Assembler for AnthropicAssembler {
             return Ok(Feed::Continue);
         }
         let v: EventJson<'_> = parse_json(event)?;
-        let kind = v.kind.as_deref().unwrap_or(event.event.as_str());
+        let kind = v.kind.as_deref().unwrap_or(event.event);
         let index = v.index.unwrap_or(0);
         match kind {
             "message_start" => self.take_usage(v.message.and_then(|message| message.usage)),

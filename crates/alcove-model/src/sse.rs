@@ -14,7 +14,7 @@ use std::time::Duration;
 use futures::{Stream, StreamExt};
 
 use crate::retry::AttemptError;
-use crate::sse_decode::{DecodeError, Event, events};
+use crate::sse_decode::{Decoder, Event};
 use crate::{ModelError, ModelResponse, StreamDelta};
 
 /// What one event did to the response being built.
@@ -65,10 +65,10 @@ pub(crate) trait Assembler: Send {
 pub(crate) fn parse_json<'a, T: serde::Deserialize<'a>>(
     event: &'a Event,
 ) -> Result<T, EventFailure> {
-    serde_json::from_str(&event.data).map_err(|e| {
+    serde_json::from_str(event.data).map_err(|e| {
         EventFailure::new(format!(
             "malformed event data ({e}): {}",
-            cut(&event.data, 200)
+            cut(event.data, 200)
         ))
     })
 }
@@ -112,19 +112,52 @@ where
     E: Error,
     A: Assembler,
 {
-    let events = events(skip_leading_boms(bytes));
-    let mut events = std::pin::pin!(events);
+    let mut bytes = std::pin::pin!(bytes);
+    let mut decoder = Decoder::default();
     let mut shown = false;
-    let mut first = true;
-    let done = loop {
-        let deadline = if first {
-            timeouts.first_event
-        } else {
-            tokio::time::Instant::now() + timeouts.idle
-        };
-        let next = match tokio::time::timeout_at(deadline, events.next()).await {
-            Ok(next) => next,
-            Err(_) if first => {
+    // The first event must come by `first_event`; each later one within
+    // the idle timeout of the one before. Bytes that complete no event
+    // (comments, a part of an event) do not count.
+    let mut deadline = None;
+    let done = 'read: loop {
+        let mut dispatched = false;
+        loop {
+            let event = match decoder.next() {
+                Ok(Some(event)) => event,
+                Ok(None) => break,
+                Err(e) => {
+                    return Err(AttemptError::MidStream(ModelError::Stream(format!(
+                        "the stream is not UTF-8: {e}"
+                    ))));
+                }
+            };
+            dispatched = true;
+            match assembler.feed(&event) {
+                Ok(Feed::Continue) => {}
+                Ok(Feed::Text(text)) => {
+                    shown = true;
+                    on_delta(StreamDelta::Text(text));
+                }
+                Ok(Feed::Done) => break 'read true,
+                Err(failure) if failure.retryable => {
+                    return Err(AttemptError::Retryable {
+                        error: ModelError::Stream(failure.message),
+                        retry_after: None,
+                        shown,
+                    });
+                }
+                Err(failure) => {
+                    return Err(AttemptError::MidStream(ModelError::Stream(failure.message)));
+                }
+            }
+        }
+        if dispatched {
+            deadline = Some(tokio::time::Instant::now() + timeouts.idle);
+        }
+        let wait = deadline.unwrap_or(timeouts.first_event);
+        let chunk = match tokio::time::timeout_at(wait, bytes.next()).await {
+            Ok(chunk) => chunk,
+            Err(_) if deadline.is_none() => {
                 return Err(AttemptError::Retryable {
                     error: ModelError::FirstByteTimeout(timeouts.first_byte),
                     retry_after: None,
@@ -137,103 +170,20 @@ where
                 )));
             }
         };
-        first = false;
-        let event = match next {
+        match chunk {
             None => break false,
-            Some(Ok(event)) => event,
+            Some(Ok(chunk)) => decoder.push(chunk.as_ref()),
             Some(Err(e)) => {
-                let reason = match e {
-                    DecodeError::Transport(e) => {
-                        format!("the connection broke: {}", error_chain(&e, false))
-                    }
-                    DecodeError::Utf8(e) => format!("the stream is not UTF-8: {e}"),
-                };
-                return Err(AttemptError::MidStream(ModelError::Stream(reason)));
-            }
-        };
-        match assembler.feed(&event) {
-            Ok(Feed::Continue) => {}
-            Ok(Feed::Text(text)) => {
-                shown = true;
-                on_delta(StreamDelta::Text(text));
-            }
-            Ok(Feed::Done) => break true,
-            Err(failure) if failure.retryable => {
-                return Err(AttemptError::Retryable {
-                    error: ModelError::Stream(failure.message),
-                    retry_after: None,
-                    shown,
-                });
-            }
-            Err(failure) => {
-                return Err(AttemptError::MidStream(ModelError::Stream(failure.message)));
+                return Err(AttemptError::MidStream(ModelError::Stream(format!(
+                    "the connection broke: {}",
+                    error_chain(&e, false)
+                ))));
             }
         }
     };
     assembler
         .finish(done)
         .map_err(|reason| AttemptError::MidStream(ModelError::Stream(reason)))
-}
-
-/// The UTF-8 byte-order mark.
-const BOM: &[u8] = b"\xEF\xBB\xBF";
-
-/// A body chunk: passed through, or the start of the body rebuilt without
-/// its byte-order marks.
-enum Chunk<B> {
-    Passed(B),
-    Start(Vec<u8>),
-}
-
-impl<B: AsRef<[u8]>> AsRef<[u8]> for Chunk<B> {
-    fn as_ref(&self) -> &[u8] {
-        match self {
-            Chunk::Passed(bytes) => bytes.as_ref(),
-            Chunk::Start(bytes) => bytes,
-        }
-    }
-}
-
-/// `bytes` without the byte-order marks it starts with, even split across
-/// chunks. SSE allows one (eventsource-stream 0.2.3, used before
-/// `sse_decode`, panicked on it: found by fuzzing). Every leading mark goes,
-/// not only the first, so the decoder never sees one.
-fn skip_leading_boms<S, B, E>(bytes: S) -> impl Stream<Item = Result<Chunk<B>, E>>
-where
-    S: Stream<Item = Result<B, E>>,
-    B: AsRef<[u8]>,
-{
-    // `Some(head)` until the start is settled: what came so far, marks cut.
-    let state = (Box::pin(bytes.fuse()), Some(Vec::new()));
-    futures::stream::unfold(state, |(mut bytes, mut start)| async move {
-        let Some(head) = start.as_mut() else {
-            let item = bytes.next().await?;
-            return Some((item.map(Chunk::Passed), (bytes, None)));
-        };
-        loop {
-            match bytes.next().await {
-                Some(Ok(chunk)) => {
-                    head.extend_from_slice(chunk.as_ref());
-                    while head.starts_with(BOM) {
-                        head.drain(..BOM.len());
-                    }
-                    // Empty, or maybe the first bytes of a mark: read on.
-                    if BOM.starts_with(head) {
-                        continue;
-                    }
-                    let head = std::mem::take(head);
-                    return Some((Ok(Chunk::Start(head)), (bytes, None)));
-                }
-                Some(Err(error)) => return Some((Err(error), (bytes, None))),
-                // A body that ended inside a mark keeps its bytes (not UTF-8).
-                None if !head.is_empty() => {
-                    let head = std::mem::take(head);
-                    return Some((Ok(Chunk::Start(head)), (bytes, None)));
-                }
-                None => return None,
-            }
-        }
-    })
 }
 
 /// An error's message followed by its sources' (each only when it adds
@@ -323,14 +273,14 @@ mod tests {
 
     impl Assembler for Echo {
         fn feed(&mut self, event: &Event) -> Result<Feed, EventFailure> {
-            match event.event.as_str() {
+            match event.event {
                 "end" => Ok(Feed::Done),
                 "bad" => Err(EventFailure::new("bad event")),
                 "busy" => Err(EventFailure {
                     message: "busy".into(),
                     retryable: true,
                 }),
-                _ => Ok(Feed::Text(event.data.clone())),
+                _ => Ok(Feed::Text(event.data.to_owned())),
             }
         }
 

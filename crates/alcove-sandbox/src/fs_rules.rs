@@ -38,25 +38,30 @@ const DEVICES: [&str; 6] = [
 pub(crate) fn restrict(policy: &LaunchPolicy) -> Result<(), String> {
     let abi = ABI_WANTED;
     let fail = |err: landlock::RulesetError| format!("Landlock: {err}");
+    // Most denied paths do not exist: one `lstat` says so, where resolving
+    // the path takes a call per component.
     let deny: Vec<PathBuf> = policy
         .deny_read
         .iter()
+        .filter(|path| path.symlink_metadata().is_ok())
         .filter_map(|path| path.canonicalize().ok())
         .collect();
     let read = AccessFs::from_read(abi);
     let all = AccessFs::from_all(abi);
     let mut grants = Vec::new();
-    expand(Path::new("/"), read, &deny, &mut grants);
+    expand(Path::new("/"), true, read, &deny, &mut grants);
     for root in &policy.writable {
         if let Ok(root) = root.canonicalize() {
-            expand(&root, all, &deny, &mut grants);
+            let folder = root.is_dir();
+            expand(&root, folder, all, &deny, &mut grants);
         }
     }
     for device in DEVICES {
-        grants.push((
-            PathBuf::from(device),
-            AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::IoctlDev,
-        ));
+        grants.push(Grant {
+            path: PathBuf::from(device),
+            folder: false,
+            access: AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::IoctlDev,
+        });
     }
     let mut ruleset = Ruleset::default()
         .handle_access(all)
@@ -65,11 +70,16 @@ pub(crate) fn restrict(policy: &LaunchPolicy) -> Result<(), String> {
         .map_err(fail)?
         .create()
         .map_err(fail)?;
-    for (path, access) in grants {
+    for Grant {
+        path,
+        folder,
+        access,
+    } in grants
+    {
         let Ok(fd) = PathFd::new(&path) else {
             continue;
         };
-        let access = if path.is_dir() {
+        let access = if folder {
             access
         } else {
             access & AccessFs::from_file(abi)
@@ -85,30 +95,51 @@ pub(crate) fn restrict(policy: &LaunchPolicy) -> Result<(), String> {
     Ok(())
 }
 
-/// Adds rules granting `access` beneath `root`, except beneath `deny`.
+/// A path to grant `access` beneath, and whether it is a folder (known
+/// from its listing, so no call asks again).
+struct Grant {
+    path: PathBuf,
+    folder: bool,
+    access: BitFlags<AccessFs>,
+}
+
+/// Adds rules granting `access` beneath `root` (a folder when `folder`),
+/// except beneath `deny`.
 fn expand(
     root: &Path,
+    folder: bool,
     access: BitFlags<AccessFs>,
     deny: &[PathBuf],
-    grants: &mut Vec<(PathBuf, BitFlags<AccessFs>)>,
+    grants: &mut Vec<Grant>,
 ) {
     if deny.iter().any(|denied| root.starts_with(denied)) {
         return;
     }
     if !deny.iter().any(|denied| denied.starts_with(root)) {
-        grants.push((root.to_owned(), access));
+        grants.push(Grant {
+            path: root.to_owned(),
+            folder,
+            access,
+        });
         return;
     }
     // A denied path lies inside: list this folder, grant each entry.
-    grants.push((root.to_owned(), access & AccessFs::ReadDir));
+    grants.push(Grant {
+        path: root.to_owned(),
+        folder,
+        access: access & AccessFs::ReadDir,
+    });
     let Ok(entries) = std::fs::read_dir(root) else {
         return;
     };
     for entry in entries.flatten() {
-        if entry.file_type().is_ok_and(|kind| kind.is_symlink()) {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_symlink() {
             continue;
         }
-        expand(&entry.path(), access, deny, grants);
+        expand(&entry.path(), kind.is_dir(), access, deny, grants);
     }
 }
 
@@ -127,8 +158,8 @@ mod tests {
         std::os::unix::fs::symlink(root.join("secret"), root.join("link")).unwrap();
         let mut grants = Vec::new();
         let read = AccessFs::from_read(ABI::V5);
-        expand(&root, read, &[root.join("secret")], &mut grants);
-        let paths: Vec<&Path> = grants.iter().map(|(path, _)| path.as_path()).collect();
+        expand(&root, true, read, &[root.join("secret")], &mut grants);
+        let paths: Vec<&Path> = grants.iter().map(|grant| grant.path.as_path()).collect();
         assert!(paths.contains(&root.join("a").as_path()));
         assert!(paths.contains(&root.join("b").as_path()));
         assert!(
@@ -138,7 +169,10 @@ mod tests {
         );
         assert!(!paths.contains(&root.join("link").as_path()));
         // The folder itself may only be listed.
-        let own = grants.iter().find(|(path, _)| path == &root).unwrap();
-        assert_eq!(own.1, BitFlags::from(AccessFs::ReadDir));
+        let own = grants.iter().find(|grant| grant.path == root).unwrap();
+        assert_eq!(own.access, BitFlags::from(AccessFs::ReadDir));
+        assert!(own.folder);
+        let a = grants.iter().find(|grant| grant.path == root.join("a"));
+        assert!(a.is_some_and(|grant| grant.folder));
     }
 }
