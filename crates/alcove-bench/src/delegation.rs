@@ -31,6 +31,10 @@ pub(crate) struct FanOut {
     pub(crate) start_ms: f64,
     pub(crate) gap_ms: f64,
     pub(crate) end_ms: f64,
+    /// The same gap for N bare clients (`__connect`) making their five
+    /// requests at once, no alcove: what the machine and the fake server
+    /// add at this width.
+    pub(crate) bare_gap_ms: f64,
 }
 
 /// (start, mean gap, end) of one fan-out run, in ms (see [`FanOut`]).
@@ -41,29 +45,38 @@ fn breakdown(
 ) -> (f64, f64, f64) {
     let latency = LATENCY_MS as f64;
     let (mut first, mut last) = (parent.1, parent.0);
-    let mut gaps = Vec::new();
     for child in children {
+        let times = server.requests_for(child);
+        if let (Some(a), Some(b)) = (times.first(), times.last()) {
+            first = first.min(a.received_at);
+            last = last.max(b.received_at);
+        }
+    }
+    (
+        ms(first.saturating_duration_since(parent.0)),
+        mean_gap(server, children),
+        ms(parent.1.saturating_duration_since(last)) - latency,
+    )
+}
+
+/// The mean gap between consecutive requests of each of `clients` (by
+/// prompt) beyond the scripted latency, in ms.
+fn mean_gap(server: &FakeServer, clients: &[String]) -> f64 {
+    let latency = LATENCY_MS as f64;
+    let mut gaps = Vec::new();
+    for client in clients {
         let times: Vec<_> = server
-            .requests_for(child)
+            .requests_for(client)
             .iter()
             .map(|request| request.received_at)
             .collect();
-        if let (Some(a), Some(b)) = (times.first(), times.last()) {
-            first = first.min(*a);
-            last = last.max(*b);
-        }
         gaps.extend(
             times
                 .windows(2)
                 .map(|w| ms(w[1].duration_since(w[0])) - latency),
         );
     }
-    let mean = gaps.iter().sum::<f64>() / gaps.len().max(1) as f64;
-    (
-        ms(first.saturating_duration_since(parent.0)),
-        mean,
-        ms(parent.1.saturating_duration_since(last)) - latency,
-    )
+    gaps.iter().sum::<f64>() / gaps.len().max(1) as f64
 }
 
 pub(crate) fn fan_out(bench: &Bench, widths: &[usize]) -> anyhow::Result<Vec<FanOut>> {
@@ -78,6 +91,10 @@ pub(crate) fn fan_out(bench: &Bench, widths: &[usize]) -> anyhow::Result<Vec<Fan
                 vec![Step::reply(calls), Step::text("merged")],
             );
             for i in 0..n {
+                script = script.conversation(
+                    &format!("FANBARE {n} r{run} c{i}."),
+                    vec![Step::text("ok").delay(LATENCY_MS); CHILD_TURNS],
+                );
                 let mut steps: Vec<Step> = (1..CHILD_TURNS)
                     .map(|_| {
                         Step::tool_call("Read", json!({"file_path": "small.txt"})).delay(LATENCY_MS)
@@ -126,6 +143,7 @@ pub(crate) fn fan_out(bench: &Bench, widths: &[usize]) -> anyhow::Result<Vec<Fan
                 ));
             }
         }
+        let bare_gap_ms = bare_clients_gap(bench, &server, n)?;
         let part =
             |pick: fn(&(f64, f64, f64)) -> f64| median(&parts.iter().map(pick).collect::<Vec<_>>());
         out.push(FanOut {
@@ -135,9 +153,37 @@ pub(crate) fn fan_out(bench: &Bench, widths: &[usize]) -> anyhow::Result<Vec<Fan
             start_ms: part(|p| p.0),
             gap_ms: part(|p| p.1),
             end_ms: part(|p| p.2),
+            bare_gap_ms,
         });
     }
     Ok(out)
+}
+
+/// `n` bare clients started at once, each making its [`CHILD_TURNS`]
+/// requests in turn: the mean gap between a client's consecutive requests
+/// beyond the scripted latency (median over the runs), in ms.
+fn bare_clients_gap(bench: &Bench, server: &FakeServer, n: usize) -> anyhow::Result<f64> {
+    let address = server.url().trim_start_matches("http://").to_owned();
+    let me = std::env::current_exe().context("cannot find myself")?;
+    let mut samples = Vec::new();
+    for run in 1..=bench.runs {
+        let prompts: Vec<String> = (0..n).map(|i| format!("FANBARE {n} r{run} c{i}.")).collect();
+        let clients = prompts
+            .iter()
+            .map(|prompt| {
+                std::process::Command::new(&me)
+                    .args(["__connect", &address, &CHILD_TURNS.to_string(), prompt])
+                    .spawn()
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        for mut client in clients {
+            if !client.wait()?.success() {
+                bail!("a bare client of the {n}-wide run failed");
+            }
+        }
+        samples.push(mean_gap(server, &prompts));
+    }
+    Ok(median(&samples))
 }
 
 /// The same five turns at [`LATENCY_MS`] made by the main agent itself, no
@@ -160,18 +206,6 @@ pub(crate) fn solo_gap(bench: &Bench) -> anyhow::Result<(f64, f64)> {
     let server = FakeServer::start(script);
     let address = server.url().trim_start_matches("http://").to_owned();
     let me = std::env::current_exe().context("cannot find myself")?;
-    let mean_gap = |prompt: &str| {
-        let times: Vec<_> = server
-            .requests_for(prompt)
-            .iter()
-            .map(|request| request.received_at)
-            .collect();
-        times
-            .windows(2)
-            .map(|w| ms(w[1].duration_since(w[0])) - LATENCY_MS as f64)
-            .sum::<f64>()
-            / (times.len().max(2) - 1) as f64
-    };
     let (mut solo, mut bare) = (Vec::new(), Vec::new());
     for run in 0..=bench.runs {
         let env = TestEnv::new();
@@ -194,8 +228,8 @@ pub(crate) fn solo_gap(bench: &Bench) -> anyhow::Result<(f64, f64)> {
             bail!("the bare client failed: {status}");
         }
         if run > 0 {
-            solo.push(mean_gap(&prompt));
-            bare.push(mean_gap(&bare_prompt));
+            solo.push(mean_gap(&server, &[prompt]));
+            bare.push(mean_gap(&server, &[bare_prompt]));
         }
     }
     Ok((median(&solo), median(&bare)))

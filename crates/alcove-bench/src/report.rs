@@ -390,25 +390,28 @@ fn details(md: &mut String, results: &Results) {
             "\n## Where fan-out time goes\n\nFrom the fake server's arrival times (medians): the parent's \
              delegating request → the first child's first request; the mean gap between a child's \
              consecutive requests beyond the scripted 200 ms; the last child's last answer → the \
-             parent's next request.\n\n| N | total | over ideal | start | per child turn | end |\n|---|---|---|---|---|---|"
+             parent's next request. The last column is the same gap for N bare clients making their \
+             requests at once, no alcove: what the machine and the fake server add at that width.\n\n\
+             | N | total | over ideal | start | per child turn | end | per turn, N bare clients |\n|---|---|---|---|---|---|---|"
         );
         if let Some((solo, bare)) = results.solo_gap_ms {
             let _ = writeln!(
                 md,
-                "| no alcove: a bare client sends the 5 requests in turn | | | | +{bare:.1} ms | |\n\
-                 | no child: the main agent makes the 5 turns itself | | | | +{solo:.1} ms | |"
+                "| no alcove: a bare client sends the 5 requests in turn | | | | +{bare:.1} ms | | |\n\
+                 | no child: the main agent makes the 5 turns itself | | | | +{solo:.1} ms | | |"
             );
         }
         for f in fan {
             let _ = writeln!(
                 md,
-                "| {} | {:.0} ms | +{:.0} ms | {:.1} ms | +{:.1} ms | {:.1} ms |",
+                "| {} | {:.0} ms | +{:.0} ms | {:.1} ms | +{:.1} ms | {:.1} ms | +{:.1} ms |",
                 f.children,
                 f.ms,
                 f.ms - f.ideal_ms,
                 f.start_ms,
                 f.gap_ms,
-                f.end_ms
+                f.end_ms,
+                f.bare_gap_ms
             );
         }
     }
