@@ -167,7 +167,9 @@ fn bare_clients_gap(bench: &Bench, server: &FakeServer, n: usize) -> anyhow::Res
     let me = std::env::current_exe().context("cannot find myself")?;
     let mut samples = Vec::new();
     for run in 1..=bench.runs {
-        let prompts: Vec<String> = (0..n).map(|i| format!("FANBARE {n} r{run} c{i}.")).collect();
+        let prompts: Vec<String> = (0..n)
+            .map(|i| format!("FANBARE {n} r{run} c{i}."))
+            .collect();
         let clients = prompts
             .iter()
             .map(|prompt| {

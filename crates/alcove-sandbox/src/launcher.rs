@@ -46,7 +46,12 @@ pub fn main(args: Vec<OsString>) -> i32 {
         .first()
         .is_some_and(|arg| arg == shared_net::HOLD_ARGUMENT)
     {
-        shared_net::hold(args.get(1).is_some_and(|arg| arg == "loopback")).map(|()| 0)
+        let loopback = args.get(1).is_some_and(|arg| arg == "loopback");
+        match args.get(2).map(|check| check.to_str()) {
+            Some(None) => Err("policy is not UTF-8".to_owned()),
+            Some(Some(check)) => shared_net::hold(loopback, Some(check)).map(|()| 0),
+            None => shared_net::hold(loopback, None).map(|()| 0),
+        }
     } else {
         launch(args).map(|never| match never {})
     };

@@ -88,6 +88,18 @@ pub struct Launch {
     private_tmp: Option<PathBuf>,
 }
 
+impl Launch {
+    /// The policy the launcher is given (JSON), if this launch has one.
+    fn policy(&self) -> Option<&str> {
+        let skip = usize::from(
+            self.args
+                .first()
+                .is_some_and(|arg| arg == launcher::SUBCOMMAND),
+        );
+        self.args.get(skip).and_then(|arg| arg.to_str())
+    }
+}
+
 impl Drop for Launch {
     fn drop(&mut self) {
         if let Some(dir) = self.private_tmp.take() {
@@ -221,17 +233,28 @@ impl Confinement {
         }
     }
 
-    /// Checks that this machine can confine commands as configured, by
-    /// running the launcher once on `true`. The error says what is missing.
+    /// Checks that this machine can confine commands as configured. The
+    /// error says what is missing.
     ///
-    /// It first makes the session's network namespace ([`shared_net`]) and
-    /// keeps it when a command can join it; otherwise commands make their
-    /// own, and the probe checks that they can.
+    /// It starts the session's network holder ([`shared_net`]) with the
+    /// default scope's policy to apply to itself: when it starts, commands
+    /// can be confined and will join its namespace. Otherwise commands make
+    /// their own namespaces, and the launcher is run once on `true` to find
+    /// out whether they can and, if not, why.
     pub fn probe(&self) -> Verdict {
-        let holder =
-            NetworkHolder::start(&self.launcher, &self.launcher_args(), self.allow_loopback)
-                .ok()
-                .filter(|holder| self.probe_with(Some(holder.pid())).is_ok());
+        let check = self
+            .build_launch(SandboxScope::default(), Path::new("/"), None, "true", &[])
+            .ok()
+            .and_then(|launch| launch.policy().map(str::to_owned));
+        let holder = check.and_then(|check| {
+            NetworkHolder::start(
+                &self.launcher,
+                &self.launcher_args(),
+                self.allow_loopback,
+                Some(&check),
+            )
+            .ok()
+        });
         let verdict = match holder {
             Some(_) => Ok(()),
             None => self.probe_with(None),

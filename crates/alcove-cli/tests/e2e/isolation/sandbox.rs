@@ -398,17 +398,20 @@ fn a_remote_alcove_child_keeps_its_parents_sandbox_even_when_told_off() {
 fn the_launcher_joins_the_sessions_network_namespace_or_makes_its_own() {
     use alcove_sandbox::{LaunchPolicy, NetworkHolder, ResourceLimits, SandboxMode};
     let launcher = std::path::Path::new(env!("CARGO_BIN_EXE_alcove-sandbox"));
-    let holder = NetworkHolder::start(launcher, &[], false).unwrap();
+    let policy = |holder: Option<u32>| LaunchPolicy {
+        mode: SandboxMode::WorkspaceWrite,
+        network: false,
+        allow_loopback: false,
+        network_holder: holder,
+        writable: Vec::new(),
+        deny_read: Vec::new(),
+        limits: ResourceLimits::default(),
+    };
+    // The holder checks the policy on itself first, as the session's probe.
+    let check = serde_json::to_string(&policy(None)).unwrap();
+    let holder = NetworkHolder::start(launcher, &[], false, Some(&check)).unwrap();
     let namespace_of = |holder: Option<u32>| {
-        let policy = LaunchPolicy {
-            mode: SandboxMode::WorkspaceWrite,
-            network: false,
-            allow_loopback: false,
-            network_holder: holder,
-            writable: Vec::new(),
-            deny_read: Vec::new(),
-            limits: ResourceLimits::default(),
-        };
+        let policy = policy(holder);
         let out = std::process::Command::new(launcher)
             .args([&serde_json::to_string(&policy).unwrap(), "--", "readlink"])
             .arg("/proc/self/ns/net")
