@@ -1,8 +1,8 @@
 //! Whether this machine can confine commands, found out off the start-up
 //! path.
 //!
-//! Trying the launcher once costs a process start and a namespace (and,
-//! for root, a cgroup); doing it before the first model request put it on
+//! Probing costs a process start and a namespace (the session's network
+//! holder, `shared_net`); doing it before the first model request put it on
 //! every session's start-up, and running it alongside start-up still took
 //! a CPU from it. So the probe is only prepared at start
 //! ([`Availability::deferred`]); the session starts it on a thread of its
