@@ -46,12 +46,9 @@ pub fn main(args: Vec<OsString>) -> i32 {
         .first()
         .is_some_and(|arg| arg == shared_net::HOLD_ARGUMENT)
     {
-        let loopback = args.get(1).is_some_and(|arg| arg == "loopback");
-        match args.get(2).map(|check| check.to_str()) {
-            Some(None) => Err("policy is not UTF-8".to_owned()),
-            Some(Some(check)) => shared_net::hold(loopback, Some(check)).map(|()| 0),
-            None => shared_net::hold(loopback, None).map(|()| 0),
-        }
+        let mut args = args.into_iter().skip(1);
+        let loopback = args.next().is_some_and(|arg| arg == "loopback");
+        parse_policy(args.next()).and_then(|check| shared_net::hold(loopback, &check).map(|()| 0))
     } else {
         launch(args).map(|never| match never {})
     };
@@ -65,13 +62,7 @@ enum Never {}
 
 fn launch(args: Vec<OsString>) -> Result<Never, String> {
     let mut args = args.into_iter();
-    let policy = args
-        .next()
-        .ok_or("missing policy argument")?
-        .into_string()
-        .map_err(|_| "policy is not UTF-8".to_owned())?;
-    let policy: LaunchPolicy =
-        serde_json::from_str(&policy).map_err(|err| format!("bad policy: {err}"))?;
+    let policy = parse_policy(args.next())?;
     if args.next().as_deref() != Some(std::ffi::OsStr::new("--")) {
         return Err("expected `--` before the command".to_owned());
     }
@@ -85,12 +76,7 @@ fn launch(args: Vec<OsString>) -> Result<Never, String> {
             None => net::isolate(policy.allow_loopback)?,
         }
     }
-    // After the namespace: RLIMIT_NPROC then counts the command's own
-    // processes (the new user namespace's), not all of the user's.
-    policy.limits.apply()?;
-    if policy.mode != SandboxMode::Off {
-        fs_rules::restrict(&policy)?;
-    }
+    restrict_self(&policy)?;
     let err = Command::new(&program).args(&rest).exec();
     // A machine without bash still has sh.
     if err.kind() == std::io::ErrorKind::NotFound && program == "bash" {
@@ -98,4 +84,24 @@ fn launch(args: Vec<OsString>) -> Result<Never, String> {
         return Err(format!("cannot run bash or sh: {err}"));
     }
     Err(format!("cannot run {}: {err}", program.to_string_lossy()))
+}
+
+/// The policy argument, parsed.
+fn parse_policy(arg: Option<OsString>) -> Result<LaunchPolicy, String> {
+    let policy = arg
+        .ok_or("missing policy argument")?
+        .into_string()
+        .map_err(|_| "policy is not UTF-8".to_owned())?;
+    serde_json::from_str(&policy).map_err(|err| format!("bad policy: {err}"))
+}
+
+/// Applies `policy`'s resource limits and Landlock domain to the calling
+/// process. After its namespaces: RLIMIT_NPROC then counts the processes of
+/// the new user namespace, not all of the user's.
+pub(crate) fn restrict_self(policy: &LaunchPolicy) -> Result<(), String> {
+    policy.limits.apply()?;
+    if policy.mode != SandboxMode::Off {
+        fs_rules::restrict(policy)?;
+    }
+    Ok(())
 }

@@ -242,51 +242,23 @@ impl Confinement {
     /// their own namespaces, and the launcher is run once on `true` to find
     /// out whether they can and, if not, why.
     pub fn probe(&self) -> Verdict {
-        let check = self
-            .build_launch(SandboxScope::default(), Path::new("/"), None, "true", &[])
-            .ok()
-            .and_then(|launch| launch.policy().map(str::to_owned));
-        let holder = check.and_then(|check| {
+        let launch =
+            self.build_launch(SandboxScope::default(), Path::new("/"), None, "true", &[])?;
+        let holder = launch.policy().and_then(|check| {
             NetworkHolder::start(
                 &self.launcher,
                 &self.launcher_args(),
                 self.allow_loopback,
-                Some(&check),
+                check,
             )
             .ok()
         });
         let verdict = match holder {
             Some(_) => Ok(()),
-            None => self.probe_with(None),
+            None => run_probe(&launch),
         };
         let _ = self.network_holder.set(holder);
         verdict
-    }
-
-    fn probe_with(&self, network_holder: Option<u32>) -> Verdict {
-        let scope = SandboxScope::default();
-        let launch = self.build_launch(scope, Path::new("/"), network_holder, "true", &[])?;
-        let child = std::process::Command::new(&launch.program)
-            .args(&launch.args)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .map_err(|err| format!("cannot run {}: {err}", launch.program.display()))?;
-        let pid = child.id();
-        let output = child
-            .wait_with_output()
-            .map_err(|err| format!("cannot run {}: {err}", launch.program.display()))?;
-        limits::remove_cgroup(pid);
-        if output.status.success() {
-            return Ok(());
-        }
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let reason = stderr
-            .lines()
-            .find_map(|line| line.strip_prefix(launcher::FAILURE_PREFIX))
-            .unwrap_or(stderr.trim());
-        Err(reason.to_owned())
     }
 
     /// A note for a failed command's result when the sandbox may be why.
@@ -345,6 +317,32 @@ impl Confinement {
             scope.mode.as_str()
         ))
     }
+}
+
+/// Runs the launcher once as `launch` says (on `true`): `Err` is what the
+/// launcher said was missing.
+fn run_probe(launch: &Launch) -> Verdict {
+    let child = std::process::Command::new(&launch.program)
+        .args(&launch.args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|err| format!("cannot run {}: {err}", launch.program.display()))?;
+    let pid = child.id();
+    let output = child
+        .wait_with_output()
+        .map_err(|err| format!("cannot run {}: {err}", launch.program.display()))?;
+    limits::remove_cgroup(pid);
+    if output.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let reason = stderr
+        .lines()
+        .find_map(|line| line.strip_prefix(launcher::FAILURE_PREFIX))
+        .unwrap_or(stderr.trim());
+    Err(reason.to_owned())
 }
 
 /// The git folders a commit in `workspace` writes: the nearest `.git` above

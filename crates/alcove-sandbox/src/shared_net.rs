@@ -24,9 +24,9 @@ use std::process::{Child, Command, Stdio};
 
 use nix::sched::{CloneFlags, setns};
 
-use crate::fs_rules;
+use crate::launcher;
 use crate::net;
-use crate::policy::{LaunchPolicy, SandboxMode};
+use crate::policy::LaunchPolicy;
 
 /// The launcher's argument that makes it a holder.
 pub const HOLD_ARGUMENT: &str = "--hold-network";
@@ -44,15 +44,15 @@ pub struct NetworkHolder {
 impl NetworkHolder {
     /// Starts `launcher launcher_args…` (alcove's subcommand when the
     /// launcher is alcove itself) as a holder and waits until its namespace
-    /// is ready. With `check` (a [`LaunchPolicy`](crate::LaunchPolicy) as
-    /// JSON) the holder first applies its limits and Landlock domain to
-    /// itself, so a holder that starts proves the machine can confine
-    /// commands (the session's probe). The error is the holder's own.
+    /// is ready. The holder first applies `check` (a [`LaunchPolicy`] as
+    /// JSON: its limits and Landlock domain) to itself, so a holder that
+    /// starts proves the machine can confine commands (the session's
+    /// probe). The error is the holder's own.
     pub fn start(
         launcher: &Path,
         launcher_args: &[OsString],
         allow_loopback: bool,
-        check: Option<&str>,
+        check: &str,
     ) -> Result<NetworkHolder, String> {
         let mut child = Command::new(launcher)
             .args(launcher_args)
@@ -62,7 +62,7 @@ impl NetworkHolder {
             } else {
                 "no-loopback"
             })
-            .args(check)
+            .arg(check)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -98,18 +98,11 @@ impl Drop for NetworkHolder {
     }
 }
 
-/// The holder's side: makes the namespace, applies `check` to itself when
-/// given, says so, and waits for its stdin to close.
-pub(crate) fn hold(allow_loopback: bool, check: Option<&str>) -> Result<(), String> {
+/// The holder's side: makes the namespace, applies `check` to itself, says
+/// so, and waits for its stdin to close.
+pub(crate) fn hold(allow_loopback: bool, check: &LaunchPolicy) -> Result<(), String> {
     net::isolate(allow_loopback)?;
-    if let Some(check) = check {
-        let policy: LaunchPolicy =
-            serde_json::from_str(check).map_err(|err| format!("bad policy: {err}"))?;
-        policy.limits.apply()?;
-        if policy.mode != SandboxMode::Off {
-            fs_rules::restrict(&policy)?;
-        }
-    }
+    launcher::restrict_self(check)?;
     let mut stdout = std::io::stdout();
     writeln!(stdout, "{READY}")
         .and_then(|()| stdout.flush())
