@@ -96,7 +96,6 @@ pub(crate) fn report_unavailable(
     let runtime = runtime.clone();
     tokio::spawn(async move {
         tokio::task::yield_now().await;
-        confinement.availability.start();
         if let Err(reason) = confinement.availability.settled().await {
             let message = format!(
                 "the {} sandbox is not available on this machine: {reason}. Bash commands will \

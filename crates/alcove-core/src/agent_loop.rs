@@ -46,13 +46,18 @@ pub struct Runtime {
 /// model client keeping the array's JSON by identity (`alcove_model`)
 /// made it again for every child. A run now takes the set's shared array.
 /// A set is found by the identity of its tools, which it holds, so no
-/// other tool can take their place in memory while it is kept.
+/// other tool can take their place in memory while it is kept. The size of
+/// its JSON is kept with it: each run's context estimate starts from it.
 #[derive(Default)]
 pub struct ToolSpecSets {
     kept: std::sync::Mutex<std::collections::VecDeque<ToolSpecSet>>,
 }
 
-type ToolSpecSet = (Vec<Arc<dyn Tool>>, Arc<[alcove_protocol::ToolSpec]>);
+struct ToolSpecSet {
+    tools: Vec<Arc<dyn Tool>>,
+    specs: Arc<[alcove_protocol::ToolSpec]>,
+    json_bytes: usize,
+}
 
 /// How many tool sets [`ToolSpecSets`] keeps: a few agent types at once.
 const TOOL_SETS_KEPT: usize = 16;
@@ -64,20 +69,40 @@ impl ToolSpecSets {
         let same = |kept: &[Arc<dyn Tool>]| {
             kept.len() == tools.len() && kept.iter().zip(tools).all(|(a, b)| Arc::ptr_eq(a, b))
         };
-        if let Ok(kept) = self.kept.lock()
-            && let Some((_, specs)) = kept.iter().find(|(kept, _)| same(kept))
-        {
-            return specs.clone();
+        let build = || -> Arc<[alcove_protocol::ToolSpec]> {
+            tools.iter().map(|tool| tool.spec().clone()).collect()
+        };
+        // One lock across the lookup and the insertion: siblings starting
+        // together on both workers must not each build their own array.
+        let Ok(mut kept) = self.kept.lock() else {
+            return build();
+        };
+        if let Some(set) = kept.iter().find(|set| same(&set.tools)) {
+            return set.specs.clone();
         }
-        let specs: Arc<[alcove_protocol::ToolSpec]> =
-            tools.iter().map(|tool| tool.spec().clone()).collect();
-        if let Ok(mut kept) = self.kept.lock() {
-            if kept.len() == TOOL_SETS_KEPT {
-                kept.pop_front();
-            }
-            kept.push_back((tools.to_vec(), specs.clone()));
+        let specs = build();
+        if kept.len() == TOOL_SETS_KEPT {
+            kept.pop_front();
         }
+        kept.push_back(ToolSpecSet {
+            tools: tools.to_vec(),
+            specs: specs.clone(),
+            json_bytes: crate::compaction::json_bytes(&specs),
+        });
         specs
+    }
+
+    /// The size of `specs`' JSON: kept with the set it came from.
+    pub fn json_bytes(&self, specs: &Arc<[alcove_protocol::ToolSpec]>) -> usize {
+        self.kept
+            .lock()
+            .ok()
+            .and_then(|kept| {
+                kept.iter()
+                    .find(|set| Arc::ptr_eq(&set.specs, specs))
+                    .map(|set| set.json_bytes)
+            })
+            .unwrap_or_else(|| crate::compaction::json_bytes(specs))
     }
 }
 
@@ -226,7 +251,7 @@ pub async fn run_agent(
     let tool_specs = runtime.tool_specs.specs(&run.tools);
     let mut stop_continuations = 0;
     let mut repeats = Repeats::default();
-    let mut context = Context::new(runtime, run, &tool_specs);
+    let mut context = Context::new(runtime, run, runtime.tool_specs.json_bytes(&tool_specs));
 
     loop {
         if run.cancel.is_cancelled() {

@@ -105,6 +105,11 @@ impl SerializedCache {
         }
         let made = make()?;
         if let Ok(mut kept) = self.tools.lock() {
+            // Another request with these tools may have kept theirs meanwhile
+            // (the JSON is made outside the lock: it takes a while).
+            if let Some((_, json)) = kept.iter().find(|(kept, _)| Arc::ptr_eq(kept, tools)) {
+                return Some(json.clone());
+            }
             if kept.len() == TOOL_ARRAYS_KEPT {
                 kept.pop_front();
             }

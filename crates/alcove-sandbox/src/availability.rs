@@ -107,9 +107,10 @@ impl Availability {
         verdict.as_ref().map(|_| ()).map_err(String::as_str)
     }
 
-    /// Waits, without blocking a thread, until the answer is known (the
-    /// probe must have been started).
+    /// Waits, without blocking a thread, until the answer is known,
+    /// starting the probe if nobody has.
     pub async fn settled(&self) -> Result<(), &str> {
+        self.start();
         let mut settled = self.inner.settled.subscribe();
         let _ = settled.wait_for(|settled| *settled).await;
         self.verdict()

@@ -18,6 +18,8 @@ mod clear;
 mod summary;
 mod window;
 
+use std::sync::Arc;
+
 use alcove_model::{ModelError, ModelRequest};
 use alcove_protocol::{EventKind, Message, ToolSpec, Usage};
 
@@ -125,9 +127,20 @@ fn estimate_all(messages: &[Message]) -> u64 {
 
 /// Estimated tokens of the system prompt and tool specs.
 fn estimate_fixed(system: &str, tools: &[ToolSpec]) -> u64 {
-    let mut counter = ByteCount(system.len());
+    fixed_from_bytes(system, json_bytes(tools))
+}
+
+/// Estimated tokens of the system prompt and tool specs whose JSON takes
+/// `tool_bytes`.
+fn fixed_from_bytes(system: &str, tool_bytes: usize) -> u64 {
+    ((system.len() + tool_bytes) as u64).div_ceil(4)
+}
+
+/// The size of `tools`' JSON, counted without building it.
+pub(crate) fn json_bytes(tools: &[ToolSpec]) -> usize {
+    let mut counter = ByteCount(0);
     let _ = serde_json::to_writer(&mut counter, tools);
-    (counter.0 as u64).div_ceil(4)
+    counter.0
 }
 
 struct ByteCount(usize);
@@ -155,10 +168,11 @@ pub(crate) struct Context {
 }
 
 impl Context {
-    pub(crate) fn new(runtime: &Runtime, run: &AgentRun, tools: &[ToolSpec]) -> Context {
+    /// `tool_bytes` is the size of the run's tool specs as JSON.
+    pub(crate) fn new(runtime: &Runtime, run: &AgentRun, tool_bytes: usize) -> Context {
         Context {
             limits: limits_for(runtime),
-            fixed: estimate_fixed(&run.system_prompt, tools),
+            fixed: fixed_from_bytes(&run.system_prompt, tool_bytes),
             known: 0,
             counted: 0,
         }
@@ -190,7 +204,7 @@ impl Context {
         runtime: &Runtime,
         run: &AgentRun,
         messages: &mut Vec<Message>,
-        tools: &[ToolSpec],
+        tools: &Arc<[ToolSpec]>,
         usage: &mut Usage,
     ) {
         let mut used = self.next_request(messages);
@@ -238,7 +252,7 @@ impl Context {
         runtime: &Runtime,
         run: &AgentRun,
         messages: &mut Vec<Message>,
-        tools: &[ToolSpec],
+        tools: &Arc<[ToolSpec]>,
         usage: &mut Usage,
         error: &ModelError,
     ) -> Result<(), String> {
@@ -307,7 +321,7 @@ async fn compact(
     run: &AgentRun,
     limits: ContextLimits,
     messages: &mut Vec<Message>,
-    tools: &[ToolSpec],
+    tools: &Arc<[ToolSpec]>,
     trigger: Trigger,
     focus: Option<&str>,
     used: u64,
@@ -402,7 +416,7 @@ async fn summarise(
     run: &AgentRun,
     limits: ContextLimits,
     messages: &[Message],
-    tools: &[ToolSpec],
+    tools: &Arc<[ToolSpec]>,
     fixed: u64,
     split: usize,
     focus: Option<&str>,
@@ -421,7 +435,7 @@ async fn summarise(
     let request = ModelRequest {
         system: run.system_prompt.clone(),
         messages: request_messages,
-        tools: tools.into(),
+        tools: tools.clone(),
         max_tokens: runtime.limits.max_tokens,
     };
     let on_delta = |_| {};
