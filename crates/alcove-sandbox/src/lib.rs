@@ -22,6 +22,7 @@ use std::sync::{Arc, OnceLock};
 
 pub mod availability;
 mod fs_rules;
+mod held;
 pub mod launcher;
 pub mod limits;
 mod net;
@@ -29,6 +30,7 @@ pub mod policy;
 pub mod shared_net;
 
 pub use availability::{Availability, Verdict};
+pub use held::HeldChild;
 pub use limits::ResourceLimits;
 pub use policy::{LaunchPolicy, SandboxMode, SandboxScope};
 pub use shared_net::NetworkHolder;
@@ -86,6 +88,11 @@ pub struct Launch {
     /// Variables to set for the command.
     pub env: Vec<(String, PathBuf)>,
     private_tmp: Option<PathBuf>,
+    /// The session's holder, when the command joins its namespace: it can
+    /// start the command itself ([`Launch::start_held`]).
+    holder: Option<Arc<OnceLock<Option<NetworkHolder>>>>,
+    /// Whether the policy names the session's holder.
+    joins: bool,
 }
 
 impl Launch {
@@ -97,6 +104,34 @@ impl Launch {
                 .is_some_and(|arg| arg == launcher::SUBCOMMAND),
         );
         self.args.get(skip).and_then(|arg| arg.to_str())
+    }
+
+    /// Starts the command as a child of the session's holder, which
+    /// applies the same policy the launcher would and saves the launcher's
+    /// own start ([`held`]). `env` is the command's whole environment (the
+    /// launch's own [`Launch::env`] not yet applied); `stdout` and `stderr`
+    /// are the write ends of its pipes. `None` when this launch has no
+    /// holder to go through (or its request is too large): run
+    /// [`Launch::program`] instead.
+    pub fn start_held(
+        &self,
+        cwd: &Path,
+        mut env: Vec<(OsString, OsString)>,
+        stdout: &std::os::fd::OwnedFd,
+        stderr: &std::os::fd::OwnedFd,
+    ) -> Option<Result<HeldChild, String>> {
+        let holder = self.holder.as_ref()?.get()?.as_ref()?;
+        let policy = self.policy()?;
+        let command = self.args.iter().position(|arg| arg == "--")? + 1;
+        let argv: Vec<&std::ffi::OsStr> = self.args[command..]
+            .iter()
+            .map(OsString::as_os_str)
+            .collect();
+        for (name, value) in &self.env {
+            env.retain(|(present, _)| present != name.as_str());
+            env.push((name.into(), value.into()));
+        }
+        holder.spawn(policy, cwd, &argv, &env, stdout, stderr)
     }
 }
 
@@ -154,14 +189,17 @@ impl Confinement {
             ));
         }
         let holder = self.network_holder.get().and_then(Option::as_ref);
-        self.build_launch(
+        let mut launch = self.build_launch(
             scope,
             workspace,
             holder.map(NetworkHolder::pid),
             program,
             args,
-        )
-        .map(Some)
+        )?;
+        if launch.joins {
+            launch.holder = Some(self.network_holder.clone());
+        }
+        Ok(Some(launch))
     }
 
     /// The launch of `program args…`, whether or not this machine can do it.
@@ -193,6 +231,8 @@ impl Confinement {
                 writable
             }
         };
+        let network_holder = network_holder.filter(|_| scope.is_confined() && !scope.network);
+        let joins = network_holder.is_some();
         let policy = LaunchPolicy {
             mode: scope.mode,
             network: scope.network,
@@ -200,7 +240,7 @@ impl Confinement {
             writable,
             deny_read: self.deny_read.clone(),
             limits: self.limits,
-            network_holder: network_holder.filter(|_| scope.is_confined() && !scope.network),
+            network_holder,
         };
         let policy = serde_json::to_string(&policy).map_err(|err| err.to_string())?;
         let mut argv = self.launcher_args();
@@ -212,6 +252,8 @@ impl Confinement {
             args: argv,
             env,
             private_tmp,
+            holder: None,
+            joins,
         })
     }
 

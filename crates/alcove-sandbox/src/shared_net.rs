@@ -10,20 +10,26 @@
 //! and makes a user namespace of its own inside them, so `limits.processes`
 //! still counts one command's processes.
 //!
+//! The holder is also where those commands start: it forks each one
+//! ([`crate::held`]), which saves the launcher's own process image per
+//! command; the launcher joining the namespace is the fallback.
+//!
 //! What this shares: the commands of one session see the same (empty)
 //! network, so with `allow_loopback` a server one command leaves running is
 //! reachable from the next, as on the host; the host's network and the
 //! host's loopback stay unreachable to all of them. Where the holder cannot
 //! start, every command gets a namespace of its own as before.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use nix::sched::{CloneFlags, setns};
 
+use crate::held::{self, HeldChild, Spawner};
 use crate::launcher;
 use crate::net;
 use crate::policy::LaunchPolicy;
@@ -39,6 +45,8 @@ const READY: &str = "ready";
 #[derive(Debug)]
 pub struct NetworkHolder {
     child: Child,
+    /// Alcove's end of the socket the holder takes requests on.
+    spawner: Spawner,
 }
 
 impl NetworkHolder {
@@ -54,6 +62,7 @@ impl NetworkHolder {
         allow_loopback: bool,
         check: &str,
     ) -> Result<NetworkHolder, String> {
+        let (ours, holders) = held::socket_pair()?;
         let mut child = Command::new(launcher)
             .args(launcher_args)
             .arg(HOLD_ARGUMENT)
@@ -63,7 +72,7 @@ impl NetworkHolder {
                 "no-loopback"
             })
             .arg(check)
-            .stdin(Stdio::piped())
+            .stdin(Stdio::from(holders))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -74,7 +83,14 @@ impl NetworkHolder {
         }
         if line.trim_end() == READY {
             child.stderr = None;
-            return Ok(NetworkHolder { child });
+            match Spawner::new(ours) {
+                Ok(spawner) => return Ok(NetworkHolder { child, spawner }),
+                Err(reason) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(reason);
+                }
+            }
         }
         let mut stderr = String::new();
         if let Some(mut pipe) = child.stderr.take() {
@@ -89,28 +105,58 @@ impl NetworkHolder {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    /// Starts `argv` in `cwd` with exactly `env` as the holder's child,
+    /// confined by `policy` (JSON) as the launcher would confine it
+    /// ([`crate::held`]); its stdout and stderr are the two pipe ends.
+    /// `None` when the request is too large for the socket.
+    pub fn spawn(
+        &self,
+        policy: &str,
+        cwd: &Path,
+        argv: &[&OsStr],
+        env: &[(OsString, OsString)],
+        stdout: &OwnedFd,
+        stderr: &OwnedFd,
+    ) -> Option<Result<HeldChild, String>> {
+        self.spawner.spawn(policy, cwd, argv, env, stdout, stderr)
+    }
 }
 
+/// How long a holder told to end gets to kill its commands and exit.
+const END_GRACE: Duration = Duration::from_millis(500);
+
 impl Drop for NetworkHolder {
+    /// Closes the socket, so the holder kills what it still runs and ends;
+    /// a holder that has not ended within [`END_GRACE`] is killed.
     fn drop(&mut self) {
+        let _ = nix::sys::socket::shutdown(
+            self.spawner.socket().as_raw_fd(),
+            nix::sys::socket::Shutdown::Both,
+        );
+        let deadline = Instant::now() + END_GRACE;
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
 /// The holder's side: makes the namespace, applies `check` to itself, says
-/// so, and waits for its stdin to close.
+/// so, and starts commands as asked on its stdin (a socket) until it closes.
 pub(crate) fn hold(allow_loopback: bool, check: &LaunchPolicy) -> Result<(), String> {
     net::isolate(allow_loopback)?;
     launcher::restrict_self(check)?;
+    let socket = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|err| format!("cannot take the request socket: {err}"))?;
     let mut stdout = std::io::stdout();
     writeln!(stdout, "{READY}")
         .and_then(|()| stdout.flush())
         .map_err(|err| format!("cannot report readiness: {err}"))?;
-    let mut stdin = std::io::stdin();
-    let mut buffer = [0u8; 64];
-    while !matches!(stdin.read(&mut buffer), Ok(0) | Err(_)) {}
-    Ok(())
+    held::serve(&socket)
 }
 
 /// The command's side: enters the holder's user and network namespace,

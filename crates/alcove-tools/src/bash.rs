@@ -16,14 +16,15 @@
 //! probably caused gets a line saying so.
 
 use std::collections::VecDeque;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use alcove_protocol::ToolSpec;
-use alcove_sandbox::{Confinement, Launch};
+use alcove_sandbox::{Confinement, HeldChild, Launch};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -224,6 +225,74 @@ fn spawn(
         .spawn()
 }
 
+/// The running shell: alcove's own child, or (confined, in the session's
+/// network namespace) the sandbox holder's.
+enum Shell {
+    Own(Child),
+    Held(HeldChild),
+}
+
+impl Shell {
+    fn id(&self) -> Option<u32> {
+        match self {
+            Shell::Own(child) => child.id(),
+            Shell::Held(child) => Some(child.id()),
+        }
+    }
+
+    async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        match self {
+            Shell::Own(child) => child.wait().await,
+            Shell::Held(child) => child.wait().await,
+        }
+    }
+
+    /// SIGTERM to the group, SIGKILL after `TERM_GRACE`.
+    async fn terminate(&mut self, group: &ProcessGroup) {
+        match self {
+            Shell::Own(child) => group.terminate(child, TERM_GRACE).await,
+            Shell::Held(child) => group.stop(child.wait(), TERM_GRACE).await,
+        }
+    }
+}
+
+/// The tasks forwarding a command's output.
+type Readers = Vec<tokio::task::JoinHandle<()>>;
+
+/// Starts the command through the session's holder when `launch` can
+/// (see [`Launch::start_held`]), with its output on two new pipes whose
+/// readers are forwarded to `tx`. `None`: start it the usual way.
+fn start_held(
+    launch: &Launch,
+    cwd: &Path,
+    remove: &[String],
+    tx: &mpsc::Sender<Vec<u8>>,
+) -> Option<Result<(HeldChild, Readers), String>> {
+    let pipes = std::io::pipe().and_then(|out| Ok((out, std::io::pipe()?)));
+    let ((out_read, out_write), (err_read, err_write)) = match pipes {
+        Ok(pipes) => pipes,
+        Err(err) => return Some(Err(format!("cannot make pipes: {err}"))),
+    };
+    let env: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(name, _)| !remove.iter().any(|removed| OsStr::new(removed) == name))
+        .collect();
+    let (out_write, err_write) = (OwnedFd::from(out_write), OwnedFd::from(err_write));
+    let child = match launch.start_held(cwd, env, &out_write, &err_write)? {
+        Ok(child) => child,
+        Err(reason) => return Some(Err(reason)),
+    };
+    // Only the command holds the write ends now: its end is the pipes' end.
+    drop((out_write, err_write));
+    let mut readers = Vec::with_capacity(2);
+    for read in [OwnedFd::from(out_read), OwnedFd::from(err_read)] {
+        match tokio::net::unix::pipe::Receiver::from_owned_fd(read) {
+            Ok(pipe) => readers.push(forward(pipe, tx.clone())),
+            Err(err) => return Some(Err(format!("cannot read the command's output: {err}"))),
+        }
+    }
+    Some(Ok((child, readers)))
+}
+
 /// Forwards everything read from `pipe` to `tx`, chunk by chunk.
 fn forward(
     mut pipe: impl AsyncReadExt + Unpin + Send + 'static,
@@ -244,6 +313,36 @@ fn forward(
     })
 }
 
+/// Starts `command` as alcove's own child (through the launcher when
+/// `launch` is given); the error is the tool's answer.
+fn spawn_own(
+    command: &str,
+    cwd: &Path,
+    remove: &[String],
+    launch: Option<&Launch>,
+) -> Result<Child, ToolOutput> {
+    let shell_args = [OsString::from("-c"), OsString::from(command)];
+    let (program, args) = match launch {
+        Some(launch) => (launch.program.as_path(), launch.args.as_slice()),
+        None => (Path::new("bash"), shell_args.as_slice()),
+    };
+    match spawn(program, args, cwd, remove, launch) {
+        Err(err)
+            if err.kind() == std::io::ErrorKind::NotFound && cwd.is_dir() && launch.is_none() =>
+        {
+            spawn(Path::new("sh"), args, cwd, remove, None).map_err(|err| {
+                ToolOutput::error(format!("Cannot start a shell (bash or sh): {err}"))
+            })
+        }
+        Err(err) => Err(ToolOutput::error(format!(
+            "Cannot start {} in {}: {err}",
+            program.display(),
+            cwd.display()
+        ))),
+        Ok(child) => Ok(child),
+    }
+}
+
 /// Runs `command` (through `launch` when given); the result and the signal
 /// that killed the shell, if one did.
 async fn run(
@@ -254,50 +353,41 @@ async fn run(
     cancel: &CancellationToken,
     launch: Option<&Launch>,
 ) -> (ToolOutput, Option<i32>) {
-    let shell_args = [OsString::from("-c"), OsString::from(command)];
-    let (program, args) = match launch {
-        Some(launch) => (launch.program.as_path(), launch.args.as_slice()),
-        None => (Path::new("bash"), shell_args.as_slice()),
-    };
-    let mut child = match spawn(program, args, cwd, remove, launch) {
-        Err(err)
-            if err.kind() == std::io::ErrorKind::NotFound && cwd.is_dir() && launch.is_none() =>
-        {
-            match spawn(Path::new("sh"), args, cwd, remove, None) {
-                Ok(child) => child,
-                Err(err) => {
-                    return (
-                        ToolOutput::error(format!("Cannot start a shell (bash or sh): {err}")),
-                        None,
-                    );
-                }
-            }
-        }
-        Err(err) => {
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
+    let held = launch.and_then(|launch| start_held(launch, cwd, remove, &tx));
+    let (mut shell, readers) = match held {
+        Some(Ok((child, readers))) => (Shell::Held(child), readers),
+        Some(Err(reason)) => {
             return (
                 ToolOutput::error(format!(
-                    "Cannot start {} in {}: {err}",
-                    program.display(),
+                    "Cannot start the command in {}: {reason}",
                     cwd.display()
                 )),
                 None,
             );
         }
-        Ok(child) => child,
+        None => match spawn_own(command, cwd, remove, launch) {
+            Ok(mut child) => {
+                let mut readers = Vec::with_capacity(2);
+                if let Some(stdout) = child.stdout.take() {
+                    readers.push(forward(stdout, tx.clone()));
+                }
+                if let Some(stderr) = child.stderr.take() {
+                    readers.push(forward(stderr, tx.clone()));
+                }
+                (Shell::Own(child), readers)
+            }
+            Err(output) => return (output, None),
+        },
     };
-    // The shell leads its own group, whose id is its pid.
-    let mut guard = ProcessGroup::of(&child);
-    // The launcher's pid (the group's id) names its pids cgroup, if any.
-    let launcher_pid = child.id();
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
-    let mut readers = Vec::new();
-    if let Some(stdout) = child.stdout.take() {
-        readers.push(forward(stdout, tx.clone()));
-    }
-    if let Some(stderr) = child.stderr.take() {
-        readers.push(forward(stderr, tx.clone()));
-    }
     drop(tx);
+    // The shell leads its own group, whose id is its pid; the pid also
+    // names its pids cgroup, if any.
+    let shell_pid = shell.id();
+    let mut guard = match shell_pid.and_then(|pid| i32::try_from(pid).ok()) {
+        Some(pid) => ProcessGroup::led_by(pid),
+        None => ProcessGroup::none(),
+    };
 
     let mut capture = Capture::default();
     let deadline = tokio::time::sleep(Duration::from_millis(timeout_ms));
@@ -305,18 +395,18 @@ async fn run(
     let outcome = loop {
         tokio::select! {
             Some(chunk) = rx.recv() => capture.push(&chunk),
-            status = child.wait() => break Outcome::Exited(status),
+            status = shell.wait() => break Outcome::Exited(status),
             () = &mut deadline => break Outcome::TimedOut,
             () = cancel.cancelled() => break Outcome::Cancelled,
         }
     };
     if !matches!(outcome, Outcome::Exited(_)) {
-        guard.terminate(&mut child, TERM_GRACE).await;
+        shell.terminate(&guard).await;
     }
     // Whatever is left of the group (background jobs included) dies now.
     guard.kill();
-    let _ = child.wait().await;
-    if let (Some(pid), Some(_)) = (launcher_pid, launch) {
+    let _ = shell.wait().await;
+    if let (Some(pid), Some(_)) = (shell_pid, launch) {
         alcove_sandbox::limits::remove_cgroup(pid);
     }
     let drain_until = tokio::time::Instant::now() + DRAIN_GRACE;

@@ -34,6 +34,11 @@ impl ProcessGroup {
         ProcessGroup(Some(Pid::from_raw(leader)))
     }
 
+    /// No group: nothing to signal.
+    pub fn none() -> ProcessGroup {
+        ProcessGroup(None)
+    }
+
     /// SIGKILL to the whole group (a group already gone is the good case).
     pub fn kill(&self) {
         self.signal(Signal::SIGKILL);
@@ -46,8 +51,14 @@ impl ProcessGroup {
             let _ = child.kill().await;
             return;
         }
+        self.stop(child.wait(), grace).await;
+    }
+
+    /// SIGTERM to the group; SIGKILL when `exited` (the leader's end) has
+    /// not come after `grace`.
+    pub async fn stop<F: std::future::Future>(&self, exited: F, grace: Duration) {
         self.signal(Signal::SIGTERM);
-        if tokio::time::timeout(grace, child.wait()).await.is_err() {
+        if tokio::time::timeout(grace, exited).await.is_err() {
             self.kill();
         }
     }

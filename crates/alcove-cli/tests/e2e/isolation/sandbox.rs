@@ -339,6 +339,57 @@ fn allow_loopback_gives_the_sessions_commands_one_loopback_never_the_hosts() {
 }
 
 #[test]
+fn the_sessions_holder_starts_confined_commands_each_in_a_user_namespace_of_its_own() {
+    let (env, server) = setup(Script::new().conversation(
+        "held",
+        vec![
+            Step::reply(vec![bash("tr '\\0' ' ' < /proc/$PPID/cmdline")]),
+            Step::reply(vec![bash(
+                "[ \"$(readlink /proc/self/ns/user)\" != \"$(readlink /proc/$PPID/ns/user)\" ] \
+                 && echo own-userns; echo \"key=${ANTHROPIC_API_KEY:-removed} cwd=$(pwd)\"",
+            )]),
+            Step::reply(vec![bash("echo partial; exit 3")]),
+            Step::reply(vec![Block::tool_call(
+                "Bash",
+                json!({"command": "sleep 30", "timeout": 500}),
+            )]),
+            Step::text("done"),
+        ],
+    ));
+    let started = std::time::Instant::now();
+    let out = exec(&env, &server, &["held"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let requests = server.requests();
+    let results = requests.last().unwrap().tool_results();
+    assert_eq!(results.len(), 4, "{results:?}");
+    // The command's parent is the holder, not a launcher or alcove.
+    assert!(
+        !results[0].2 && results[0].1.contains("--hold-network"),
+        "{results:?}"
+    );
+    let workspace = env.workspace().canonicalize().unwrap();
+    assert!(
+        !results[1].2
+            && results[1].1.contains("own-userns")
+            && results[1].1.contains("key=removed")
+            && results[1]
+                .1
+                .contains(&format!("cwd={}", workspace.display())),
+        "{results:?}"
+    );
+    assert!(
+        results[2].2 && results[2].1.contains("partial") && results[2].1.contains("Exit code: 3"),
+        "{results:?}"
+    );
+    // A timeout kills the held command's group and says so.
+    assert!(
+        results[3].2 && results[3].1.contains("timed out"),
+        "{results:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(25));
+}
+
+#[test]
 fn a_remote_alcove_child_keeps_its_parents_sandbox_even_when_told_off() {
     let outside = outside_dir();
     let target = outside.path().join("remote.txt");

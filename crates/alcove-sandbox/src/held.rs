@@ -1,0 +1,507 @@
+//! Commands started by the session's holder instead of through the launcher.
+//!
+//! A confined command started through the launcher costs a process image
+//! of its own: alcove spawns `alcove-sandbox`, which loads, parses its
+//! policy, joins the session's namespaces and then executes the shell.
+//! That extra `execve` and start-up were most of what a confined `Bash`
+//! call cost beyond its shell (about 1.5 ms of CPU on the bench's VM,
+//! bench/notes.md). The session's holder ([`crate::shared_net`]) is already
+//! a single-threaded process inside the session's user and network
+//! namespace, so it serves as the commands' parent instead: alcove sends it
+//! the policy, the command and two pipe ends over a `SOCK_SEQPACKET`
+//! socket, the holder forks, and the child applies exactly what the
+//! launcher applies (the pids cgroup, a user namespace of its own, the
+//! limits and the Landlock domain) before it becomes the shell. A fork of
+//! the small holder is cheap where a fork of alcove is not (its pages would
+//! be copied on write while the parent runs on).
+//!
+//! The holder reports each child's pid and, when it has reaped it, its
+//! wait status; [`HeldChild::wait`] waits for that report. When alcove goes
+//! away (the socket closes, `kill -9` included) the holder kills the process
+//! group of every command still running and ends.
+//!
+//! Messages: a request is NUL-separated fields (policy JSON, working
+//! folder, argument count, arguments, then `NAME=value` environment
+//! entries) with the command's stdout and stderr as `SCM_RIGHTS`; a reply
+//! is `spawned PID`, `failed REASON` or `exited PID STATUS`.
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::io::{IoSlice, IoSliceMut};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::ExitStatus;
+use std::sync::{Mutex, mpsc};
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{SigSet, Signal, killpg};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::socket::{
+    AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags, SockFlag, SockType, recv,
+    recvmsg, send, sendmsg, socketpair,
+};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::{ForkResult, Pid, fork, getgid, getuid};
+use tokio::sync::oneshot;
+
+use crate::launcher::{self, FAILURE_PREFIX, LAUNCH_FAILED};
+use crate::net;
+use crate::policy::LaunchPolicy;
+
+/// The largest request: a `SOCK_SEQPACKET` message must fit the socket's
+/// buffer. A larger command falls back to the launcher.
+pub(crate) const MAX_REQUEST: usize = 128 * 1024;
+/// How long alcove waits for the holder to say it started a command.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A connected pair: alcove's end and the holder's.
+pub(crate) fn socket_pair() -> Result<(OwnedFd, OwnedFd), String> {
+    socketpair(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )
+    .map_err(|err| format!("cannot make the holder's socket: {err}"))
+}
+
+/// A command the holder started: its pid (which leads its process group)
+/// and its exit, when the holder reports it.
+#[derive(Debug)]
+pub struct HeldChild {
+    pid: u32,
+    exit: oneshot::Receiver<i32>,
+    /// What the first completed wait saw (a receiver polled after it
+    /// completed would panic); `None` inside when the holder ended first.
+    status: Option<Option<ExitStatus>>,
+}
+
+impl HeldChild {
+    /// The command's pid, also its process group's id.
+    pub fn id(&self) -> u32 {
+        self.pid
+    }
+
+    /// Waits until the holder has reaped the command.
+    pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        let status = match self.status {
+            Some(status) => status,
+            None => {
+                let status = (&mut self.exit).await.ok().map(ExitStatus::from_raw);
+                *self.status.insert(status)
+            }
+        };
+        status.ok_or_else(|| std::io::Error::other("the sandbox holder ended before the command"))
+    }
+}
+
+/// What the reader hands to the request waiting for its answer.
+type Answer = Result<(u32, oneshot::Receiver<i32>), String>;
+
+/// Alcove's side of the socket: sends requests one at a time and routes
+/// the holder's reports (a thread reads them).
+#[derive(Debug)]
+pub(crate) struct Spawner {
+    socket: OwnedFd,
+    /// Held while a request waits for its answer, so answers come in order.
+    answers: Mutex<mpsc::Receiver<Answer>>,
+}
+
+impl Spawner {
+    /// Starts the thread reading the holder's reports from `socket`.
+    pub(crate) fn new(socket: OwnedFd) -> Result<Spawner, String> {
+        let reading = socket
+            .try_clone()
+            .map_err(|err| format!("cannot share the holder's socket: {err}"))?;
+        let (answer, answers) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("sandbox-holder".to_owned())
+            .spawn(move || read_reports(&reading, &answer))
+            .map_err(|err| format!("cannot start the holder's reader: {err}"))?;
+        Ok(Spawner {
+            socket,
+            answers: Mutex::new(answers),
+        })
+    }
+
+    /// Alcove's end of the socket.
+    pub(crate) fn socket(&self) -> &OwnedFd {
+        &self.socket
+    }
+
+    /// Asks the holder to run `argv` in `cwd` with exactly `env`, confined
+    /// by `policy` (JSON), its stdout and stderr going to the two pipe
+    /// ends. `None` when the request is too large to send (the caller uses
+    /// the launcher instead).
+    pub(crate) fn spawn(
+        &self,
+        policy: &str,
+        cwd: &Path,
+        argv: &[&OsStr],
+        env: &[(OsString, OsString)],
+        stdout: &OwnedFd,
+        stderr: &OwnedFd,
+    ) -> Option<Result<HeldChild, String>> {
+        let request = encode(policy, cwd, argv, env);
+        if request.len() > MAX_REQUEST {
+            return None;
+        }
+        let Ok(answers) = self.answers.lock() else {
+            return Some(Err("the sandbox holder's lock is poisoned".to_owned()));
+        };
+        let fds = [stdout.as_raw_fd(), stderr.as_raw_fd()];
+        if let Err(err) = sendmsg::<()>(
+            self.socket.as_raw_fd(),
+            &[IoSlice::new(&request)],
+            &[ControlMessage::ScmRights(&fds)],
+            MsgFlags::MSG_NOSIGNAL,
+            None,
+        ) {
+            return Some(Err(format!(
+                "cannot reach the session's sandbox holder: {err}"
+            )));
+        }
+        Some(match answers.recv_timeout(ANSWER_TIMEOUT) {
+            Ok(Ok((pid, exit))) => Ok(HeldChild {
+                pid,
+                exit,
+                status: None,
+            }),
+            Ok(Err(reason)) => Err(reason),
+            Err(_) => Err("the session's sandbox holder did not answer".to_owned()),
+        })
+    }
+}
+
+/// The reader thread: answers go to the waiting request, exits to the
+/// command's [`HeldChild`]. Ends when the holder does.
+fn read_reports(socket: &OwnedFd, answers: &mpsc::Sender<Answer>) {
+    let mut exits: HashMap<u32, oneshot::Sender<i32>> = HashMap::new();
+    let mut buffer = vec![0u8; 4096];
+    loop {
+        let read = match recv(socket.as_raw_fd(), &mut buffer, MsgFlags::empty()) {
+            Ok(0) | Err(_) => return,
+            Ok(read) => read,
+        };
+        let report = String::from_utf8_lossy(&buffer[..read]);
+        let mut words = report.splitn(3, ' ');
+        let number = |word: Option<&str>| word.and_then(|word| word.trim().parse::<i64>().ok());
+        match words.next() {
+            Some("spawned") => {
+                let Some(pid) = number(words.next()).and_then(|pid| u32::try_from(pid).ok()) else {
+                    continue;
+                };
+                let (exit, exited) = oneshot::channel();
+                exits.insert(pid, exit);
+                let _ = answers.send(Ok((pid, exited)));
+            }
+            Some("failed") => {
+                let reason = report.strip_prefix("failed ").unwrap_or_default();
+                let _ = answers.send(Err(reason.to_owned()));
+            }
+            Some("exited") => {
+                let pid = number(words.next()).and_then(|pid| u32::try_from(pid).ok());
+                let status = number(words.next()).and_then(|status| i32::try_from(status).ok());
+                if let (Some(exit), Some(status)) = (pid.and_then(|pid| exits.remove(&pid)), status)
+                {
+                    let _ = exit.send(status);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn encode(policy: &str, cwd: &Path, argv: &[&OsStr], env: &[(OsString, OsString)]) -> Vec<u8> {
+    let mut request = Vec::with_capacity(4096);
+    let mut field = |bytes: &[u8]| {
+        request.extend_from_slice(bytes);
+        request.push(0);
+    };
+    field(policy.as_bytes());
+    field(cwd.as_os_str().as_bytes());
+    field(argv.len().to_string().as_bytes());
+    for arg in argv {
+        field(arg.as_bytes());
+    }
+    for (name, value) in env {
+        let mut entry = name.as_bytes().to_vec();
+        entry.push(b'=');
+        entry.extend_from_slice(value.as_bytes());
+        field(&entry);
+    }
+    request
+}
+
+/// A request, decoded by the holder.
+struct Request {
+    policy: LaunchPolicy,
+    cwd: OsString,
+    argv: Vec<OsString>,
+    env: Vec<(OsString, OsString)>,
+}
+
+fn decode(bytes: &[u8]) -> Result<Request, String> {
+    let mut fields = bytes.strip_suffix(&[0]).unwrap_or(bytes).split(|b| *b == 0);
+    let mut next = || fields.next().ok_or("a request ended early");
+    let policy = serde_json::from_slice(next()?).map_err(|err| format!("bad policy: {err}"))?;
+    let cwd = OsStr::from_bytes(next()?).to_owned();
+    let count: usize = std::str::from_utf8(next()?)
+        .ok()
+        .and_then(|count| count.parse().ok())
+        .ok_or("a request's argument count is not a number")?;
+    let argv = (0..count)
+        .map(|_| next().map(|arg| OsStr::from_bytes(arg).to_owned()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let env = fields
+        .filter_map(|entry| {
+            let split = entry.iter().position(|b| *b == b'=')?;
+            Some((
+                OsString::from_vec(entry[..split].to_vec()),
+                OsString::from_vec(entry[split + 1..].to_vec()),
+            ))
+        })
+        .collect();
+    Ok(Request {
+        policy,
+        cwd,
+        argv,
+        env,
+    })
+}
+
+/// The holder's side, once its namespace is ready: serves requests on
+/// `socket` until alcove closes it, then kills what is left and returns.
+pub(crate) fn serve(socket: &OwnedFd) -> Result<(), String> {
+    let mut child_exits = SigSet::empty();
+    child_exits.add(Signal::SIGCHLD);
+    child_exits
+        .thread_block()
+        .map_err(|err| format!("cannot block SIGCHLD: {err}"))?;
+    let signals =
+        SignalFd::with_flags(&child_exits, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
+            .map_err(|err| format!("cannot watch for exits: {err}"))?;
+    let mut live: Vec<Pid> = Vec::new();
+    let mut buffer = vec![0u8; MAX_REQUEST];
+    loop {
+        let mut ready = [
+            PollFd::new(socket.as_fd(), PollFlags::POLLIN),
+            PollFd::new(signals.as_fd(), PollFlags::POLLIN),
+        ];
+        match poll(&mut ready, PollTimeout::NONE) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(err) => return Err(format!("poll: {err}")),
+        }
+        let [request, exits] = ready.map(|fd| fd.any().unwrap_or(false));
+        if exits {
+            while let Ok(Some(_)) = signals.read_signal() {}
+            reap(socket, &mut live);
+        }
+        if !request {
+            continue;
+        }
+        let mut fds = nix::cmsg_space!([RawFd; 2]);
+        let mut iov = [IoSliceMut::new(&mut buffer)];
+        let message = recvmsg::<()>(
+            socket.as_raw_fd(),
+            &mut iov,
+            Some(&mut fds),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        );
+        let (read, truncated, received) = match message {
+            Err(Errno::EINTR | Errno::EAGAIN) => continue,
+            Err(_) => break,
+            Ok(message) => {
+                let received: Vec<OwnedFd> = message
+                    .cmsgs()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|cmsg| match cmsg {
+                        ControlMessageOwned::ScmRights(fds) => Some(fds),
+                        _ => None,
+                    })
+                    .flatten()
+                    .map(owned)
+                    .collect();
+                (
+                    message.bytes,
+                    message.flags.contains(MsgFlags::MSG_TRUNC),
+                    received,
+                )
+            }
+        };
+        if read == 0 && received.is_empty() {
+            break;
+        }
+        let reply = if truncated {
+            Err("the request was too large".to_owned())
+        } else {
+            decode(&buffer[..read]).and_then(|request| start(request, received, &child_exits))
+        };
+        let reply = match reply {
+            Ok(pid) => {
+                live.push(pid);
+                format!("spawned {pid}")
+            }
+            Err(reason) => format!("failed {reason}"),
+        };
+        let _ = send(socket.as_raw_fd(), reply.as_bytes(), MsgFlags::MSG_NOSIGNAL);
+    }
+    // Alcove is gone: nothing it started may outlive it.
+    for pid in live {
+        let _ = killpg(pid, Signal::SIGKILL);
+    }
+    Ok(())
+}
+
+/// Takes ownership of a descriptor the kernel has just given this process.
+#[allow(unsafe_code)]
+fn owned(fd: RawFd) -> OwnedFd {
+    // SAFETY: `fd` came with SCM_RIGHTS in the message just received, so it
+    // is open and owned by nothing else in this process.
+    unsafe { OwnedFd::from_raw_fd(fd) }
+}
+
+/// Reports every child that has ended.
+fn reap(socket: &OwnedFd, live: &mut Vec<Pid>) {
+    loop {
+        let (pid, status) = match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(pid, code)) => (pid, (code & 0xff) << 8),
+            Ok(WaitStatus::Signaled(pid, signal, core)) => {
+                (pid, signal as i32 | if core { 0x80 } else { 0 })
+            }
+            Ok(WaitStatus::StillAlive) | Err(_) => return,
+            Ok(_) => continue,
+        };
+        live.retain(|live| *live != pid);
+        let report = format!("exited {pid} {status}");
+        let _ = send(
+            socket.as_raw_fd(),
+            report.as_bytes(),
+            MsgFlags::MSG_NOSIGNAL,
+        );
+    }
+}
+
+/// Forks the child that becomes the command.
+#[allow(unsafe_code)]
+fn start(request: Request, fds: Vec<OwnedFd>, child_exits: &SigSet) -> Result<Pid, String> {
+    let [stdout, stderr]: [OwnedFd; 2] = fds
+        .try_into()
+        .map_err(|_| "a request needs exactly two descriptors".to_owned())?;
+    // SAFETY: the holder is single-threaded (it runs nothing but this
+    // loop), so the child may allocate and use the standard library freely.
+    match unsafe { fork() } {
+        Ok(ForkResult::Parent { child }) => Ok(child),
+        Ok(ForkResult::Child) => {
+            let reason = become_command(request, &stdout, &stderr, child_exits);
+            eprintln!("{FAILURE_PREFIX}{reason}");
+            std::process::exit(LAUNCH_FAILED)
+        }
+        Err(err) => Err(format!("cannot fork: {err}")),
+    }
+}
+
+/// In the forked child: applies the policy as the launcher would, then
+/// becomes the command. Returns only on failure, with the reason.
+fn become_command(
+    request: Request,
+    stdout: &OwnedFd,
+    stderr: &OwnedFd,
+    child_exits: &SigSet,
+) -> String {
+    let setup = || -> Result<(), String> {
+        nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0))
+            .map_err(|err| format!("setpgid: {err}"))?;
+        let _ = child_exits.thread_unblock();
+        let null = std::fs::File::open("/dev/null").map_err(|err| format!("/dev/null: {err}"))?;
+        nix::unistd::dup2_stdin(&null).map_err(|err| format!("dup2: {err}"))?;
+        nix::unistd::dup2_stdout(stdout).map_err(|err| format!("dup2: {err}"))?;
+        nix::unistd::dup2_stderr(stderr).map_err(|err| format!("dup2: {err}"))?;
+        std::env::set_current_dir(&request.cwd)
+            .map_err(|err| format!("cannot enter {}: {err}", Path::new(&request.cwd).display()))?;
+        request.policy.limits.apply_cgroup()?;
+        let (uid, gid) = (getuid(), getgid());
+        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWUSER)
+            .map_err(|err| format!("cannot create a user namespace (unshare: {err})"))?;
+        net::map_ids(uid, gid)?;
+        launcher::restrict_self(&request.policy)
+    };
+    if let Err(reason) = setup() {
+        return reason;
+    }
+    let Some((program, args)) = request.argv.split_first() else {
+        return "missing command".to_owned();
+    };
+    let exec = |program: &OsStr| {
+        std::process::Command::new(program)
+            .args(args)
+            .env_clear()
+            .envs(request.env.iter().map(|(name, value)| (name, value)))
+            .exec()
+    };
+    let err = exec(program);
+    // A machine without bash still has sh.
+    if err.kind() == std::io::ErrorKind::NotFound && program == "bash" {
+        return format!("cannot run bash or sh: {}", exec(OsStr::new("sh")));
+    }
+    format!("cannot run {}: {err}", program.to_string_lossy())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_decodes_to_what_was_encoded() {
+        let policy = LaunchPolicy {
+            mode: crate::SandboxMode::ReadOnly,
+            network: false,
+            allow_loopback: true,
+            network_holder: Some(7),
+            writable: vec!["/w".into()],
+            deny_read: Vec::new(),
+            limits: crate::ResourceLimits::default(),
+        };
+        let json = serde_json::to_string(&policy).unwrap();
+        let argv = [
+            OsStr::new("bash"),
+            OsStr::new("-c"),
+            OsStr::new("echo a=b\n"),
+        ];
+        let env = vec![
+            (OsString::from("PATH"), OsString::from("/bin:/usr/bin")),
+            (OsString::from("EMPTY"), OsString::new()),
+            (OsString::from("X"), OsString::from_vec(b"a=\xff".to_vec())),
+        ];
+        let request = decode(&encode(&json, Path::new("/w s"), &argv, &env)).unwrap();
+        assert_eq!(request.policy, policy);
+        assert_eq!(request.cwd, "/w s");
+        assert_eq!(request.argv, ["bash", "-c", "echo a=b\n"]);
+        assert_eq!(request.env, env);
+    }
+
+    #[test]
+    fn a_short_or_malformed_request_is_an_error() {
+        assert!(decode(b"").is_err());
+        assert!(decode(b"{}\0/\0").is_err());
+        let json = serde_json::to_string(&LaunchPolicy {
+            mode: crate::SandboxMode::Off,
+            network: true,
+            allow_loopback: false,
+            network_holder: None,
+            writable: Vec::new(),
+            deny_read: Vec::new(),
+            limits: crate::ResourceLimits::NONE,
+        })
+        .unwrap();
+        let missing_args = format!("{json}\0/\x003\0bash\0");
+        assert!(decode(missing_args.as_bytes()).is_err());
+        let not_a_count = format!("{json}\0/\0three\0");
+        assert!(decode(not_a_count.as_bytes()).is_err());
+    }
+}
