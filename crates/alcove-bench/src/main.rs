@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! alcove-bench [--alcove PATH] [--runs N] [--out FILE] [--tree DIR] [--rg PATH]
-//!              [--notes FILE] [--only startup,first,session,children,fanout,economy,grep,cache,compaction,mcp,batch]
+//!              [--notes FILE] [--only startup,first,session,bashcall,children,fanout,economy,grep,cache,compaction,mcp,batch]
 //!              [--fanout 1,4,16,64]
 //! ```
 //!
@@ -16,6 +16,7 @@
 //! wrapper that reads its child's rusage, see `measure`) and
 //! `__connect ADDRESS` (the start-up baseline, see `scenarios`).
 
+mod bash_call;
 mod batch;
 mod delegation;
 mod first_request;
@@ -179,6 +180,10 @@ fn run(options: Options) -> anyhow::Result<()> {
     if wanted("session") {
         step("per-turn CPU and peak RSS (sessions of 1 to 50 turns)");
         results.session = Some(scenarios::session(&bench)?);
+    }
+    if wanted("bashcall") {
+        step("confined Bash calls of `true`");
+        results.bash_call = Some(bash_call::bash_call(&bench)?);
     }
     if wanted("children") {
         step("peak RSS with 16 live children");

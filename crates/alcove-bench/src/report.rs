@@ -23,6 +23,8 @@ pub(crate) struct Results {
     pub(crate) economy: Option<Economy>,
     /// What an MCP call adds over the server's own time (issue 14).
     pub(crate) mcp_overhead: Option<crate::mcp::McpOverhead>,
+    /// Turns whose only work is a confined `Bash` call of `true`.
+    pub(crate) bash_call: Option<crate::bash_call::BashCall>,
     /// Server processes and memory with 16 children on two servers.
     pub(crate) mcp_sharing: Option<crate::mcp::McpSharing>,
     /// 1,000-task batches through `spawn_batch` and `alcove batch`.
@@ -210,6 +212,16 @@ pub(crate) fn render(results: &Results, context: &Context) -> String {
         );
     }
     long_session_rows(&mut md, results);
+    if let Some(b) = &results.bash_call {
+        let _ = writeln!(
+            md,
+            "| confined Bash call | {} turns each running `true` in the default sandbox, less a one-turn session | {:.0} µs per turn beyond the shell | the shell's own CPU: {:.0} µs (`bash -c true`, run directly) | turn with the call {:.0} µs | none set | |",
+            b.calls,
+            b.beyond_shell_us(),
+            b.shell_us,
+            b.turn_us
+        );
+    }
     if let Some(m) = &results.mcp_overhead {
         let _ = writeln!(
             md,

@@ -5,7 +5,12 @@
 //! was the largest per-turn cost of a child.
 //!
 //! Each event is one line, written and flushed as it happens, so a process
-//! killed at any moment leaves a file whose complete lines all parse. Lines
+//! killed at any moment leaves a file whose complete lines all parse. The
+//! one exception is a few bookkeeping events that the agent loop always
+//! follows with another event before it waits for anything ([`held`]):
+//! their line goes out in the same `write` as the next one's. A turn of a
+//! child took ten writes, and in a 64-wide fan-out they were a tenth of
+//! alcove's CPU (bench/notes.md). Lines
 //! carry a `ts` (Unix milliseconds) beside the event's own fields. Replaying
 //! the `message` events of an agent rebuilds its conversation. Secret values
 //! given with [`Transcript::with_redactions`] are written as `[REDACTED]`.
@@ -25,7 +30,24 @@ use crate::EventSink;
 struct Writer {
     /// `None` after [`Transcript::release`] until the next event reopens it.
     file: Option<File>,
+    /// The lines not yet written: the current one, after any [`held`] ones.
     line: Vec<u8>,
+}
+
+/// Whether `kind`'s line may wait for the next event's: only events the
+/// agent loop always follows with another one, with no wait in between (a
+/// reply's usage and text come just before its message, a turn that called
+/// tools ends just before the next starts, the context estimate comes just
+/// before the request). What waits is never a message: the conversation
+/// itself is always on disk before anything is awaited.
+fn held(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Usage { .. } | EventKind::AssistantText { .. } | EventKind::Context { .. } => {
+            true
+        }
+        EventKind::TurnEnded { tool_calls, .. } => *tool_calls > 0,
+        _ => false,
+    }
 }
 
 /// A line buffer grown past this by a large event is given back after it.
@@ -91,6 +113,12 @@ impl Transcript {
     /// (issue 7's 200-children test counts them).
     pub fn release(&self) {
         if let Ok(mut writer) = self.writer.lock() {
+            if !writer.line.is_empty() {
+                let Writer { file, line } = &mut *writer;
+                if let Err(err) = self.write_out(file, line) {
+                    self.note_failure(&err);
+                }
+            }
             writer.file = None;
         }
     }
@@ -110,26 +138,39 @@ impl Transcript {
             .lock()
             .map_err(|_| std::io::Error::other("transcript lock poisoned"))?;
         let Writer { file, line } = &mut *writer;
-        line.clear();
+        let start = line.len();
         // The event is serialized once, straight to text, and `ts` is added
         // before its closing brace: going through a `serde_json::Value` to
         // insert it copied every event (whole tool results included) and was
         // a fifth of a wide fan-out's CPU (issue 7's benchmarks).
-        serde_json::to_writer(&mut *line, event)?;
-        if line.last() == Some(&b'}') {
+        if let Err(err) = serde_json::to_writer(&mut *line, event) {
+            line.truncate(start);
+            return Err(err.into());
+        }
+        if line.len() > start && line.last() == Some(&b'}') {
             line.pop();
-            if line.len() > 1 {
+            if line.len() > start + 1 {
                 line.push(b',');
             }
             write!(line, "\"ts\":{ts}}}")?;
         }
         for secret in &self.redactions {
-            if memchr::memmem::find(line, secret.as_bytes()).is_some() {
-                let redacted = String::from_utf8_lossy(line).replace(secret.as_str(), "[REDACTED]");
-                *line = redacted.into_bytes();
+            if memchr::memmem::find(&line[start..], secret.as_bytes()).is_some() {
+                let redacted =
+                    String::from_utf8_lossy(&line[start..]).replace(secret.as_str(), "[REDACTED]");
+                line.truncate(start);
+                line.extend_from_slice(redacted.as_bytes());
             }
         }
         line.push(b'\n');
+        if held(&event.kind) {
+            return Ok(());
+        }
+        self.write_out(file, line)
+    }
+
+    /// Writes the pending lines, reopening a released file.
+    fn write_out(&self, file: &mut Option<File>, line: &mut Vec<u8>) -> std::io::Result<()> {
         let file = match file {
             Some(file) => file,
             released @ None => released.insert(
@@ -140,10 +181,26 @@ impl Transcript {
             ),
         };
         let written = file.write_all(line).and_then(|()| file.flush());
+        line.clear();
         if line.capacity() > LINE_KEPT {
             *line = Vec::new();
         }
         written
+    }
+
+    fn note_failure(&self, err: &std::io::Error) {
+        if let Ok(mut failure) = self.failure.lock() {
+            failure.get_or_insert_with(|| {
+                format!("cannot write transcript {}: {err}", self.path.display())
+            });
+        }
+    }
+}
+
+impl Drop for Transcript {
+    /// Writes a held line that no event followed.
+    fn drop(&mut self) {
+        self.release();
     }
 }
 
@@ -152,12 +209,8 @@ impl EventSink for Transcript {
         if matches!(event.kind, EventKind::TextDelta { .. }) {
             return;
         }
-        if let Err(err) = self.write(event)
-            && let Ok(mut failure) = self.failure.lock()
-        {
-            failure.get_or_insert_with(|| {
-                format!("cannot write transcript {}: {err}", self.path.display())
-            });
+        if let Err(err) = self.write(event) {
+            self.note_failure(&err);
         }
     }
 }
@@ -213,6 +266,40 @@ mod tests {
         assert!(transcript.failure().is_none());
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.lines().next().unwrap().contains("\"ts\":"));
+    }
+
+    #[test]
+    fn a_held_line_goes_out_with_the_next_event_or_on_release_or_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let transcript = Transcript::create(&path).unwrap();
+        let usage = AgentEvent {
+            agent: AgentPath::main(),
+            kind: EventKind::Usage {
+                usage: alcove_protocol::Usage::default(),
+            },
+        };
+        let context = AgentEvent {
+            agent: AgentPath::main(),
+            kind: EventKind::Context {
+                used: 10,
+                window: 100,
+            },
+        };
+        transcript.emit(&usage);
+        transcript.emit(&user_says_hi());
+        assert_eq!(
+            read_transcript(&path).unwrap(),
+            vec![usage.clone(), user_says_hi()]
+        );
+        transcript.emit(&usage);
+        transcript.release();
+        assert_eq!(read_transcript(&path).unwrap().len(), 3);
+        transcript.emit(&context);
+        drop(transcript);
+        let events = read_transcript(&path).unwrap();
+        assert_eq!(events.last(), Some(&context));
+        assert_eq!(events.len(), 4);
     }
 
     #[test]

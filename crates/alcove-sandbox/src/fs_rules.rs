@@ -10,11 +10,12 @@
 //! Reads are granted from `/`; writes (and reads) in each writable folder;
 //! a few device files (`/dev/null`, …) may be written everywhere.
 
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    ABI, Access, AccessFs, BitFlags, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
-    RulesetStatus, Scope,
+    ABI, Access, AccessFs, BitFlags, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreated,
+    RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
 use crate::policy::LaunchPolicy;
@@ -36,6 +37,71 @@ const DEVICES: [&str; 6] = [
 /// Locks the calling process (and so the command it becomes) into a
 /// Landlock domain allowing what `policy` allows.
 pub(crate) fn restrict(policy: &LaunchPolicy) -> Result<(), String> {
+    enforce(prepare(policy)?.ruleset)
+}
+
+/// Locks the calling process into the domain `ruleset` describes.
+pub(crate) fn enforce(ruleset: RulesetCreated) -> Result<(), String> {
+    let status = ruleset
+        .restrict_self()
+        .map_err(|err| format!("Landlock: {err}"))?;
+    if status.ruleset == RulesetStatus::NotEnforced {
+        return Err("this kernel does not enforce Landlock".to_owned());
+    }
+    Ok(())
+}
+
+/// A ruleset built for a policy, and what it was built from: the
+/// session's holder keeps it for the next command with the same policy
+/// while [`Prepared::still_fits`] (about 150 system calls a command).
+pub(crate) struct Prepared {
+    pub(crate) ruleset: RulesetCreated,
+    /// Each path the rules depend on, and what it was then.
+    seen: Vec<(PathBuf, Seen)>,
+}
+
+/// What a path was when the rules were built: for a folder whose entries
+/// were granted one by one, its entries (a modification time can stay the
+/// same across changes made within one clock tick); for any other, which
+/// file it was, if any.
+#[derive(PartialEq)]
+enum Seen {
+    Entries(Vec<(std::ffi::OsString, bool, bool)>),
+    Inode(Option<u64>),
+}
+
+impl Seen {
+    fn now(path: &Path, listed: bool) -> Seen {
+        if !listed {
+            return Seen::Inode(path.symlink_metadata().ok().map(|meta| meta.ino()));
+        }
+        let mut entries: Vec<_> = std::fs::read_dir(path)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|entry| {
+                let kind = entry.file_type().ok()?;
+                Some((entry.file_name(), kind.is_dir(), kind.is_symlink()))
+            })
+            .collect();
+        entries.sort_unstable();
+        Seen::Entries(entries)
+    }
+}
+
+impl Prepared {
+    /// Whether building the rules now would give the same rules: every
+    /// denied path and writable root is the file it was, and every folder
+    /// listed for them has the entries it had.
+    pub(crate) fn still_fits(&self) -> bool {
+        self.seen
+            .iter()
+            .all(|(path, then)| Seen::now(path, matches!(then, Seen::Entries(_))) == *then)
+    }
+}
+
+/// Builds the ruleset for `policy` without applying it.
+pub(crate) fn prepare(policy: &LaunchPolicy) -> Result<Prepared, String> {
     let abi = ABI_WANTED;
     let fail = |err: landlock::RulesetError| format!("Landlock: {err}");
     // Most denied paths do not exist: one `lstat` says so, where resolving
@@ -56,6 +122,20 @@ pub(crate) fn restrict(policy: &LaunchPolicy) -> Result<(), String> {
             expand(&root, folder, all, &deny, &mut grants);
         }
     }
+    // What the rules depend on: the denied paths and writable roots, and
+    // the folders listed above (their entries were granted one by one).
+    let named = policy.deny_read.iter().chain(&policy.writable);
+    let listed = grants
+        .iter()
+        .filter(|grant| grant.folder && grant.access == grant.access & AccessFs::ReadDir);
+    let seen = named
+        .map(|path| (path.clone(), false))
+        .chain(listed.map(|grant| (grant.path.clone(), true)))
+        .map(|(path, listed)| {
+            let then = Seen::now(&path, listed);
+            (path, then)
+        })
+        .collect();
     for device in DEVICES {
         grants.push(Grant {
             path: PathBuf::from(device),
@@ -88,11 +168,7 @@ pub(crate) fn restrict(policy: &LaunchPolicy) -> Result<(), String> {
             .add_rule(PathBeneath::new(fd, access))
             .map_err(fail)?;
     }
-    let status = ruleset.restrict_self().map_err(fail)?;
-    if status.ruleset == RulesetStatus::NotEnforced {
-        return Err("this kernel does not enforce Landlock".to_owned());
-    }
-    Ok(())
+    Ok(Prepared { ruleset, seen })
 }
 
 /// A path to grant `access` beneath, and whether it is a folder (known
@@ -146,6 +222,41 @@ fn expand(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kept_ruleset_fits_until_a_path_it_was_built_from_changes() {
+        // Not under the temp folder: the folders above a denied path are
+        // listed, and other tests add entries to /tmp all the time.
+        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("home")).unwrap();
+        std::fs::create_dir(root.join("home/.ssh")).unwrap();
+        let policy = |deny: Vec<PathBuf>| LaunchPolicy {
+            mode: crate::SandboxMode::WorkspaceWrite,
+            network: false,
+            allow_loopback: false,
+            network_holder: None,
+            writable: vec![root.join("work")],
+            deny_read: deny,
+            limits: crate::ResourceLimits::NONE,
+        };
+        let listed = policy(vec![root.join("home/.ssh")]);
+        let prepared = prepare(&listed).unwrap();
+        assert!(prepared.still_fits());
+        // A new entry in a folder whose entries were granted one by one.
+        std::fs::write(root.join("home/notes"), "").unwrap();
+        assert!(!prepared.still_fits());
+        assert!(prepare(&listed).unwrap().still_fits());
+        // A denied path that did not exist, created since.
+        let absent = policy(vec![root.join("home/.aws")]);
+        let prepared = prepare(&absent).unwrap();
+        std::fs::create_dir(root.join("home/.aws")).unwrap();
+        assert!(!prepared.still_fits());
+        // A writable root that did not exist, created since.
+        let prepared = prepare(&absent).unwrap();
+        std::fs::create_dir(root.join("work")).unwrap();
+        assert!(!prepared.still_fits());
+    }
 
     #[test]
     fn a_denied_folder_is_left_out_and_its_siblings_granted() {

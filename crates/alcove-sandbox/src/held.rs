@@ -30,6 +30,7 @@ use std::ffi::{OsStr, OsString};
 use std::io::{IoSlice, IoSliceMut};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::ExitStatus;
@@ -48,9 +49,11 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid, fork, getgid, getuid};
 use tokio::sync::oneshot;
 
-use crate::launcher::{self, FAILURE_PREFIX, LAUNCH_FAILED};
+use crate::fs_rules;
+use crate::launcher::{FAILURE_PREFIX, LAUNCH_FAILED};
+use crate::limits::{self, ResourceLimits};
 use crate::net;
-use crate::policy::LaunchPolicy;
+use crate::policy::{LaunchPolicy, SandboxMode};
 
 /// The largest request: a `SOCK_SEQPACKET` message must fit the socket's
 /// buffer. A larger command falls back to the launcher.
@@ -239,6 +242,8 @@ fn encode(policy: &str, cwd: &Path, argv: &[&OsStr], env: &[(OsString, OsString)
 
 /// A request, decoded by the holder.
 struct Request {
+    /// The policy as sent, which names its cached ruleset.
+    policy_json: String,
     policy: LaunchPolicy,
     cwd: OsString,
     argv: Vec<OsString>,
@@ -248,7 +253,8 @@ struct Request {
 fn decode(bytes: &[u8]) -> Result<Request, String> {
     let mut fields = bytes.strip_suffix(&[0]).unwrap_or(bytes).split(|b| *b == 0);
     let mut next = || fields.next().ok_or("a request ended early");
-    let policy = serde_json::from_slice(next()?).map_err(|err| format!("bad policy: {err}"))?;
+    let policy_json = String::from_utf8(next()?.to_vec()).map_err(|_| "bad policy: not UTF-8")?;
+    let policy = serde_json::from_str(&policy_json).map_err(|err| format!("bad policy: {err}"))?;
     let cwd = OsStr::from_bytes(next()?).to_owned();
     let count: usize = std::str::from_utf8(next()?)
         .ok()
@@ -267,6 +273,7 @@ fn decode(bytes: &[u8]) -> Result<Request, String> {
         })
         .collect();
     Ok(Request {
+        policy_json,
         policy,
         cwd,
         argv,
@@ -274,9 +281,26 @@ fn decode(bytes: &[u8]) -> Result<Request, String> {
     })
 }
 
-/// The holder's side, once its namespace is ready: serves requests on
-/// `socket` until alcove closes it, then kills what is left and returns.
-pub(crate) fn serve(socket: &OwnedFd) -> Result<(), String> {
+/// What the holder keeps between commands, so each fork does the least:
+/// the Landlock ruleset of each policy (rebuilt when a path it was built
+/// from changed), where each program was found on each `PATH`, and the
+/// limits it applied to itself (which every child inherits).
+struct Kept {
+    rulesets: HashMap<String, fs_rules::Prepared>,
+    programs: HashMap<(OsString, OsString), OsString>,
+    limits: ResourceLimits,
+}
+
+/// The holder's side, once its namespace is ready and `check` applied to
+/// itself: serves requests on `socket` until alcove closes it, then kills
+/// what is left and returns.
+pub(crate) fn serve(socket: &OwnedFd, check: &LaunchPolicy) -> Result<(), String> {
+    limits::sweep_cgroups();
+    let mut kept = Kept {
+        rulesets: HashMap::new(),
+        programs: HashMap::new(),
+        limits: check.limits,
+    };
     let mut child_exits = SigSet::empty();
     child_exits.add(Signal::SIGCHLD);
     child_exits
@@ -340,7 +364,8 @@ pub(crate) fn serve(socket: &OwnedFd) -> Result<(), String> {
         let reply = if truncated {
             Err("the request was too large".to_owned())
         } else {
-            decode(&buffer[..read]).and_then(|request| start(request, received, &child_exits))
+            decode(&buffer[..read])
+                .and_then(|request| start(request, received, &child_exits, &mut kept))
         };
         let reply = match reply {
             Ok(pid) => {
@@ -389,16 +414,43 @@ fn reap(socket: &OwnedFd, live: &mut Vec<Pid>) {
 
 /// Forks the child that becomes the command.
 #[allow(unsafe_code)]
-fn start(request: Request, fds: Vec<OwnedFd>, child_exits: &SigSet) -> Result<Pid, String> {
+fn start(
+    request: Request,
+    fds: Vec<OwnedFd>,
+    child_exits: &SigSet,
+    kept: &mut Kept,
+) -> Result<Pid, String> {
     let [stdout, stderr]: [OwnedFd; 2] = fds
         .try_into()
         .map_err(|_| "a request needs exactly two descriptors".to_owned())?;
+    if request.policy.mode != SandboxMode::Off {
+        let fits = kept
+            .rulesets
+            .get(&request.policy_json)
+            .is_some_and(fs_rules::Prepared::still_fits);
+        if !fits {
+            let prepared = fs_rules::prepare(&request.policy)?;
+            kept.rulesets.insert(request.policy_json.clone(), prepared);
+        }
+    }
+    let found = request
+        .argv
+        .first()
+        .map(|program| kept.find(program, &request.env));
     // SAFETY: the holder is single-threaded (it runs nothing but this
     // loop), so the child may allocate and use the standard library freely.
     match unsafe { fork() } {
         Ok(ForkResult::Parent { child }) => Ok(child),
         Ok(ForkResult::Child) => {
-            let reason = become_command(request, &stdout, &stderr, child_exits);
+            // This process's copy of the ruleset: the holder keeps its own.
+            let ruleset = kept.rulesets.remove(&request.policy_json);
+            let inherited = kept.limits == request.policy.limits;
+            let applied = Applied {
+                ruleset,
+                limits_inherited: inherited,
+                found,
+            };
+            let reason = become_command(request, applied, &stdout, &stderr, child_exits);
             eprintln!("{FAILURE_PREFIX}{reason}");
             std::process::exit(LAUNCH_FAILED)
         }
@@ -406,10 +458,50 @@ fn start(request: Request, fds: Vec<OwnedFd>, child_exits: &SigSet) -> Result<Pi
     }
 }
 
+impl Kept {
+    /// Where `program` is on the command's `PATH` (as `execvp` would find
+    /// it), remembered; the name itself when it has a slash or is not found.
+    fn find(&mut self, program: &OsStr, env: &[(OsString, OsString)]) -> OsString {
+        if program.as_bytes().contains(&b'/') {
+            return program.to_owned();
+        }
+        let path = env
+            .iter()
+            .find(|(name, _)| name == "PATH")
+            .map(|(_, value)| value.clone())
+            .unwrap_or_default();
+        let key = (program.to_owned(), path);
+        if let Some(found) = self.programs.get(&key) {
+            return found.clone();
+        }
+        let found = std::env::split_paths(&key.1)
+            .map(|dir| dir.join(program))
+            .find(|candidate| {
+                candidate
+                    .metadata()
+                    .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+            })
+            .map_or_else(|| program.to_owned(), std::path::PathBuf::into_os_string);
+        self.programs.insert(key, found.clone());
+        found
+    }
+}
+
 /// In the forked child: applies the policy as the launcher would, then
 /// becomes the command. Returns only on failure, with the reason.
+/// What the holder prepared for one child.
+struct Applied {
+    /// The Landlock ruleset (none with the mode off).
+    ruleset: Option<fs_rules::Prepared>,
+    /// Whether the holder's own limits are the command's.
+    limits_inherited: bool,
+    /// Where the program was found on `PATH`.
+    found: Option<OsString>,
+}
+
 fn become_command(
     request: Request,
+    applied: Applied,
     stdout: &OwnedFd,
     stderr: &OwnedFd,
     child_exits: &SigSet,
@@ -424,12 +516,20 @@ fn become_command(
         nix::unistd::dup2_stderr(stderr).map_err(|err| format!("dup2: {err}"))?;
         std::env::set_current_dir(&request.cwd)
             .map_err(|err| format!("cannot enter {}: {err}", Path::new(&request.cwd).display()))?;
-        request.policy.limits.apply_cgroup()?;
+        request.policy.limits.enter_cgroup(false)?;
         let (uid, gid) = (getuid(), getgid());
         nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWUSER)
             .map_err(|err| format!("cannot create a user namespace (unshare: {err})"))?;
         net::map_ids(uid, gid)?;
-        launcher::restrict_self(&request.policy)
+        // What the launcher's `restrict_self` applies, from what was kept.
+        if !applied.limits_inherited {
+            request.policy.limits.apply()?;
+        }
+        match applied.ruleset {
+            Some(prepared) => fs_rules::enforce(prepared.ruleset),
+            None if request.policy.mode == SandboxMode::Off => Ok(()),
+            None => Err("no Landlock ruleset was prepared".to_owned()),
+        }
     };
     if let Err(reason) = setup() {
         return reason;
@@ -437,17 +537,21 @@ fn become_command(
     let Some((program, args)) = request.argv.split_first() else {
         return "missing command".to_owned();
     };
-    let exec = |program: &OsStr| {
-        std::process::Command::new(program)
+    let exec = |path: &OsStr, name: &OsStr| {
+        std::process::Command::new(path)
+            .arg0(name)
             .args(args)
             .env_clear()
             .envs(request.env.iter().map(|(name, value)| (name, value)))
             .exec()
     };
-    let err = exec(program);
+    let err = exec(applied.found.as_deref().unwrap_or(program), program);
     // A machine without bash still has sh.
     if err.kind() == std::io::ErrorKind::NotFound && program == "bash" {
-        return format!("cannot run bash or sh: {}", exec(OsStr::new("sh")));
+        return format!(
+            "cannot run bash or sh: {}",
+            exec(OsStr::new("sh"), OsStr::new("sh"))
+        );
     }
     format!("cannot run {}: {err}", program.to_string_lossy())
 }

@@ -104,8 +104,14 @@ impl ResourceLimits {
     /// process into a pids cgroup of its own. Must run before it leaves the
     /// initial user namespace.
     pub fn apply_cgroup(&self) -> Result<(), String> {
+        self.enter_cgroup(true)
+    }
+
+    /// [`ResourceLimits::apply_cgroup`], for a process whose parent has
+    /// already swept the stale cgroups ([`sweep_cgroups`]).
+    pub(crate) fn enter_cgroup(&self, sweep: bool) -> Result<(), String> {
         match self.processes.filter(|max| *max > 0) {
-            Some(max) if nix::unistd::geteuid().is_root() => pids_cgroup(max),
+            Some(max) if nix::unistd::geteuid().is_root() => pids_cgroup(max, sweep),
             _ => Ok(()),
         }
     }
@@ -172,14 +178,16 @@ fn cgroup_dir(pid: u32) -> std::path::PathBuf {
 /// Moves the calling process into a new pids cgroup allowing `max`
 /// processes. A machine without a writable v1 pids hierarchy is left to
 /// RLIMIT_NPROC.
-fn pids_cgroup(max: u64) -> Result<(), String> {
+fn pids_cgroup(max: u64, sweep: bool) -> Result<(), String> {
     if !std::path::Path::new(PIDS_ROOT)
         .join("cgroup.procs")
         .exists()
     {
         return Ok(());
     }
-    sweep_cgroups();
+    if sweep {
+        sweep_cgroups();
+    }
     let dir = cgroup_dir(std::process::id());
     if std::fs::create_dir(&dir).is_err() {
         return Ok(());
@@ -198,7 +206,7 @@ fn pids_cgroup(max: u64) -> Result<(), String> {
 /// after its command came too early, while the kernel still held exiting
 /// processes in it, or whose alcove was killed): an empty cgroup's `rmdir`
 /// succeeds, a busy one's fails and it stays.
-fn sweep_cgroups() {
+pub(crate) fn sweep_cgroups() {
     let Ok(entries) = std::fs::read_dir(PIDS_ROOT) else {
         return;
     };
