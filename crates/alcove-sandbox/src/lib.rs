@@ -23,6 +23,7 @@ use std::sync::{Arc, OnceLock};
 pub mod availability;
 mod fs_rules;
 mod held;
+mod holder;
 pub mod launcher;
 pub mod limits;
 mod net;

@@ -156,7 +156,7 @@ pub(crate) fn hold(allow_loopback: bool, check: &LaunchPolicy) -> Result<(), Str
     writeln!(stdout, "{READY}")
         .and_then(|()| stdout.flush())
         .map_err(|err| format!("cannot report readiness: {err}"))?;
-    held::serve(&socket, check)
+    crate::holder::serve(&socket, check)
 }
 
 /// The command's side: enters the holder's user and network namespace,
