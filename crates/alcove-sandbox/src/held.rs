@@ -96,14 +96,25 @@ type Answer = Result<(u32, oneshot::Receiver<i32>), String>;
 #[derive(Debug)]
 pub(crate) struct Spawner {
     socket: OwnedFd,
-    /// Held while a request waits for its answer, so answers come in order.
-    answers: Mutex<mpsc::Receiver<Answer>>,
+    /// Held while a request waits for its answer, so answers come in order;
+    /// `None` until the first request starts the thread reading reports (a
+    /// session that runs no command pays for no thread).
+    answers: Mutex<Option<mpsc::Receiver<Answer>>>,
 }
 
 impl Spawner {
-    /// Starts the thread reading the holder's reports from `socket`.
-    pub(crate) fn new(socket: OwnedFd) -> Result<Spawner, String> {
-        let reading = socket
+    /// Alcove's side of `socket`.
+    pub(crate) fn new(socket: OwnedFd) -> Spawner {
+        Spawner {
+            socket,
+            answers: Mutex::new(None),
+        }
+    }
+
+    /// Starts the thread reading the holder's reports.
+    fn start_reader(&self) -> Result<mpsc::Receiver<Answer>, String> {
+        let reading = self
+            .socket
             .try_clone()
             .map_err(|err| format!("cannot share the holder's socket: {err}"))?;
         let (answer, answers) = mpsc::channel();
@@ -111,15 +122,7 @@ impl Spawner {
             .name("sandbox-holder".to_owned())
             .spawn(move || read_reports(&reading, &answer))
             .map_err(|err| format!("cannot start the holder's reader: {err}"))?;
-        Ok(Spawner {
-            socket,
-            answers: Mutex::new(answers),
-        })
-    }
-
-    /// Alcove's end of the socket.
-    pub(crate) fn socket(&self) -> &OwnedFd {
-        &self.socket
+        Ok(answers)
     }
 
     /// Asks the holder to run `argv` in `cwd` with exactly `env`, confined
@@ -139,8 +142,15 @@ impl Spawner {
         if request.len() > MAX_REQUEST {
             return None;
         }
-        let Ok(answers) = self.answers.lock() else {
+        let Ok(mut answers) = self.answers.lock() else {
             return Some(Err("the sandbox holder's lock is poisoned".to_owned()));
+        };
+        let answers = match &mut *answers {
+            Some(answers) => answers,
+            empty @ None => match self.start_reader() {
+                Ok(reader) => empty.insert(reader),
+                Err(reason) => return Some(Err(reason)),
+            },
         };
         let fds = [stdout.as_raw_fd(), stderr.as_raw_fd()];
         if let Err(err) = sendmsg::<()>(

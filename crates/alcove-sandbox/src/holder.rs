@@ -90,7 +90,6 @@ struct Kept {
 /// itself: serves requests on `socket` until alcove closes it, then kills
 /// what is left and returns.
 pub(crate) fn serve(socket: &OwnedFd, check: &LaunchPolicy) -> Result<(), String> {
-    limits::sweep_cgroups();
     let mut kept = Kept {
         rulesets: HashMap::new(),
         programs: HashMap::new(),
@@ -105,7 +104,9 @@ pub(crate) fn serve(socket: &OwnedFd, check: &LaunchPolicy) -> Result<(), String
         SignalFd::with_flags(&child_exits, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
             .map_err(|err| format!("cannot watch for exits: {err}"))?;
     let mut live: Vec<Pid> = Vec::new();
-    let mut buffer = vec![0u8; MAX_REQUEST];
+    // Made at the first request: a session that runs no command pays for
+    // neither.
+    let mut buffer = Vec::new();
     loop {
         let mut ready = [
             PollFd::new(socket.as_fd(), PollFlags::POLLIN),
@@ -122,6 +123,10 @@ pub(crate) fn serve(socket: &OwnedFd, check: &LaunchPolicy) -> Result<(), String
         }
         if !request {
             continue;
+        }
+        if buffer.is_empty() {
+            buffer = vec![0u8; MAX_REQUEST];
+            limits::sweep_cgroups();
         }
         let mut fds = nix::cmsg_space!([RawFd; 2]);
         let mut iov = [IoSliceMut::new(&mut buffer)];

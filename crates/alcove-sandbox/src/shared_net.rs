@@ -22,10 +22,9 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use nix::sched::{CloneFlags, setns};
 
@@ -83,14 +82,8 @@ impl NetworkHolder {
         }
         if line.trim_end() == READY {
             child.stderr = None;
-            match Spawner::new(ours) {
-                Ok(spawner) => return Ok(NetworkHolder { child, spawner }),
-                Err(reason) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(reason);
-                }
-            }
+            let spawner = Spawner::new(ours);
+            return Ok(NetworkHolder { child, spawner });
         }
         let mut stderr = String::new();
         if let Some(mut pipe) = child.stderr.take() {
@@ -123,21 +116,12 @@ impl NetworkHolder {
     }
 }
 
-/// How long a holder told to end gets to kill its commands and exit.
-const END_GRACE: Duration = Duration::from_millis(500);
-
 impl Drop for NetworkHolder {
-    /// Closes the socket, so the holder kills what it still runs and ends;
-    /// a holder that has not ended within [`END_GRACE`] is killed.
+    /// Ends the holder. The commands it started are gone by then: each
+    /// `Bash` call kills its command's group when it ends or is dropped.
+    /// (When alcove itself dies, the holder finds its socket closed and
+    /// kills what it still runs.)
     fn drop(&mut self) {
-        let _ = nix::sys::socket::shutdown(
-            self.spawner.socket().as_raw_fd(),
-            nix::sys::socket::Shutdown::Both,
-        );
-        let deadline = Instant::now() + END_GRACE;
-        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
-        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -363,8 +363,22 @@ fn kill_9_leaves_a_valid_transcript_that_resume_continues() {
     let shell = read_pid(&env.path("crash.pid"));
     kill(Pid::from_raw(pid as i32), Signal::SIGKILL).unwrap();
     assert_eq!(running.join().unwrap().code, -1, "killed by a signal");
-    // The orphaned command is the test's to clean up (its own group).
+    // The sandbox holder that started the command finds alcove gone and
+    // kills it: nothing is orphaned.
+    let gone = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+            stat.rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !gone(shell) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let orphaned = !gone(shell);
     let _ = nix::sys::signal::killpg(Pid::from_raw(shell as i32), Signal::SIGKILL);
+    assert!(!orphaned, "the command outlived alcove");
     let lines = transcript(&env);
     let session = lines[0]["session_id"].as_str().unwrap().to_owned();
     assert!(of_type(&lines, "session_ended").is_empty());
