@@ -32,6 +32,14 @@ pub(crate) fn configs(
     overrides: &[String],
 ) -> anyhow::Result<(Vec<ServerConfig>, Vec<String>)> {
     let layers = config_show::layers(dirs, workspace, overrides)?;
+    Ok(configs_from(layers, workspace))
+}
+
+/// [`configs`] from layers already read (a session reads them once).
+pub(crate) fn configs_from(
+    layers: Vec<config_show::Layer>,
+    workspace: &Path,
+) -> (Vec<ServerConfig>, Vec<String>) {
     let mut warnings = Vec::new();
     let mut found: BTreeMap<String, Result<Found, String>> = BTreeMap::new();
     let (lower, upper): (Vec<_>, Vec<_>) = layers
@@ -85,7 +93,7 @@ pub(crate) fn configs(
             Err(err) => warnings.push(format!("MCP server `{name}` is ignored: {err}")),
         }
     }
-    Ok((servers, warnings))
+    (servers, warnings)
 }
 
 /// `.mcp.json` and `.alcove/mcp.json`, lowest first.

@@ -25,16 +25,16 @@
 //! lets commands write, so it may only make the sandbox stricter: its
 //! `mode` counts when stricter, its other `[sandbox]` keys are ignored with
 //! a warning. When the mode is not `off`, the launcher is tried once, on a
-//! thread of its own started as the first model request goes out (off its
-//! way); if this machine cannot confine commands, alcove says so as soon
+//! thread of its own started once the first model reply begins (off the
+//! first request's way; [`ProbeStart`]); if this machine cannot confine commands, alcove says so as soon
 //! as the probe answers and refuses to run them (never runs them
 //! unconfined).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use alcove_core::Runtime;
-use alcove_protocol::{AgentPath, EventKind};
+use alcove_core::{EventSink, Runtime};
+use alcove_protocol::{AgentEvent, AgentPath, EventKind};
 use alcove_tools::{Confinement, ResourceLimits, SandboxMode, SandboxScope};
 use serde::Deserialize;
 
@@ -82,20 +82,57 @@ pub(crate) struct SandboxSetup {
     pub(crate) warnings: Vec<String>,
 }
 
-/// Starts the probe and reports, once it has answered, that this machine
-/// cannot confine commands (if so): a task of its own, which starts the
-/// probe's thread once the caller has moved on (to send the first model
-/// request), so neither waits for the other. Await the handle before the
-/// session's end.
+/// When the sandbox probe may start: once the first model reply has begun
+/// (its request is on the wire, and the probe's thread and processes then
+/// take nothing from it), after [`PROBE_AT_THE_LATEST`] if no reply has, or
+/// when the session ends. A sink of the session's events.
+#[derive(Default)]
+pub(crate) struct ProbeStart {
+    notify: tokio::sync::Notify,
+    started: std::sync::atomic::AtomicBool,
+}
+
+/// How long the probe waits for the first reply to begin.
+const PROBE_AT_THE_LATEST: std::time::Duration = std::time::Duration::from_millis(50);
+
+impl ProbeStart {
+    /// Lets the probe start now.
+    pub(crate) fn now(&self) {
+        if !self.started.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            self.notify.notify_one();
+        }
+    }
+}
+
+impl EventSink for ProbeStart {
+    fn emit(&self, event: &AgentEvent) {
+        if matches!(
+            event.kind,
+            EventKind::TextDelta { .. }
+                | EventKind::Usage { .. }
+                | EventKind::ModelRetry { .. }
+                | EventKind::StreamRestarted { .. }
+        ) {
+            self.now();
+        }
+    }
+}
+
+/// Starts the probe when `start` says and reports, once it has answered,
+/// that this machine cannot confine commands (if so): a task of its own.
+/// A confined command that comes first starts the probe itself and waits
+/// for it. Await the handle before the session's end (after
+/// [`ProbeStart::now`]).
 pub(crate) fn report_unavailable(
     setup: &SandboxSetup,
     runtime: &Runtime,
+    start: Arc<ProbeStart>,
 ) -> tokio::task::JoinHandle<()> {
     let confinement = setup.confinement.clone();
     let mode = setup.scope.mode;
     let runtime = runtime.clone();
     tokio::spawn(async move {
-        tokio::task::yield_now().await;
+        let _ = tokio::time::timeout(PROBE_AT_THE_LATEST, start.notify.notified()).await;
         if let Err(reason) = confinement.availability.settled().await {
             let message = format!(
                 "the {} sandbox is not available on this machine: {reason}. Bash commands will \

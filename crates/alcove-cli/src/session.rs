@@ -90,6 +90,8 @@ pub(crate) struct Session {
     startup_reported: std::sync::atomic::AtomicBool,
     /// The task reporting the sandbox probe's answer.
     sandbox_report: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// When that probe may start.
+    probe_start: Arc<sandbox_setup::ProbeStart>,
     /// The command sandbox and limits.
     pub(crate) sandbox: sandbox_setup::SandboxSetup,
 }
@@ -189,9 +191,7 @@ impl Session {
         );
         // MCP servers start now, in the background; the first model request
         // waits for them at most their startup timeout (`ready`).
-        let (mcp_configs, mcp_warnings) =
-            mcp_setup::configs(&dirs, workspace.root(), &common.overrides)
-                .map_err(|err| UsageError(format!("{err:#}")))?;
+        let (mcp_configs, mcp_warnings) = mcp_setup::configs_from(layers, workspace.root());
         setup_warnings.extend(mcp_warnings);
         let mcp = McpManager::start(
             mcp_configs,
@@ -205,10 +205,12 @@ impl Session {
             observers = observers.with(sink);
         }
         let observers: Arc<dyn EventSink> = Arc::new(observers);
+        let probe_start = Arc::new(sandbox_setup::ProbeStart::default());
         let events: Arc<dyn EventSink> = Arc::new(
             FanOut::default()
                 .with(transcript.clone())
-                .with(observers.clone()),
+                .with(observers.clone())
+                .with(probe_start.clone()),
         );
         let hooks = hook_setup::build(
             hook_config,
@@ -332,6 +334,7 @@ impl Session {
             mcp,
             startup_reported: std::sync::atomic::AtomicBool::new(false),
             sandbox_report: std::sync::Mutex::new(None),
+            probe_start,
             sandbox,
         })
     }
@@ -349,7 +352,11 @@ impl Session {
                 self.runtime
                     .emit(&AgentPath::main(), EventKind::Warning { message });
             }
-            let report = sandbox_setup::report_unavailable(&self.sandbox, &self.runtime);
+            let report = sandbox_setup::report_unavailable(
+                &self.sandbox,
+                &self.runtime,
+                self.probe_start.clone(),
+            );
             if let Ok(mut slot) = self.sandbox_report.lock() {
                 *slot = Some(report);
             }
@@ -359,6 +366,7 @@ impl Session {
     /// Waits until what [`Session::ready`] started reporting is reported:
     /// before a session ends, so no start-up warning is lost.
     pub(crate) async fn reported(&self) {
+        self.probe_start.now();
         let report = self
             .sandbox_report
             .lock()
