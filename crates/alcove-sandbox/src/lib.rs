@@ -132,7 +132,9 @@ impl Launch {
             env.retain(|(present, _)| present != name.as_str());
             env.push((name.into(), value.into()));
         }
-        holder.spawn(policy, cwd, &argv, &env, stdout, stderr)
+        holder
+            .spawner()
+            .spawn(policy, cwd, &argv, &env, stdout, stderr)
     }
 }
 

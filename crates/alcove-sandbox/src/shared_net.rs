@@ -20,15 +20,15 @@
 //! host's loopback stay unreachable to all of them. Where the holder cannot
 //! start, every command gets a namespace of its own as before.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::AsFd;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use nix::sched::{CloneFlags, setns};
 
-use crate::held::{self, HeldChild, Spawner};
+use crate::held::{self, Spawner};
 use crate::launcher;
 use crate::net;
 use crate::policy::LaunchPolicy;
@@ -99,20 +99,10 @@ impl NetworkHolder {
         self.child.id()
     }
 
-    /// Starts `argv` in `cwd` with exactly `env` as the holder's child,
-    /// confined by `policy` (JSON) as the launcher would confine it
-    /// ([`crate::held`]); its stdout and stderr are the two pipe ends.
-    /// `None` when the request is too large for the socket.
-    pub fn spawn(
-        &self,
-        policy: &str,
-        cwd: &Path,
-        argv: &[&OsStr],
-        env: &[(OsString, OsString)],
-        stdout: &OwnedFd,
-        stderr: &OwnedFd,
-    ) -> Option<Result<HeldChild, String>> {
-        self.spawner.spawn(policy, cwd, argv, env, stdout, stderr)
+    /// Alcove's side of the holder's socket: the holder starts commands
+    /// ([`crate::held`]).
+    pub(crate) fn spawner(&self) -> &Spawner {
+        &self.spawner
     }
 }
 
