@@ -98,7 +98,10 @@ const PROBE_AT_THE_LATEST: std::time::Duration = std::time::Duration::from_milli
 impl ProbeStart {
     /// Lets the probe start now.
     pub(crate) fn now(&self) {
-        if !self.started.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        if !self
+            .started
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
             self.notify.notify_one();
         }
     }

@@ -240,3 +240,67 @@ pub(crate) fn encode(
     }
     request
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pipe_ends() -> (OwnedFd, OwnedFd) {
+        let (_, out) = std::io::pipe().unwrap();
+        let (_, err) = std::io::pipe().unwrap();
+        (out.into(), err.into())
+    }
+
+    #[tokio::test]
+    async fn a_started_command_reports_its_pid_and_then_its_exit() {
+        let (ours, holders) = socket_pair().unwrap();
+        let spawner = Spawner::new(ours);
+        // A stand-in holder: takes the request (and its two descriptors),
+        // answers, and reports the exit after a while.
+        let holder = std::thread::spawn(move || {
+            let mut buffer = vec![0u8; MAX_REQUEST];
+            let read = recv(holders.as_raw_fd(), &mut buffer, MsgFlags::empty()).unwrap();
+            assert!(buffer[..read].starts_with(b"{}\0/w\x002\0bash\0-c\0"));
+            for report in ["spawned 4242", "exited 4242 768"] {
+                nix::sys::socket::send(holders.as_raw_fd(), report.as_bytes(), MsgFlags::empty())
+                    .unwrap();
+            }
+            holders
+        });
+        let (out, err) = pipe_ends();
+        let argv = [OsStr::new("bash"), OsStr::new("-c")];
+        let mut child = spawner
+            .spawn("{}", Path::new("/w"), &argv, &[], &out, &err)
+            .unwrap()
+            .unwrap();
+        assert_eq!(child.id(), 4242);
+        let status = child.wait().await.unwrap();
+        assert_eq!(status.code(), Some(3));
+        // A second wait sees the same exit (the select loop waits again).
+        assert_eq!(child.wait().await.unwrap().code(), Some(3));
+        drop(holder.join().unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_holder_that_is_gone_is_an_error_and_a_huge_request_goes_elsewhere() {
+        let (ours, holders) = socket_pair().unwrap();
+        let spawner = Spawner::new(ours);
+        let (out, err) = pipe_ends();
+        let huge = vec![(
+            OsString::from("BIG"),
+            OsString::from("x".repeat(MAX_REQUEST)),
+        )];
+        let argv = [OsStr::new("true")];
+        assert!(
+            spawner
+                .spawn("{}", Path::new("/"), &argv, &huge, &out, &err)
+                .is_none()
+        );
+        drop(holders);
+        let refused = spawner
+            .spawn("{}", Path::new("/"), &argv, &[], &out, &err)
+            .unwrap()
+            .unwrap_err();
+        assert!(refused.contains("holder"), "{refused}");
+    }
+}

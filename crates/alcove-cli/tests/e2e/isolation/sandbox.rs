@@ -390,6 +390,57 @@ fn the_sessions_holder_starts_confined_commands_each_in_a_user_namespace_of_its_
 }
 
 #[test]
+fn a_command_cannot_kill_its_holder_and_a_dead_holder_never_means_unconfined() {
+    let (env, server) = setup(Script::new().conversation(
+        "holder dies",
+        vec![
+            // The command's parent is the holder, out of its reach.
+            Step::reply(vec![bash(
+                "kill -9 $PPID; echo $PPID > holder.pid; \
+                 while [ ! -f go ]; do sleep 0.02; done; echo released",
+            )]),
+            Step::reply(vec![bash("echo ran > ran.txt")]),
+            Step::text("done"),
+        ],
+    ));
+    let alcove = exec_command(&env, &server, &["holder dies"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid_file = env.workspace().join("holder.pid");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !pid_file.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let holder: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(holder),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    std::fs::write(env.workspace().join("go"), "").unwrap();
+    let out = alcove.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let requests = server.requests();
+    let results = requests.last().unwrap().tool_results();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(
+        results[0].1.contains("Operation not permitted"),
+        "{results:?}"
+    );
+    assert!(
+        results[1].2 && results[1].1.contains("holder"),
+        "{results:?}"
+    );
+    assert!(!env.workspace().join("ran.txt").exists());
+}
+
+#[test]
 fn a_remote_alcove_child_keeps_its_parents_sandbox_even_when_told_off() {
     let outside = outside_dir();
     let target = outside.path().join("remote.txt");
