@@ -445,13 +445,17 @@ async fn send(
 }
 
 fn append(runtime: &Runtime, run: &AgentRun, messages: &mut Vec<Message>, message: Message) {
-    runtime.emit(
-        &run.path,
-        EventKind::Message {
-            message: message.clone(),
-        },
-    );
-    messages.push(message);
+    // The event lends the message to the sinks and gives it back: a copy
+    // per message (tool results included) was a twentieth of a wide
+    // fan-out's instructions.
+    let event = AgentEvent {
+        agent: run.path.clone(),
+        kind: EventKind::Message { message },
+    };
+    runtime.events.emit(&event);
+    if let EventKind::Message { message } = event.kind {
+        messages.push(message);
+    }
 }
 
 fn delta_event(delta: StreamDelta) -> EventKind {
