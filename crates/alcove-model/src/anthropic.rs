@@ -165,8 +165,11 @@ enum Piece<'a> {
 }
 
 impl<'a> Body<'a> {
-    /// The body for `request`; with a `cache`, messages without a
-    /// breakpoint are taken from it (and left in it) as JSON.
+    /// The body for `request`; with a `cache`, messages are taken from it
+    /// (and left in it) as JSON. A message carrying a breakpoint is keyed
+    /// apart from the same message without one (its fingerprint counts the
+    /// mark), so the newest user message, marked again as the previous one
+    /// on the next request, is escaped once for both.
     fn new(model: &'a str, request: &'a ModelRequest, cache: Option<&SerializedCache>) -> Body<'a> {
         // Consecutive messages of one role are joined: the API wants roles
         // to alternate.
@@ -187,15 +190,13 @@ impl<'a> Body<'a> {
                 block.mark();
             }
         }
-        let marked = |index: usize| newest == Some(index) || previous == Some(index);
         let messages = messages
             .into_iter()
-            .enumerate()
-            .map(|(index, message)| match cache {
-                Some(cache) if !marked(index) => cache
+            .map(|message| match cache {
+                Some(cache) => cache
                     .get_or_insert(message.fingerprint(), &message)
                     .map_or(Piece::Fresh(message), Piece::Cached),
-                _ => Piece::Fresh(message),
+                None => Piece::Fresh(message),
             })
             .collect();
         let tools = match cache {
