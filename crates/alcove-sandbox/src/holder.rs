@@ -76,6 +76,9 @@ fn decode(bytes: &[u8]) -> Result<Request, String> {
     })
 }
 
+/// How many rulesets (and program paths) the holder keeps at most.
+const KEPT_AT_MOST: usize = 16;
+
 /// What the holder keeps between commands, so each fork does the least:
 /// the Landlock ruleset of each policy (rebuilt when a path it was built
 /// from changed), where each program was found on each `PATH`, and the
@@ -230,7 +233,7 @@ fn start(
             .is_some_and(fs_rules::Prepared::still_fits);
         if !fits {
             let prepared = fs_rules::prepare(&request.policy)?;
-            kept.rulesets.insert(request.policy_json.clone(), prepared);
+            kept.keep_ruleset(request.policy_json.clone(), prepared);
         }
     }
     let found = request
@@ -259,6 +262,17 @@ fn start(
 }
 
 impl Kept {
+    /// Keeps `prepared` for `policy`, forgetting all kept so far when
+    /// there are [`KEPT_AT_MOST`]: a read-only command's policy names its
+    /// own temp folder, so policies need not repeat, and each ruleset
+    /// holds a descriptor.
+    fn keep_ruleset(&mut self, policy: String, prepared: fs_rules::Prepared) {
+        if self.rulesets.len() >= KEPT_AT_MOST {
+            self.rulesets.clear();
+        }
+        self.rulesets.insert(policy, prepared);
+    }
+
     /// Where `program` is on the command's `PATH` (as `execvp` would find
     /// it), remembered; the name itself when it has a slash or is not found.
     fn find(&mut self, program: &OsStr, env: &[(OsString, OsString)]) -> OsString {
@@ -282,6 +296,9 @@ impl Kept {
                     .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
             })
             .map_or_else(|| program.to_owned(), std::path::PathBuf::into_os_string);
+        if self.programs.len() >= KEPT_AT_MOST {
+            self.programs.clear();
+        }
         self.programs.insert(key, found.clone());
         found
     }
@@ -360,6 +377,33 @@ fn become_command(
 mod tests {
     use super::*;
     use crate::held::encode;
+
+    #[test]
+    fn the_holder_keeps_a_bounded_number_of_rulesets() {
+        let mut kept = Kept {
+            rulesets: HashMap::new(),
+            programs: HashMap::new(),
+            limits: ResourceLimits::NONE,
+        };
+        let policy = LaunchPolicy {
+            mode: crate::SandboxMode::ReadOnly,
+            network: false,
+            allow_loopback: false,
+            network_holder: None,
+            writable: Vec::new(),
+            deny_read: Vec::new(),
+            limits: ResourceLimits::NONE,
+        };
+        for n in 0..3 * KEPT_AT_MOST {
+            let prepared = fs_rules::prepare(&policy).unwrap();
+            kept.keep_ruleset(format!("policy {n}"), prepared);
+            assert!(kept.rulesets.len() <= KEPT_AT_MOST);
+        }
+        assert!(
+            kept.rulesets
+                .contains_key(&format!("policy {}", 3 * KEPT_AT_MOST - 1))
+        );
+    }
 
     #[test]
     fn a_request_decodes_to_what_was_encoded() {
