@@ -288,7 +288,10 @@ impl Kept {
         if let Some(found) = self.programs.get(&key) {
             return found.clone();
         }
+        // Only absolute folders: a relative one (or an empty `PATH`) would
+        // name the holder's own folder, which is not the command's.
         let found = std::env::split_paths(&key.1)
+            .filter(|dir| dir.is_absolute())
             .map(|dir| dir.join(program))
             .find(|candidate| {
                 candidate
