@@ -1,10 +1,11 @@
 //! `alcove-sandbox`: the sandbox launcher as a binary of its own.
 //!
-//! alcove starts every confined command through it
-//! (`alcove_sandbox::launcher`). It links nothing but the launcher, so it
-//! starts in a fraction of the time alcove's own binary takes; alcove
-//! re-executes itself (`alcove __sandbox`) when this one is not installed
-//! beside it.
+//! alcove runs it once per session as the holder of the session's network
+//! namespace, which forks the confined commands, and per command as the
+//! launcher where the holder cannot start one (`alcove_sandbox::launcher`).
+//! It links nothing but the sandbox, so it starts in a fraction of the time
+//! alcove's own binary takes; alcove re-executes itself (`alcove
+//! __sandbox`) when this one is not installed beside it.
 
 use std::process::ExitCode;
 

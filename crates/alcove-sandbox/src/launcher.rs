@@ -1,8 +1,9 @@
 //! The launcher: `alcove-sandbox <policy-json> -- <program> <args…>`, or
 //! `alcove __sandbox <policy-json> -- …` where that binary is missing.
 //!
-//! Every confined command starts through this small program (as Codex
-//! re-executes itself): the launcher sets the resource limits, moves
+//! A confined command the session's holder cannot start ([`crate::held`]:
+//! one with the network on, or a session without a holder) starts through
+//! this small program (as Codex re-executes itself): the launcher sets the resource limits, moves
 //! into the session's network namespace when the network is off
 //! ([`shared_net`], or a fresh one where the session has none), locks
 //! itself into a Landlock domain, and then replaces itself with the command,

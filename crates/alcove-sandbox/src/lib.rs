@@ -1,11 +1,14 @@
 //! Confinement for the commands alcove runs, with the kernel's own means.
 //!
-//! A confined command is started as `alcove-sandbox <policy> -- bash -c
-//! CMD`: the [`launcher`] (a small binary installed beside alcove, or
-//! alcove itself re-executed as `alcove __sandbox`) applies the resource
-//! [`limits`], the session's network namespace when the network is off
-//! ([`shared_net`], or a fresh one of its own, [`net`]), and a Landlock domain ([`fs_rules`]) to itself, then becomes the
-//! command. [`Confinement`] is the session's side: it resolves one agent's
+//! With the network off, a confined command is forked by the session's
+//! holder ([`shared_net`], [`held`]), in the session's network namespace;
+//! otherwise it is started as `alcove-sandbox <policy> -- bash -c CMD`.
+//! Either way the process that becomes the command applies the resource
+//! [`limits`], the network namespace (the session's, or a fresh one of its
+//! own, [`net`]) and a Landlock domain ([`fs_rules`]) to itself first: the
+//! holder's child as [`holder`] says, the [`launcher`] (a small binary
+//! installed beside alcove, or alcove itself re-executed as `alcove
+//! __sandbox`) as it says. [`Confinement`] is the session's side: it resolves one agent's
 //! [`SandboxScope`] and workspace into a [`LaunchPolicy`] and the argv that
 //! starts it, probes off the start-up path whether the kernel can do it at
 //! all ([`availability`]), and
