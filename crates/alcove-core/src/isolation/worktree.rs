@@ -212,12 +212,21 @@ impl Worktree {
                 .map_err(|err| format!("cannot create {}: {err}", parent.display()))?;
         }
         let path_text = path.to_string_lossy().into_owned();
-        git_ok(
-            &repo,
-            &[
-                "worktree", "add", "--quiet", "-b", branch, &path_text, &base,
-            ],
-        )?;
+        {
+            // One `git worktree add` at a time in this process: siblings
+            // start together, and two at once in one repository (a new
+            // branch each, the worktrees' admin folder) failed now and then.
+            static ADDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+            let _one_at_a_time = ADDING
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            git_ok(
+                &repo,
+                &[
+                    "worktree", "add", "--quiet", "-b", branch, &path_text, &base,
+                ],
+            )?;
+        }
         let inside = workspace
             .canonicalize()
             .ok()
