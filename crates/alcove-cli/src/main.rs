@@ -4,6 +4,7 @@
 //! exits the process. `exec` runs one prompt headless; the interactive UI
 //! (`tui`) renders the same event stream.
 
+mod agent_setup;
 mod agents_cmd;
 mod batch_cmd;
 mod batch_progress;

@@ -16,7 +16,11 @@ use std::time::SystemTime;
 
 use alcove_protocol::{AgentEvent, AgentPath, ContentBlock, EventKind, Message, Role};
 
+use alcove_core::{read_transcript, replay_compaction};
+use anyhow::Context;
+
 use crate::UsageError;
+use crate::config::Dirs;
 use crate::session::Session;
 
 /// The note appended to a conversation whose last turn did not finish, so
@@ -195,6 +199,78 @@ fn read_info(path: &Path) -> Option<SessionInfo> {
         }
     }
     info
+}
+
+/// One more than the highest `agent-N` among a session's child transcripts
+/// (1 for a new session).
+pub(crate) fn next_child_number(children: &std::path::Path) -> u64 {
+    let highest = std::fs::read_dir(children)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            let stem = name.strip_suffix(".jsonl")?;
+            stem.rsplit("agent-").next()?.parse::<u64>().ok()
+        })
+        .max()
+        .unwrap_or(0);
+    highest + 1
+}
+
+/// What a resumed session continues from.
+#[derive(Debug, Default)]
+pub(crate) struct Resumed {
+    pub(crate) history: Vec<Message>,
+    pub(crate) ended_by_overflow: bool,
+}
+
+/// The main agent's history recorded in session `id`'s transcript: its
+/// `message` events in order, with each `compacted` event applied where it
+/// happened, so a compacted session continues from the compacted history.
+pub(crate) fn resumed_history(dirs: &Dirs, id: &str) -> anyhow::Result<Resumed> {
+    if id.is_empty() || id.contains(['/', '\\']) || id.starts_with('.') {
+        return Err(UsageError(format!("`{id}` is not a session id")).into());
+    }
+    let path = dirs.data.join("sessions").join(format!("{id}.jsonl"));
+    if !path.exists() {
+        return Err(UsageError(format!(
+            "no session `{id}`: {} does not exist",
+            path.display()
+        ))
+        .into());
+    }
+    let events =
+        read_transcript(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut resumed = Resumed::default();
+    for event in events
+        .into_iter()
+        .filter(|event| event.agent == AgentPath::main())
+    {
+        match event.kind {
+            EventKind::Message { message } => resumed.history.push(message),
+            EventKind::Compacted {
+                cleared,
+                replaced,
+                summary,
+                ..
+            } => replay_compaction(&mut resumed.history, &cleared, replaced, summary.as_deref()),
+            // A run that made no request (`exec --compact` alone) did not
+            // change how the history ends.
+            EventKind::SessionEnded { turns: 0, .. } => {}
+            EventKind::SessionEnded { error, .. } => {
+                resumed.ended_by_overflow = error.as_deref().is_some_and(ended_by_overflow);
+            }
+            _ => {}
+        }
+    }
+    Ok(resumed)
+}
+
+/// Whether a run's error says its request did not fit the context window
+/// (the loop's own wording, `compaction::Context::too_long`).
+pub(crate) fn ended_by_overflow(error: &str) -> bool {
+    error.starts_with("the conversation does not fit")
 }
 
 #[cfg(test)]

@@ -7,22 +7,22 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use alcove_core::{
-    AgentLimits, AgentRun, Approver, Commands, DEFAULT_MAX_TOOL_CALLS_PER_REPLY, EventSink, FanOut,
-    HookSession, Limits, Memory, ModelFactory, POLICY_ENV, ParentPolicy, PermissionGate,
-    PermissionMode, ProjectContext, Runtime, SkillTool, Skills, Supervisor, Transcript,
-    read_transcript, replay_compaction, system_prompt,
+    AgentRun, Approver, Commands, DEFAULT_MAX_TOOL_CALLS_PER_REPLY, EventSink, FanOut, HookSession,
+    Limits, Memory, ModelFactory, POLICY_ENV, ParentPolicy, PermissionGate, PermissionMode,
+    ProjectContext, Runtime, SkillTool, Skills, Supervisor, Transcript, system_prompt,
 };
 use alcove_mcp::McpManager;
 use alcove_protocol::{AgentPath, EventKind, Message};
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
+use crate::agent_setup::{agent_limits, tool_profile};
 use crate::config::{self, Config, Dirs};
 use crate::context_setup::{self, WindowChoice};
 use crate::model_aliases::Aliases;
+use crate::resume::{Resumed, next_child_number, resumed_history};
 use crate::{
     CommonArgs, UsageError, agents_cmd, config_show, hook_setup, mcp_setup, permission_setup,
     provider, sandbox_setup, skills_cmd,
@@ -428,78 +428,6 @@ impl Session {
     }
 }
 
-/// One more than the highest `agent-N` among a session's child transcripts
-/// (1 for a new session).
-fn next_child_number(children: &std::path::Path) -> u64 {
-    let highest = std::fs::read_dir(children)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| {
-            let name = entry.file_name().into_string().ok()?;
-            let stem = name.strip_suffix(".jsonl")?;
-            stem.rsplit("agent-").next()?.parse::<u64>().ok()
-        })
-        .max()
-        .unwrap_or(0);
-    highest + 1
-}
-
-/// What a resumed session continues from.
-#[derive(Debug, Default)]
-struct Resumed {
-    history: Vec<Message>,
-    ended_by_overflow: bool,
-}
-
-/// The main agent's history recorded in session `id`'s transcript: its
-/// `message` events in order, with each `compacted` event applied where it
-/// happened, so a compacted session continues from the compacted history.
-fn resumed_history(dirs: &Dirs, id: &str) -> anyhow::Result<Resumed> {
-    if id.is_empty() || id.contains(['/', '\\']) || id.starts_with('.') {
-        return Err(UsageError(format!("`{id}` is not a session id")).into());
-    }
-    let path = dirs.data.join("sessions").join(format!("{id}.jsonl"));
-    if !path.exists() {
-        return Err(UsageError(format!(
-            "no session `{id}`: {} does not exist",
-            path.display()
-        ))
-        .into());
-    }
-    let events =
-        read_transcript(&path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut resumed = Resumed::default();
-    for event in events
-        .into_iter()
-        .filter(|event| event.agent == AgentPath::main())
-    {
-        match event.kind {
-            EventKind::Message { message } => resumed.history.push(message),
-            EventKind::Compacted {
-                cleared,
-                replaced,
-                summary,
-                ..
-            } => replay_compaction(&mut resumed.history, &cleared, replaced, summary.as_deref()),
-            // A run that made no request (`exec --compact` alone) did not
-            // change how the history ends.
-            EventKind::SessionEnded { turns: 0, .. } => {}
-            EventKind::SessionEnded { error, .. } => {
-                resumed.ended_by_overflow = error.as_deref().is_some_and(ended_by_overflow);
-            }
-            _ => {}
-        }
-    }
-    Ok(resumed)
-}
-
-/// Whether a run's error says its request did not fit the context window
-/// (the loop's own wording, `compaction::Context::too_long`).
-pub(crate) fn ended_by_overflow(error: &str) -> bool {
-    error.starts_with("the conversation does not fit")
-}
-
 /// The policy a parent alcove passed (`--parent-policy`, or
 /// `ALCOVE_PARENT_POLICY` when the flag is absent).
 fn parent_policy(common: &CommonArgs) -> Result<Option<ParentPolicy>, UsageError> {
@@ -509,100 +437,8 @@ fn parent_policy(common: &CommonArgs) -> Result<Option<ParentPolicy>, UsageError
 }
 
 /// Reads an environment variable, treating empty as unset.
-fn env_var(name: &str) -> Option<String> {
+pub(crate) fn env_var(name: &str) -> Option<String> {
     std::env::var(name)
         .ok()
         .filter(|value| !value.trim().is_empty())
-}
-
-/// `[agents]`, with `ALCOVE_SUBAGENT_MAX_AGENTS` and
-/// `ALCOVE_ENABLE_COLLAB_TOOLS` (seed 001's switches) on top.
-/// Which tools the main agent is offered by default.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ToolProfile {
-    /// Every tool.
-    Full,
-    /// For small local models: without the five background-delegation
-    /// tools unless `agents.collab` (or `ALCOVE_ENABLE_COLLAB_TOOLS`) asks.
-    Lean,
-}
-
-fn tool_profile(config: &Config) -> Result<ToolProfile, UsageError> {
-    match config.tool_profile.as_deref() {
-        None | Some("full") => Ok(ToolProfile::Full),
-        Some("lean") => Ok(ToolProfile::Lean),
-        Some(other) => Err(UsageError(format!(
-            "tool_profile = \"{other}\" is not known; use \"full\" or \"lean\""
-        ))),
-    }
-}
-
-fn agent_limits(settings: &config::AgentsEntry, profile: ToolProfile) -> AgentLimits {
-    let defaults = AgentLimits::default();
-    let collab_default = match profile {
-        ToolProfile::Full => defaults.collab,
-        ToolProfile::Lean => false,
-    };
-    let env_max =
-        env_var("ALCOVE_SUBAGENT_MAX_AGENTS").and_then(|value| value.trim().parse::<usize>().ok());
-    let collab = match env_var("ALCOVE_ENABLE_COLLAB_TOOLS").as_deref() {
-        Some("0") => false,
-        Some(_) => true,
-        None => settings.collab.unwrap_or(collab_default),
-    };
-    AgentLimits {
-        collab,
-        wait_min: settings
-            .wait_min_ms
-            .map(Duration::from_millis)
-            .unwrap_or(defaults.wait_min),
-        wait_max: settings
-            .wait_max_ms
-            .map(Duration::from_millis)
-            .unwrap_or(defaults.wait_max),
-        max_depth: settings.max_depth.unwrap_or(defaults.max_depth),
-        max_turns: settings.max_turns.unwrap_or(defaults.max_turns),
-        max_concurrent: env_max
-            .filter(|max| *max > 0)
-            .or(settings.max_concurrent)
-            .unwrap_or(defaults.max_concurrent),
-        max_parallel: settings
-            .max_parallel
-            .filter(|max| *max > 0)
-            .unwrap_or(defaults.max_parallel),
-        // Not `from_secs_f64`: it panicked on `timeout_secs = inf` or `1e30`.
-        timeout: settings
-            .timeout_secs
-            .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
-            .filter(|timeout| !timeout.is_zero()),
-        max_tokens: settings.max_tokens,
-        tree_max_tokens: settings.tree_max_tokens,
-        tree_max_turns: settings.tree_max_turns,
-        wait_on_exit: settings.wait_on_exit.unwrap_or(defaults.wait_on_exit),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `timeout_secs` values that are no duration (TOML allows `inf` and
-    /// `nan`) panicked in `Duration::from_secs_f64`; they mean no timeout.
-    #[test]
-    fn agent_timeouts_that_are_no_duration_are_ignored() {
-        let limits = |secs: f64| {
-            agent_limits(
-                &config::AgentsEntry {
-                    timeout_secs: Some(secs),
-                    ..config::AgentsEntry::default()
-                },
-                ToolProfile::Full,
-            )
-            .timeout
-        };
-        for secs in [f64::INFINITY, f64::NAN, 1e30, -1.0, 0.0, 1e-12] {
-            assert_eq!(limits(secs), None, "{secs}");
-        }
-        assert_eq!(limits(90.0), Some(Duration::from_secs(90)));
-    }
 }

@@ -95,8 +95,6 @@ pub struct Launch {
     /// The session's holder, when the command joins its namespace: it can
     /// start the command itself ([`Launch::start_held`]).
     holder: Option<Arc<OnceLock<Option<NetworkHolder>>>>,
-    /// Whether the policy names the session's holder.
-    joins: bool,
 }
 
 impl Launch {
@@ -194,26 +192,18 @@ impl Confinement {
                 scope.mode.as_str()
             ));
         }
-        let holder = self.network_holder.get().and_then(Option::as_ref);
-        let mut launch = self.build_launch(
-            scope,
-            workspace,
-            holder.map(NetworkHolder::pid),
-            program,
-            args,
-        )?;
-        if launch.joins {
-            launch.holder = Some(self.network_holder.clone());
-        }
-        Ok(Some(launch))
+        self.build_launch(scope, workspace, true, program, args)
+            .map(Some)
     }
 
-    /// The launch of `program args…`, whether or not this machine can do it.
+    /// The launch of `program args…`, whether or not this machine can do it;
+    /// in the session's network namespace when `join` and the scope is
+    /// confined without network (and the holder is up).
     fn build_launch(
         &self,
         scope: SandboxScope,
         workspace: &Path,
-        network_holder: Option<u32>,
+        join: bool,
         program: &str,
         args: &[&str],
     ) -> Result<Launch, String> {
@@ -237,8 +227,10 @@ impl Confinement {
                 writable
             }
         };
-        let network_holder = network_holder.filter(|_| scope.is_confined() && !scope.network);
-        let joins = network_holder.is_some();
+        let network_holder = (join && scope.is_confined() && !scope.network)
+            .then(|| self.network_holder.get().and_then(Option::as_ref))
+            .flatten()
+            .map(NetworkHolder::pid);
         let policy = LaunchPolicy {
             mode: scope.mode,
             network: scope.network,
@@ -258,8 +250,7 @@ impl Confinement {
             args: argv,
             env,
             private_tmp,
-            holder: None,
-            joins,
+            holder: network_holder.map(|_| self.network_holder.clone()),
         })
     }
 
@@ -291,7 +282,7 @@ impl Confinement {
     /// out whether they can and, if not, why.
     pub fn probe(&self) -> Verdict {
         let launch =
-            self.build_launch(SandboxScope::default(), Path::new("/"), None, "true", &[])?;
+            self.build_launch(SandboxScope::default(), Path::new("/"), false, "true", &[])?;
         let holder = launch.policy().and_then(|check| {
             NetworkHolder::start(
                 &self.launcher,

@@ -23,6 +23,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 mod bash;
+mod capture;
 mod edit;
 mod env_policy;
 mod glob;

@@ -208,7 +208,7 @@ impl Totals {
         let overflow = outcome
             .error
             .as_deref()
-            .is_some_and(crate::session::ended_by_overflow);
+            .is_some_and(crate::resume::ended_by_overflow);
         *history = outcome.messages;
         for message in repair_history(history, overflow) {
             session
