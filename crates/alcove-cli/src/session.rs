@@ -193,12 +193,20 @@ impl Session {
         // waits for them at most their startup timeout (`ready`).
         let (mcp_configs, mcp_warnings) = mcp_setup::configs_from(layers, workspace.root());
         setup_warnings.extend(mcp_warnings);
+        // MCP servers and hooks get the same `[env]` policy as Bash: they
+        // do not see the secrets. Matching the environment against it is
+        // done only when either exists (it was a twelfth of start-up's
+        // instructions, done twice, for sessions that have neither).
+        let env_remove = if mcp_configs.is_empty() && hook_config.is_empty() {
+            Vec::new()
+        } else {
+            permission_setup::env_policy(&config).names_to_remove(std::env::vars_os())
+        };
         let mcp = McpManager::start(
             mcp_configs,
             workspace.root(),
             &dirs.data.join("sessions").join(&id).join("mcp"),
-            // The same `[env]` policy as Bash: servers do not see the secrets.
-            &permission_setup::env_policy(&config).names_to_remove(std::env::vars_os()),
+            &env_remove,
         );
         let mut observers = FanOut::default();
         for sink in front_end.sinks {
@@ -219,9 +227,7 @@ impl Session {
                 transcript_path: transcript_path.clone(),
                 cwd: workspace.root().to_owned(),
                 permission_mode: mode.as_str().to_owned(),
-                // The same `[env]` policy as Bash commands.
-                env_remove: permission_setup::env_policy(&config)
-                    .names_to_remove(std::env::vars_os()),
+                env_remove,
             },
             events.clone(),
         );

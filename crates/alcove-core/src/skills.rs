@@ -27,9 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use alcove_protocol::ToolSpec;
-use alcove_tools::{
-    Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for,
-};
+use alcove_tools::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -316,7 +314,8 @@ impl SkillTool {
             approver,
             gate,
             asked: Mutex::default(),
-            spec: spec_for::<SkillInput>(
+            spec: alcove_tools::tool_spec!(
+                SkillInput,
                 "Skill",
                 "Load a skill's instructions by name (the system prompt lists the available skills). \
                  Returns the instructions and the skill's folder; follow them. Pass `args` when the \
@@ -438,6 +437,13 @@ impl Tool for SkillTool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kept_schema_is_the_input_types() {
+        // A debug build stops on a kept schema that is not the type's.
+        let spec = alcove_tools::tool_spec!(SkillInput, "Skill", "");
+        assert_eq!(spec.input_schema.to_value()["required"][0], "skill");
+    }
 
     #[test]
     fn front_matter_is_read_with_the_shared_parser() {

@@ -4,9 +4,7 @@
 use std::sync::Arc;
 
 use alcove_protocol::ToolSpec;
-use alcove_tools::{
-    Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for,
-};
+use alcove_tools::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -45,7 +43,8 @@ impl ListMcpResources {
     pub(crate) fn new(manager: Arc<McpManager>) -> ListMcpResources {
         ListMcpResources {
             manager,
-            spec: spec_for::<ListInput>(
+            spec: alcove_tools::tool_spec!(
+                ListInput,
                 "ListMcpResources",
                 "Lists the resources MCP servers offer (URI, name, description).",
             ),
@@ -57,7 +56,8 @@ impl ReadMcpResource {
     pub(crate) fn new(manager: Arc<McpManager>) -> ReadMcpResource {
         ReadMcpResource {
             manager,
-            spec: spec_for::<ReadInput>(
+            spec: alcove_tools::tool_spec!(
+                ReadInput,
                 "ReadMcpResource",
                 "Reads one resource of an MCP server by its URI.",
             ),
@@ -160,5 +160,22 @@ impl Tool for ReadMcpResource {
             }
             Err(err) => call_error(server, err),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kept_schemas_are_the_input_types() {
+        // A debug build stops on a kept schema that is not the type's.
+        let list = alcove_tools::tool_spec!(ListInput, "ListMcpResources", "");
+        let read = alcove_tools::tool_spec!(ReadInput, "ReadMcpResource", "");
+        assert_eq!(list.input_schema.to_value()["type"], "object");
+        assert_eq!(
+            read.input_schema.to_value()["required"],
+            serde_json::json!(["server", "uri"])
+        );
     }
 }

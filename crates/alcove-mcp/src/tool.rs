@@ -38,7 +38,7 @@ impl McpTool {
             } else {
                 remote.description.clone()
             },
-            input_schema: schema,
+            input_schema: schema.into(),
         };
         McpTool {
             server,

@@ -264,7 +264,7 @@ fn merged(messages: &[Message]) -> Vec<MessageJson<'_>> {
 struct ToolJson<'a> {
     name: &'a str,
     description: &'a str,
-    input_schema: &'a Value,
+    input_schema: &'a alcove_protocol::Schema,
     #[serde(skip_serializing_if = "Option::is_none")]
     cache_control: Option<Ephemeral>,
 }

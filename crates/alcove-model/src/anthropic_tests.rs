@@ -209,7 +209,7 @@ fn sample_request() -> ModelRequest {
         tools: vec![ToolSpec {
             name: "ls".into(),
             description: "list a directory".into(),
-            input_schema: json!({"type": "object"}),
+            input_schema: json!({"type": "object"}).into(),
         }]
         .into(),
         max_tokens: 1024,
@@ -311,11 +311,11 @@ fn cached_messages_give_the_same_bytes_as_fresh_ones() {
     // changed, and a tool added after it (the breakpoint moves to the new
     // last one).
     let mut tools = request.tools.to_vec();
-    tools[0].input_schema = json!({"type": "object", "required": ["path"]});
+    tools[0].input_schema = json!({"type": "object", "required": ["path"]}).into();
     tools.push(ToolSpec {
         name: "cat".into(),
         description: "print a file".into(),
-        input_schema: json!({"type": "object"}),
+        input_schema: json!({"type": "object"}).into(),
     });
     request.tools = tools.into();
     let bytes = body_bytes(&request, Some(&cache));

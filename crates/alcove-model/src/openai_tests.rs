@@ -262,7 +262,7 @@ fn request_body_translates_messages() {
         tools: vec![ToolSpec {
             name: "ls".into(),
             description: "list a directory".into(),
-            input_schema: json!({"type": "object"}),
+            input_schema: json!({"type": "object"}).into(),
         }]
         .into(),
         max_tokens: 512,

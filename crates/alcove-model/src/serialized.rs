@@ -182,7 +182,7 @@ mod tests {
         vec![ToolSpec {
             name: name.into(),
             description: String::new(),
-            input_schema: json!({"type": "object"}),
+            input_schema: json!({"type": "object"}).into(),
         }]
         .into()
     }

@@ -123,7 +123,7 @@ mod tests {
             .map(|name| ToolSpec {
                 name: (*name).to_owned(),
                 description: String::new(),
-                input_schema: json!({"type": "object"}),
+                input_schema: json!({"type": "object"}).into(),
             })
             .collect()
     }

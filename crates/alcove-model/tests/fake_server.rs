@@ -51,7 +51,8 @@ fn request(prompt: &str) -> ModelRequest {
         tools: vec![ToolSpec {
             name: "read_file".into(),
             description: "Reads a file.".into(),
-            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}})
+                .into(),
         }]
         .into(),
         max_tokens: 256,

@@ -15,6 +15,8 @@
 
 mod event;
 mod message;
+mod schema;
 
 pub use event::{AgentEvent, AgentPath, Effects, EventKind, RunStatus};
 pub use message::{ContentBlock, Message, Role, StopReason, ToolSpec, Usage};
+pub use schema::Schema;

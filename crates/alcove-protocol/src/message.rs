@@ -7,6 +7,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::Schema;
+
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -102,7 +104,7 @@ pub struct ToolSpec {
     /// What it does and when to use it, for the model.
     pub description: String,
     /// JSON Schema of its arguments.
-    pub input_schema: Value,
+    pub input_schema: Schema,
 }
 
 /// Token counts reported by a provider.

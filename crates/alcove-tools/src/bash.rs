@@ -35,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     Access, Effects, EnvPolicy, Invocation, ProcessGroup, Tool, ToolContext, ToolOutput, Workspace,
-    parse_input, spec_for,
+    parse_input,
 };
 
 const NAME: &str = "Bash";
@@ -86,7 +86,7 @@ impl Bash {
     /// A `Bash` tool whose commands' environment follows `env`.
     pub fn with_env_policy(env: EnvPolicy) -> Bash {
         Bash {
-            spec: spec_for::<BashInput>(NAME, DESCRIPTION),
+            spec: crate::tool_spec!(BashInput, NAME, DESCRIPTION),
             env,
             confinement: None,
         }

@@ -10,9 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{
-    Access, Effects, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for,
-};
+use crate::{Access, Effects, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
 
 const NAME: &str = "Edit";
 const DESCRIPTION: &str = "Replaces text in a file. old_string must match the file exactly, \
@@ -40,7 +38,7 @@ pub struct Edit {
 impl Default for Edit {
     fn default() -> Self {
         Edit {
-            spec: spec_for::<EditInput>(NAME, DESCRIPTION),
+            spec: crate::tool_spec!(EditInput, NAME, DESCRIPTION),
         }
     }
 }

@@ -17,7 +17,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     Access, HiddenPaths, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input,
-    spec_for,
 };
 
 const NAME: &str = "Glob";
@@ -90,7 +89,7 @@ pub struct Glob {
 impl Default for Glob {
     fn default() -> Self {
         Glob {
-            spec: spec_for::<GlobInput>(NAME, DESCRIPTION),
+            spec: crate::tool_spec!(GlobInput, NAME, DESCRIPTION),
         }
     }
 }

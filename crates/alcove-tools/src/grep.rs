@@ -22,7 +22,6 @@ use tokio_util::sync::CancellationToken;
 use crate::read::cut_line;
 use crate::{
     Access, HiddenPaths, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input,
-    spec_for,
 };
 
 const NAME: &str = "Grep";
@@ -197,7 +196,7 @@ pub struct Grep {
 impl Default for Grep {
     fn default() -> Self {
         Grep {
-            spec: spec_for::<GrepInput>(NAME, DESCRIPTION),
+            spec: crate::tool_spec!(GrepInput, NAME, DESCRIPTION),
         }
     }
 }

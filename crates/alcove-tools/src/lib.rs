@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use alcove_protocol::Effects;
-use alcove_protocol::{AgentPath, ToolSpec};
+use alcove_protocol::{AgentPath, Schema, ToolSpec};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -254,12 +254,59 @@ pub fn parse_input<T: DeserializeOwned>(tool: &str, input: &Value) -> Result<T, 
 }
 
 /// Builds a [`ToolSpec`] whose schema is derived from the argument type and
-/// made lean (see [`lean_schema`]).
+/// made lean (see [`lean_schema`]) now, at run time. Tools use
+/// [`tool_spec!`], which reads the same schema from a file instead.
 pub fn spec_for<T: schemars::JsonSchema>(name: &str, description: &str) -> ToolSpec {
-    // The schema is a JSON value already: taken, not serialized again
-    // (that copy was a fifth of start-up's instructions, bench/notes.md).
-    let mut input_schema = schemars::schema_for!(T).to_value();
-    schema::lean(&mut input_schema);
+    ToolSpec {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        input_schema: Schema::from(schema::lean_schema_of::<T>()),
+    }
+}
+
+/// The [`ToolSpec`] of a tool whose arguments are the type `$input`; its
+/// schema is the calling crate's `schemas/$input.json`.
+///
+/// Deriving the lean schemas at start was two fifths of the instructions
+/// before alcove's first request (bench/notes.md, issue 16), so they are
+/// derived when the code is tested instead: a debug build checks the file
+/// against the type each time it builds the spec and stops on a stale one;
+/// `ALCOVE_BLESS_SCHEMAS=1 cargo test` writes the files anew.
+#[macro_export]
+macro_rules! tool_spec {
+    ($input:ident, $name:expr, $description:expr $(,)?) => {
+        $crate::kept_spec::<$input>(
+            $name,
+            $description,
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/schemas/",
+                stringify!($input),
+                ".json"
+            )),
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/schemas/",
+                stringify!($input),
+                ".json"
+            ),
+        )
+    };
+}
+
+/// What [`tool_spec!`] expands to: the spec with the schema text `kept`,
+/// read from `path`.
+pub fn kept_spec<T: schemars::JsonSchema>(
+    name: &str,
+    description: &str,
+    kept: &str,
+    path: &str,
+) -> ToolSpec {
+    #[cfg(debug_assertions)]
+    schema::check_kept::<T>(kept, path);
+    let _ = path;
+    let input_schema =
+        Schema::from_json(kept).unwrap_or_else(|| Schema::from(schema::lean_schema_of::<T>()));
     ToolSpec {
         name: name.to_owned(),
         description: description.to_owned(),

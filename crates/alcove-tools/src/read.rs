@@ -14,9 +14,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{
-    Access, Effects, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for,
-};
+use crate::{Access, Effects, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
 
 const NAME: &str = "Read";
 const DESCRIPTION: &str = "Reads a text file; returns its lines numbered like `cat -n`. Up to \
@@ -51,7 +49,7 @@ pub struct Read {
 impl Default for Read {
     fn default() -> Self {
         Read {
-            spec: spec_for::<ReadInput>(NAME, DESCRIPTION),
+            spec: crate::tool_spec!(ReadInput, NAME, DESCRIPTION),
         }
     }
 }

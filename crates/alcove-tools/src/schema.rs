@@ -11,6 +11,34 @@
 
 use serde_json::Value;
 
+/// The lean schema of `T`, derived now.
+pub(crate) fn lean_schema_of<T: schemars::JsonSchema>() -> Value {
+    let mut schema = schemars::schema_for!(T).to_value();
+    lean(&mut schema);
+    schema
+}
+
+/// Stops a debug build whose kept schema text `kept` (the file `path`) is
+/// not `T`'s lean schema, or, with `ALCOVE_BLESS_SCHEMAS` set, writes the
+/// file anew.
+#[cfg(debug_assertions)]
+pub(crate) fn check_kept<T: schemars::JsonSchema>(kept: &str, path: &str) {
+    let derived = lean_schema_of::<T>().to_string();
+    if derived == kept.trim_end() {
+        return;
+    }
+    if std::env::var_os("ALCOVE_BLESS_SCHEMAS").is_some() {
+        if let Err(error) = std::fs::write(path, format!("{derived}\n")) {
+            eprintln!("alcove: cannot write {path}: {error}");
+        }
+        return;
+    }
+    panic!(
+        "{path} is not the lean schema of {}: run `ALCOVE_BLESS_SCHEMAS=1 cargo test` to write it anew",
+        std::any::type_name::<T>()
+    );
+}
+
 /// Strips `schema` (a derived input schema) down to what a model needs:
 /// no `$schema`, no top-level title or description, no `null` in types or
 /// enums, no `anyOf` with a `null` branch, no `format`, no `minimum` of 0,

@@ -10,9 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{
-    Access, Effects, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for,
-};
+use crate::{Access, Effects, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
 
 const NAME: &str = "Write";
 const DESCRIPTION: &str = "Writes a whole file, creating missing folders. Prefer Edit to change \
@@ -35,7 +33,7 @@ pub struct Write {
 impl Default for Write {
     fn default() -> Self {
         Write {
-            spec: spec_for::<WriteInput>(NAME, DESCRIPTION),
+            spec: crate::tool_spec!(WriteInput, NAME, DESCRIPTION),
         }
     }
 }

@@ -120,7 +120,7 @@ fn lean_schemas_accept_what_the_tools_accept() {
     let tools = builtin_tools();
     for (name, input, accepted) in samples {
         let tool = tools.iter().find(|t| t.spec().name == name).unwrap();
-        let schema = &tool.spec().input_schema;
+        let schema = &tool.spec().input_schema.to_value();
         let by_tool = tool.inspect(&input, &workspace);
         let by_schema = invalid(schema, &input);
         assert_eq!(by_tool.is_ok(), accepted, "{name} {input}: {by_tool:?}");
@@ -146,6 +146,11 @@ fn lean_schemas_have_no_null_unions_formats_or_titles() {
         ] {
             assert!(!text.contains(needle), "{}: {needle} in {text}", spec.name);
         }
-        assert_eq!(spec.input_schema["type"], "object", "{}", spec.name);
+        assert_eq!(
+            spec.input_schema.to_value()["type"],
+            "object",
+            "{}",
+            spec.name
+        );
     }
 }

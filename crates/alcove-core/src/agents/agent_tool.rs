@@ -12,9 +12,7 @@
 use std::sync::Weak;
 
 use alcove_protocol::ToolSpec;
-use alcove_tools::{
-    Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for,
-};
+use alcove_tools::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -69,7 +67,7 @@ impl AgentTool {
         );
         AgentTool {
             supervisor,
-            spec: spec_for::<AgentInput>("Agent", &description),
+            spec: alcove_tools::tool_spec!(AgentInput, "Agent", &description),
         }
     }
 

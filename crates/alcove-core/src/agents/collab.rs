@@ -17,9 +17,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use alcove_protocol::ToolSpec;
-use alcove_tools::{
-    Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for,
-};
+use alcove_tools::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -109,27 +107,32 @@ struct CollabTool {
 impl CollabTool {
     fn new(supervisor: Weak<Supervisor>, kind: Kind, runner: bool) -> CollabTool {
         let spec = match kind {
-            Kind::Spawn => spec_for::<SpawnInput>(
+            Kind::Spawn => alcove_tools::tool_spec!(
+                SpawnInput,
                 "spawn_agent",
                 "Starts a subagent in the background and returns its agent_id at once; collect its \
                  result later with `wait` (you are also notified when it ends).",
             ),
-            Kind::Send => spec_for::<SendInput>(
+            Kind::Send => alcove_tools::tool_spec!(
+                SendInput,
                 "send_input",
                 "Sends a follow-up message to an agent, which continues its conversation (a running \
                  agent needs interrupt=true).",
             ),
-            Kind::Resume => spec_for::<IdInput>(
+            Kind::Resume => alcove_tools::tool_spec!(
+                IdInput,
                 "resume_agent",
                 "Reopens a closed agent so it can take send_input again.",
             ),
-            Kind::Wait => spec_for::<WaitInput>(
+            Kind::Wait => alcove_tools::tool_spec!(
+                WaitInput,
                 "wait",
                 "Waits until one of the agents (or batches) stops running or the timeout passes; \
                  returns each finished agent's status and last output, or a batch's counts and, once \
                  it ended, one line per task and the path of results.jsonl.",
             ),
-            Kind::Close => spec_for::<IdInput>(
+            Kind::Close => alcove_tools::tool_spec!(
+                IdInput,
                 "close_agent",
                 "Close an agent (or a batch: its queued and running tasks are cancelled), stopping any \
                  work it is doing.",

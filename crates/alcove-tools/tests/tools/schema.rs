@@ -4,7 +4,7 @@ use alcove_tools::{Access, Read, Tool, builtin_tools};
 use serde_json::{Value, json};
 
 fn properties(tool: &dyn Tool) -> Vec<String> {
-    let schema = &tool.spec().input_schema;
+    let schema = &tool.spec().input_schema.to_value();
     let mut names: Vec<String> = schema["properties"]
         .as_object()
         .unwrap_or_else(|| panic!("{} has no properties: {schema}", tool.spec().name))
@@ -16,7 +16,7 @@ fn properties(tool: &dyn Tool) -> Vec<String> {
 }
 
 fn required(tool: &dyn Tool) -> Vec<String> {
-    let mut names: Vec<String> = tool.spec().input_schema["required"]
+    let mut names: Vec<String> = tool.spec().input_schema.to_value()["required"]
         .as_array()
         .map(|list| {
             list.iter()
@@ -80,15 +80,18 @@ fn schemas_use_claude_code_parameter_names() {
             "{} needs a description",
             spec.name
         );
-        assert_eq!(spec.input_schema["type"], "object");
-        assert!(spec.input_schema.get("$schema").is_none());
+        assert_eq!(spec.input_schema.to_value()["type"], "object");
+        assert!(spec.input_schema.to_value().get("$schema").is_none());
         let text = spec.input_schema.to_string();
         assert!(
             !text.contains("$ref"),
             "{} schema is not self-contained: {text}",
             spec.name
         );
-        for (name, prop) in spec.input_schema["properties"].as_object().unwrap() {
+        for (name, prop) in spec.input_schema.to_value()["properties"]
+            .as_object()
+            .unwrap()
+        {
             assert!(
                 prop.get("description")
                     .and_then(Value::as_str)

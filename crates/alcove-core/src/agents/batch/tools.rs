@@ -15,9 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use alcove_protocol::{AgentPath, ToolSpec};
-use alcove_tools::{
-    Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input, spec_for,
-};
+use alcove_tools::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -154,13 +152,15 @@ struct BatchTool {
 impl BatchTool {
     fn new(supervisor: Weak<Supervisor>, retry: bool, runner: bool) -> BatchTool {
         let spec = if retry {
-            spec_for::<RetryBatchInput>(
+            alcove_tools::tool_spec!(
+                RetryBatchInput,
                 "retry_batch",
                 "Rerun, alone, the tasks of an ended batch that did not complete (failed, cut short, \
                  refused for budget, cancelled). Returns at once; collect the result with `wait`.",
             )
         } else {
-            spec_for::<SpawnBatchInput>(
+            alcove_tools::tool_spec!(
+                SpawnBatchInput,
                 "spawn_batch",
                 "Run many independent subagent tasks in one operation: pass `tasks` or a JSONL \
                  `tasks_file` (write it with a script for hundreds of tasks). Tasks beyond the \
