@@ -42,7 +42,6 @@ pub use glob::Glob;
 pub use grep::Grep;
 pub use process_group::ProcessGroup;
 pub use read::Read;
-pub use schema::lean as lean_schema;
 pub use workspace::Workspace;
 pub use write::Write;
 
@@ -253,17 +252,6 @@ pub fn parse_input<T: DeserializeOwned>(tool: &str, input: &Value) -> Result<T, 
     })
 }
 
-/// Builds a [`ToolSpec`] whose schema is derived from the argument type and
-/// made lean (see [`lean_schema`]) now, at run time. Tools use
-/// [`tool_spec!`], which reads the same schema from a file instead.
-pub fn spec_for<T: schemars::JsonSchema>(name: &str, description: &str) -> ToolSpec {
-    ToolSpec {
-        name: name.to_owned(),
-        description: description.to_owned(),
-        input_schema: Schema::from(schema::lean_schema_of::<T>()),
-    }
-}
-
 /// The [`ToolSpec`] of a tool whose arguments are the type `$input`; its
 /// schema is the calling crate's `schemas/$input.json`.
 ///
@@ -296,6 +284,7 @@ macro_rules! tool_spec {
 
 /// What [`tool_spec!`] expands to: the spec with the schema text `kept`,
 /// read from `path`.
+#[cfg_attr(not(debug_assertions), allow(unused_variables))]
 pub fn kept_spec<T: schemars::JsonSchema>(
     name: &str,
     description: &str,
@@ -304,7 +293,6 @@ pub fn kept_spec<T: schemars::JsonSchema>(
 ) -> ToolSpec {
     #[cfg(debug_assertions)]
     schema::check_kept::<T>(kept, path);
-    let _ = path;
     let input_schema =
         Schema::from_json(kept).unwrap_or_else(|| Schema::from(schema::lean_schema_of::<T>()));
     ToolSpec {

@@ -44,7 +44,7 @@ pub(crate) fn check_kept<T: schemars::JsonSchema>(kept: &str, path: &str) {
 /// enums, no `anyOf` with a `null` branch, no `format`, no `minimum` of 0,
 /// no `default`, no `additionalProperties: false` (serde still refuses
 /// unknown fields), and `$defs` written in place of their `$ref`s.
-pub fn lean(schema: &mut Value) {
+pub(crate) fn lean(schema: &mut Value) {
     if let Value::Object(map) = schema {
         for key in ["$schema", "title", "description"] {
             map.remove(key);
