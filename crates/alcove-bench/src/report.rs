@@ -135,9 +135,10 @@ pub(crate) fn render(results: &Results, context: &Context) -> String {
             let at_100 = marginal_us(forty, last);
             let _ = writeln!(
                 md,
-                "| per-turn CPU | 50-turn session (Read/Grep/Edit/Bash), instant replies; turns 41–50, {}–{} messages | {:.0} µs/turn | 2000 µs | {:.2}× | ≤ 2 ms per turn at 100 messages | {} |",
+                "| per-turn CPU | 50-turn session (Read/Grep/Edit/Bash), instant replies; turns 41–50, {}–{} messages ({} runs) | {:.0} µs/turn | 2000 µs | {:.2}× | ≤ 2 ms per turn at 100 messages | {} |",
                 forty.messages + 2,
                 last.messages,
+                session.runs,
                 at_100,
                 at_100 / 2000.0,
                 met(at_100 <= 2000.0)
@@ -349,8 +350,10 @@ fn details(md: &mut String, results: &Results) {
              alcove, so it includes the shells of the Bash calls alcove waited for. The marginal cost of a \
              band of turns is the difference between sessions of the two lengths, divided by the turns added: \
              the median over the runs of each run's difference (in a run, sessions of every length run one \
-             after another).\n\n\
-             | session | messages in the last request | CPU (median) | per turn in the band | peak RSS | wall per turn |\n|---|---|---|---|---|---|"
+             after another). Sessions run {} times each (three times the other figures' runs): a band is the \
+             difference of two totals, each of which drifts by several per cent between runs.\n\n\
+             | session | messages in the last request | CPU (median) | per turn in the band | peak RSS | wall per turn |\n|---|---|---|---|---|---|",
+            session.runs
         );
         let mut previous: Option<&SessionPoint> = None;
         for point in &session.points {

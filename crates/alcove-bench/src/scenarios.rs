@@ -186,6 +186,8 @@ pub(crate) struct SessionPoint {
 /// Per-turn CPU and peak RSS of scripted sessions of several lengths.
 pub(crate) struct Session {
     pub(crate) points: Vec<SessionPoint>,
+    /// Runs of each length (after a warm-up run).
+    pub(crate) runs: usize,
     /// CPU of the 50-turn session's Bash commands run directly by `bash -c`
     /// (part of the session's CPU, since the wrapper counts waited children).
     pub(crate) bash_cpu_ms: f64,
@@ -193,9 +195,16 @@ pub(crate) struct Session {
 
 pub(crate) const LENGTHS: [usize; 6] = [1, 10, 20, 30, 40, 50];
 
+/// Runs of each session length per `--runs`: a band's cost is the
+/// difference of two sessions' totals, each of which drifts by several
+/// per cent between runs here, so the band takes three times the runs of
+/// the other figures (as start-up does) to settle its median.
+const SESSION_RUNS_PER_RUN: usize = 3;
+
 pub(crate) fn session(bench: &Bench) -> anyhow::Result<Session> {
+    let runs = bench.runs * SESSION_RUNS_PER_RUN;
     let mut script = Script::new();
-    for run in 0..=bench.runs {
+    for run in 0..=runs {
         for turns in LENGTHS {
             script =
                 script.conversation(&format!("SESSION {turns} run {run}."), session_steps(turns));
@@ -205,7 +214,7 @@ pub(crate) fn session(bench: &Bench) -> anyhow::Result<Session> {
     let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); LENGTHS.len()];
     let mut rss: Vec<Vec<f64>> = vec![Vec::new(); LENGTHS.len()];
     let mut turnaround: Vec<Vec<f64>> = vec![Vec::new(); LENGTHS.len()];
-    for run in 0..=bench.runs {
+    for run in 0..=runs {
         for (index, turns) in LENGTHS.iter().enumerate() {
             let env = TestEnv::new();
             session_workspace(&env);
@@ -250,16 +259,17 @@ pub(crate) fn session(bench: &Bench) -> anyhow::Result<Session> {
         .collect();
     Ok(Session {
         points,
-        bash_cpu_ms: bash_share(bench, 50)?,
+        runs,
+        bash_cpu_ms: bash_share(runs, 50)?,
     })
 }
 
 /// The CPU of the Bash commands of a `turns`-turn session, run directly.
-fn bash_share(bench: &Bench, turns: usize) -> anyhow::Result<f64> {
+fn bash_share(runs: usize, turns: usize) -> anyhow::Result<f64> {
     let env = TestEnv::new();
     session_workspace(&env);
     let mut samples = Vec::new();
-    for _ in 0..bench.runs {
+    for _ in 0..runs {
         let before = measure::children_cpu()?;
         for k in (1..turns).filter(|k| k % 4 == 0) {
             let status = Command::new("bash")
