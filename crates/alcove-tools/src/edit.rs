@@ -5,11 +5,14 @@
 //! model did not look. Every refusal says why, so the model can add context
 //! and retry.
 
+use std::path::Path;
+
 use alcove_protocol::ToolSpec;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::read::INLINE_READ_BYTES;
 use crate::{Access, Effects, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
 
 const NAME: &str = "Edit";
@@ -82,49 +85,71 @@ impl Tool for Edit {
         }
         let path = context.file_path(&input.file_path);
         let shown = context.workspace.display(&path);
-        // Opening a named pipe blocks until someone writes to it: the call would hang.
-        if let Ok(meta) = tokio::fs::metadata(&path).await
-            && !meta.is_file()
-        {
-            return ToolOutput::error(format!(
-                "{shown} is not a regular file (a directory, pipe, socket or device); Edit only changes files"
-            ));
-        }
-        let bytes = match tokio::fs::read(&path).await {
-            Ok(bytes) => bytes,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                return ToolOutput::error(format!(
-                    "File does not exist: {shown} (use Write to create it)"
-                ));
-            }
-            Err(err) => return ToolOutput::error(format!("Cannot read {shown}: {err}")),
-        };
-        let Ok(text) = String::from_utf8(bytes) else {
-            return ToolOutput::error(format!(
-                "{shown} is not valid UTF-8 text; Edit only changes text files"
-            ));
-        };
-        let replace_all = input.replace_all.unwrap_or(false);
-        let (updated, count) =
-            match replace(&text, &input.old_string, &input.new_string, replace_all) {
-                Ok(done) => done,
-                Err(reason) => return ToolOutput::error(format!("{reason} in {shown}")),
-            };
-        if let Err(err) = tokio::fs::write(&path, updated.as_bytes()).await {
-            return ToolOutput::error(format!("Cannot write {shown}: {err}"));
-        }
-        let noun = if count == 1 {
-            "occurrence"
+        // A small file is edited here: its read and write take microseconds,
+        // and three trips to the blocking pool and back (one per step) cost
+        // six thread switches. A large one goes to the pool in one trip.
+        let meta = std::fs::metadata(&path);
+        let small = meta
+            .as_ref()
+            .is_ok_and(|meta| meta.is_file() && meta.len() <= INLINE_READ_BYTES);
+        let edit = move || edit_file(&path, meta, shown, &input);
+        let edited = if small {
+            Ok(edit())
         } else {
-            "occurrences"
+            tokio::task::spawn_blocking(edit).await
         };
-        let written = updated.len();
-        ToolOutput::ok(format!("Edited {shown}: replaced {count} {noun}")).with_effects(Effects {
-            files_written: vec![shown],
-            bytes: u64::try_from(written).ok(),
-            ..Effects::default()
-        })
+        edited.unwrap_or_else(|err| ToolOutput::error(format!("Edit failed: {err}")))
     }
+}
+
+/// Reads the file, replaces, and writes it back.
+fn edit_file(
+    path: &Path,
+    meta: std::io::Result<std::fs::Metadata>,
+    shown: String,
+    input: &EditInput,
+) -> ToolOutput {
+    // Opening a named pipe blocks until someone writes to it: the call would hang.
+    if let Ok(meta) = meta
+        && !meta.is_file()
+    {
+        return ToolOutput::error(format!(
+            "{shown} is not a regular file (a directory, pipe, socket or device); Edit only changes files"
+        ));
+    }
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            return ToolOutput::error(format!(
+                "File does not exist: {shown} (use Write to create it)"
+            ));
+        }
+        Err(err) => return ToolOutput::error(format!("Cannot read {shown}: {err}")),
+    };
+    let Ok(text) = String::from_utf8(bytes) else {
+        return ToolOutput::error(format!(
+            "{shown} is not valid UTF-8 text; Edit only changes text files"
+        ));
+    };
+    let replace_all = input.replace_all.unwrap_or(false);
+    let (updated, count) = match replace(&text, &input.old_string, &input.new_string, replace_all) {
+        Ok(done) => done,
+        Err(reason) => return ToolOutput::error(format!("{reason} in {shown}")),
+    };
+    if let Err(err) = std::fs::write(path, updated.as_bytes()) {
+        return ToolOutput::error(format!("Cannot write {shown}: {err}"));
+    }
+    let noun = if count == 1 {
+        "occurrence"
+    } else {
+        "occurrences"
+    };
+    let written = updated.len();
+    ToolOutput::ok(format!("Edited {shown}: replaced {count} {noun}")).with_effects(Effects {
+        files_written: vec![shown],
+        bytes: u64::try_from(written).ok(),
+        ..Effects::default()
+    })
 }
 
 /// Replaces `old` by `new` in `text`; returns the new text and the count.

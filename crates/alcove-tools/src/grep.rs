@@ -6,8 +6,8 @@
 //! they are shown so the same search always prints the same text.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 use alcove_protocol::ToolSpec;
@@ -271,6 +271,18 @@ struct Found {
     stopped_early: bool,
 }
 
+/// The walker's threads: the machine's CPUs (at most 12, as ripgrep
+/// chooses), found once. Left to the walker, every search asks again, and
+/// asking reads three cgroup files.
+fn walker_threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, std::num::NonZeroUsize::get)
+            .min(12)
+    })
+}
+
 /// Searches every file under `plan.path` in parallel.
 fn search(
     plan: &Plan,
@@ -292,17 +304,14 @@ fn search(
     }
     let collected = AtomicUsize::new(0);
     let stopped_early = AtomicBool::new(false);
+    walker.threads(walker_threads());
     let (tx, rx) = std::sync::mpsc::channel::<FileHits>();
     walker.build_parallel().run(|| {
         let tx = tx.clone();
         let (collected, stopped_early) = (&collected, &stopped_early);
-        let mut searcher = SearcherBuilder::new()
-            .line_number(true)
-            .multi_line(plan.multiline)
-            .before_context(plan.before)
-            .after_context(plan.after)
-            .binary_detection(BinaryDetection::quit(0))
-            .build();
+        // Made at a thread's first file: each holds a 64 KiB buffer to
+        // zero, and in a small tree some threads never get a file.
+        let mut searcher: Option<Searcher> = None;
         Box::new(move |entry| {
             if cancel.is_cancelled() || stopped_early.load(Ordering::Relaxed) {
                 return WalkState::Quit;
@@ -320,6 +329,15 @@ fn search(
             }
             let shown = workspace.display(path);
             let mut sink = HitSink::new(plan, &shown);
+            let searcher = searcher.get_or_insert_with(|| {
+                SearcherBuilder::new()
+                    .line_number(true)
+                    .multi_line(plan.multiline)
+                    .before_context(plan.before)
+                    .after_context(plan.after)
+                    .binary_detection(BinaryDetection::quit(0))
+                    .build()
+            });
             let searched = searcher.search_path(&plan.matcher, path, &mut sink);
             if searched.is_err() || sink.binary || !sink.matched {
                 return WalkState::Continue;

@@ -5,11 +5,14 @@
 //! allowed is the permission gate's business (it sees [`Invocation::paths`]),
 //! not this tool's.
 
+use std::path::Path;
+
 use alcove_protocol::ToolSpec;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::read::INLINE_READ_BYTES;
 use crate::{Access, Effects, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
 
 const NAME: &str = "Write";
@@ -60,38 +63,51 @@ impl Tool for Write {
         };
         let path = context.file_path(&input.file_path);
         let shown = context.workspace.display(&path);
-        let existed = match tokio::fs::metadata(&path).await {
-            Ok(meta) if meta.is_dir() => {
-                return ToolOutput::error(format!(
-                    "{shown} is a directory; cannot write a file there"
-                ));
-            }
-            // Opening a named pipe blocks until someone reads it: the call would hang.
-            Ok(meta) if !meta.is_file() => {
-                return ToolOutput::error(format!(
-                    "{shown} is not a regular file (a pipe, socket or device); Write only writes files"
-                ));
-            }
-            Ok(_) => true,
-            Err(_) => false,
+        let workspace = context.workspace.clone();
+        // Small content is written here, as Edit does (see there); large
+        // content goes to the blocking pool in one trip.
+        let small = input.content.len() as u64 <= INLINE_READ_BYTES;
+        let write = move || write_file(&path, shown, &workspace, &input.content);
+        let written = if small {
+            Ok(write())
+        } else {
+            tokio::task::spawn_blocking(write).await
         };
-        if let Some(parent) = path.parent()
-            && let Err(err) = tokio::fs::create_dir_all(parent).await
-        {
+        written.unwrap_or_else(|err| ToolOutput::error(format!("Write failed: {err}")))
+    }
+}
+
+/// Creates the folders and writes the file.
+fn write_file(path: &Path, shown: String, workspace: &Workspace, content: &str) -> ToolOutput {
+    let existed = match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => {
+            return ToolOutput::error(format!("{shown} is a directory; cannot write a file there"));
+        }
+        // Opening a named pipe blocks until someone reads it: the call would hang.
+        Ok(meta) if !meta.is_file() => {
             return ToolOutput::error(format!(
-                "Cannot create the folder {}: {err}",
-                context.workspace.display(parent)
+                "{shown} is not a regular file (a pipe, socket or device); Write only writes files"
             ));
         }
-        if let Err(err) = tokio::fs::write(&path, input.content.as_bytes()).await {
-            return ToolOutput::error(format!("Cannot write {shown}: {err}"));
-        }
-        let bytes = input.content.len();
-        let verb = if existed { "Updated" } else { "Created" };
-        ToolOutput::ok(format!("{verb} {shown} ({bytes} bytes)")).with_effects(Effects {
-            files_written: vec![shown],
-            bytes: u64::try_from(bytes).ok(),
-            ..Effects::default()
-        })
+        Ok(_) => true,
+        Err(_) => false,
+    };
+    if let Some(parent) = path.parent()
+        && let Err(err) = std::fs::create_dir_all(parent)
+    {
+        return ToolOutput::error(format!(
+            "Cannot create the folder {}: {err}",
+            workspace.display(parent)
+        ));
     }
+    if let Err(err) = std::fs::write(path, content.as_bytes()) {
+        return ToolOutput::error(format!("Cannot write {shown}: {err}"));
+    }
+    let bytes = content.len();
+    let verb = if existed { "Updated" } else { "Created" };
+    ToolOutput::ok(format!("{verb} {shown} ({bytes} bytes)")).with_effects(Effects {
+        files_written: vec![shown],
+        bytes: u64::try_from(bytes).ok(),
+        ..Effects::default()
+    })
 }
