@@ -169,11 +169,12 @@ impl<'a> Body<'a> {
     /// (and left in it) as JSON. A message carrying a breakpoint is keyed
     /// apart from the same message without one (its fingerprint counts the
     /// mark), so the newest user message, marked again as the previous one
-    /// on the next request, is escaped once for both.
+    /// on the next request, is sent from the cache the second time; its
+    /// JSON is made from the unmarked JSON (`marked_piece`).
     fn new(model: &'a str, request: &'a ModelRequest, cache: Option<&SerializedCache>) -> Body<'a> {
         // Consecutive messages of one role are joined: the API wants roles
         // to alternate.
-        let mut messages = merged(&request.messages);
+        let messages = merged(&request.messages);
         // The newest message, and the newest user message before the last
         // assistant message (where the previous turn put its breakpoint).
         let newest = messages.len().checked_sub(1);
@@ -185,18 +186,21 @@ impl<'a> Body<'a> {
                     .iter()
                     .rposition(|message| message.role == "user")
             });
-        for index in [newest, previous].into_iter().flatten() {
-            if let Some(block) = messages.get_mut(index).and_then(|m| m.content.last_mut()) {
-                block.mark();
-            }
-        }
+        let marked = |index: usize| Some(index) == newest || Some(index) == previous;
         let messages = messages
             .into_iter()
-            .map(|message| match cache {
+            .enumerate()
+            .map(|(index, mut message)| match cache {
+                Some(cache) if marked(index) => marked_piece(cache, message),
                 Some(cache) => cache
                     .get_or_insert(message.fingerprint(), &message)
                     .map_or(Piece::Fresh(message), Piece::Cached),
-                None => Piece::Fresh(message),
+                None => {
+                    if marked(index) {
+                        message.mark_last();
+                    }
+                    Piece::Fresh(message)
+                }
             })
             .collect();
         let tools = match cache {
@@ -223,6 +227,31 @@ impl<'a> Body<'a> {
             temperature: None,
         }
     }
+}
+
+/// A message whose last block carries a breakpoint. Its JSON is made from
+/// the JSON of the same message without one, which the requests after
+/// next send (and `cache` keeps), so each message is escaped once: the
+/// mark goes after the last block's last field, just before the closing
+/// `}]}`.
+fn marked_piece<'a>(cache: &SerializedCache, message: MessageJson<'a>) -> Piece<'a> {
+    let plain_key = message.fingerprint();
+    let mut marked = message.clone();
+    if !marked.mark_last() {
+        return cache
+            .get_or_insert(plain_key, &message)
+            .map_or(Piece::Fresh(message), Piece::Cached);
+    }
+    cache
+        .get_or_make(marked.fingerprint(), || {
+            let plain = cache.get_or_insert(plain_key, &message)?;
+            let head = plain.json().strip_suffix("}]}")?;
+            Shared::from_json(format!(
+                "{head},\"cache_control\":{{\"type\":\"ephemeral\"}}}}]}}"
+            ))
+            .or_else(|| SerializedCache::piece(&marked))
+        })
+        .map_or(Piece::Fresh(marked), Piece::Cached)
 }
 
 /// The system block for `text`, from `cache` when an earlier request sent
@@ -287,13 +316,13 @@ impl ToolJson<'_> {
 }
 
 /// One message in the Messages API's shape.
-#[derive(Serialize)]
+#[derive(Serialize, Clone)]
 struct MessageJson<'a> {
     role: &'static str,
     content: Vec<BlockJson<'a>>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Clone)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum BlockJson<'a> {
     Text {
@@ -317,6 +346,13 @@ enum BlockJson<'a> {
     },
 }
 
+impl MessageJson<'_> {
+    /// Puts a cache breakpoint on the last block; false when there is none.
+    fn mark_last(&mut self) -> bool {
+        self.content.last_mut().map(BlockJson::mark).is_some()
+    }
+}
+
 impl BlockJson<'_> {
     /// Puts a cache breakpoint on this block.
     fn mark(&mut self) {
@@ -332,7 +368,7 @@ impl BlockJson<'_> {
 /// were not a JSON object (kept raw when the model wrote invalid JSON) are
 /// sent as `{}`, as on the OpenAI wire; what the model wrote stays in the
 /// transcript and in the call's error result.
-#[derive(Serialize)]
+#[derive(Serialize, Clone)]
 #[serde(untagged)]
 enum InputJson<'a> {
     Object(&'a Value),

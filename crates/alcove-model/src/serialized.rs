@@ -34,6 +34,20 @@ pub(crate) const GENERATION_BYTES: usize = 1 << 20;
 #[derive(Clone)]
 pub(crate) struct Shared(Arc<RawValue>);
 
+impl Shared {
+    /// The JSON text.
+    pub(crate) fn json(&self) -> &str {
+        self.0.get()
+    }
+
+    /// JSON text made by hand (checked, not trusted).
+    pub(crate) fn from_json(json: String) -> Option<Shared> {
+        RawValue::from_string(json)
+            .ok()
+            .map(|raw| Shared(Arc::from(raw)))
+    }
+}
+
 impl Serialize for Shared {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.0.serialize(serializer)
@@ -73,6 +87,15 @@ impl SerializedCache {
     /// made by serializing `value`; `None` when it cannot be serialized
     /// (the caller then sends the value itself).
     pub(crate) fn get_or_insert(&self, key: u64, value: &impl Serialize) -> Option<Shared> {
+        self.get_or_make(key, || SerializedCache::piece(value))
+    }
+
+    /// The JSON kept under `key`, or made by `make` and kept.
+    pub(crate) fn get_or_make(
+        &self,
+        key: u64,
+        make: impl FnOnce() -> Option<Shared>,
+    ) -> Option<Shared> {
         if let Ok(mut generations) = self.generations.lock() {
             if let Some(found) = generations.newer.get(&key) {
                 return Some(found.clone());
@@ -82,7 +105,7 @@ impl SerializedCache {
                 return Some(found);
             }
         }
-        let made = SerializedCache::piece(value)?;
+        let made = make()?;
         if let Ok(mut generations) = self.generations.lock() {
             generations.insert(key, made.clone());
         }
