@@ -112,6 +112,38 @@ enum Command {
     Worktrees(worktrees_cmd::WorktreesArgs),
 }
 
+/// `alcove exec …` parsed alone: the common case of a start. Parsing it
+/// with the whole command tree copied every global option into every
+/// subcommand first, most of parsing's time.
+#[derive(Debug, Parser)]
+#[command(name = "alcove exec")]
+struct ExecOnly {
+    #[command(flatten)]
+    common: CommonArgs,
+    #[command(flatten)]
+    args: exec::ExecArgs,
+}
+
+/// The arguments: an `exec` the short parser accepts takes that path;
+/// anything else (another command, `--help`, a mistake) goes to the whole
+/// parser, which says what `alcove` says.
+fn parse_cli() -> Cli {
+    parse_exec_alone(std::env::args_os()).unwrap_or_else(Cli::parse)
+}
+
+fn parse_exec_alone(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cli> {
+    let mut args = args.into_iter().skip(1).peekable();
+    if args.peek().is_none_or(|first| first != "exec") {
+        return None;
+    }
+    let only = ExecOnly::try_parse_from(args).ok()?;
+    Some(Cli {
+        common: only.common,
+        prompt: None,
+        command: Some(Command::Exec(only.args)),
+    })
+}
+
 /// A problem with how alcove was invoked or configured: exit status 2.
 #[derive(Debug)]
 pub(crate) struct UsageError(pub(crate) String);
@@ -132,7 +164,7 @@ fn main() -> ExitCode {
         let code = alcove_sandbox::launcher::main(args.collect());
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
-    let cli = Cli::parse();
+    let cli = parse_cli();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -177,6 +209,88 @@ fn main() -> ExitCode {
             } else {
                 ExitCode::from(1)
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn full(args: &[&str]) -> Option<String> {
+        Cli::try_parse_from(args).ok().map(|cli| format!("{cli:?}"))
+    }
+
+    fn alone(args: &[&str]) -> Option<String> {
+        parse_exec_alone(args.iter().map(std::ffi::OsString::from)).map(|cli| format!("{cli:?}"))
+    }
+
+    #[test]
+    fn exec_parsed_alone_is_what_the_whole_parser_gives() {
+        for args in [
+            &["alcove", "exec", "say hi"][..],
+            &[
+                "alcove",
+                "exec",
+                "--json",
+                "--max-turns",
+                "3",
+                "-c",
+                "a=1",
+                "-c",
+                "b=2",
+                "p",
+            ],
+            &[
+                "alcove",
+                "exec",
+                "--model",
+                "openai/x",
+                "--cd",
+                "/tmp",
+                "--permission-mode",
+                "plan",
+                "p",
+            ],
+            &[
+                "alcove",
+                "exec",
+                "--allow",
+                "Bash(git:*)",
+                "--deny",
+                "Write",
+                "--sandbox",
+                "off",
+            ],
+            &["alcove", "exec", "--resume", "abc", "--compact=focus"],
+            &["alcove", "exec", "--resume", "abc", "--compact"],
+            &[
+                "alcove",
+                "exec",
+                "--parent-policy",
+                "{}",
+                "--",
+                "--not-an-option",
+            ],
+        ] {
+            assert!(alone(args).is_some(), "{args:?} takes the short path");
+            assert_eq!(alone(args), full(args), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn anything_but_a_valid_exec_goes_to_the_whole_parser() {
+        for args in [
+            &["alcove"][..],
+            &["alcove", "say hi"],
+            &["alcove", "--model", "m", "exec", "p"],
+            &["alcove", "exec", "--help"],
+            &["alcove", "exec", "--version"],
+            &["alcove", "exec", "--no-such-option"],
+            &["alcove", "exec", "--compact=x"],
+            &["alcove", "batch", "tasks.jsonl"],
+        ] {
+            assert_eq!(alone(args), None, "{args:?}");
         }
     }
 }
