@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::http::Http;
-use crate::serialized::{SerializedCache, Shared, hash_value};
+use crate::serialized::{Piece, SerializedCache, Shared, hash_value};
 use crate::{Model, ModelError, ModelRequest, ModelResponse, ProviderConfig, StreamDelta};
 
 /// The API version this client speaks.
@@ -107,24 +107,18 @@ pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
 struct Body<'a> {
     model: &'a str,
     max_tokens: u32,
-    messages: Vec<Piece<'a>>,
+    messages: Vec<Piece<MessageJson<'a>>>,
     stream: bool,
+    /// The system prompt (an agent sends the same one every turn; escaping
+    /// it again was 2 % of a wide fan-out's instructions).
     #[serde(skip_serializing_if = "Option::is_none")]
-    system: Option<System<'a>>,
+    system: Option<Piece<[SystemJson<'a>; 1]>>,
+    /// The tool array (the same tools go with every turn, and their schemas
+    /// were a twelfth of a long session's instructions).
     #[serde(skip_serializing_if = "Option::is_none")]
-    tools: Option<Tools<'a>>,
+    tools: Option<Piece<Vec<ToolJson<'a>>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
-}
-
-/// The tool array: built now, or its JSON from an earlier request (the
-/// same tools go with every turn, and their schemas were a twelfth of a
-/// long session's instructions).
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Tools<'a> {
-    Fresh(Vec<ToolJson<'a>>),
-    Cached(Shared),
 }
 
 /// `{"type": "ephemeral"}`: a prompt cache breakpoint.
@@ -136,16 +130,6 @@ struct Ephemeral {
 
 const BREAKPOINT: Option<Ephemeral> = Some(Ephemeral { kind: "ephemeral" });
 
-/// The system prompt: built now, or its JSON from an earlier request (an
-/// agent sends the same prompt every turn; escaping it again was 2 % of a
-/// wide fan-out's instructions).
-#[derive(Serialize)]
-#[serde(untagged)]
-enum System<'a> {
-    Fresh([SystemJson<'a>; 1]),
-    Cached(Shared),
-}
-
 /// The system prompt as one text block, so it can carry a breakpoint.
 #[derive(Serialize)]
 struct SystemJson<'a> {
@@ -153,15 +137,6 @@ struct SystemJson<'a> {
     kind: &'static str,
     text: &'a str,
     cache_control: Option<Ephemeral>,
-}
-
-/// One message of the body: built from the history now, or its JSON from
-/// an earlier request (`serialized.rs`).
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Piece<'a> {
-    Fresh(MessageJson<'a>),
-    Cached(Shared),
 }
 
 impl<'a> Body<'a> {
@@ -192,9 +167,7 @@ impl<'a> Body<'a> {
             .enumerate()
             .map(|(index, mut message)| match cache {
                 Some(cache) if marked(index) => marked_piece(cache, message),
-                Some(cache) => cache
-                    .get_or_insert(message.fingerprint(), &message)
-                    .map_or(Piece::Fresh(message), Piece::Cached),
+                Some(cache) => cache.piece_of(message.fingerprint(), message),
                 None => {
                     if marked(index) {
                         message.mark_last();
@@ -205,17 +178,10 @@ impl<'a> Body<'a> {
             .collect();
         let tools = match cache {
             _ if request.tools.is_empty() => None,
-            Some(cache) => Some(
-                cache
-                    .tools(&request.tools, || {
-                        SerializedCache::piece(&ToolJson::all(&request.tools))
-                    })
-                    .map_or_else(
-                        || Tools::Fresh(ToolJson::all(&request.tools)),
-                        Tools::Cached,
-                    ),
-            ),
-            None => Some(Tools::Fresh(ToolJson::all(&request.tools))),
+            Some(cache) => {
+                Some(cache.tools_piece(&request.tools, || ToolJson::all(&request.tools)))
+            }
+            None => Some(Piece::Fresh(ToolJson::all(&request.tools))),
         };
         Body {
             model,
@@ -234,13 +200,11 @@ impl<'a> Body<'a> {
 /// next send (and `cache` keeps), so each message is escaped once: the
 /// mark goes after the last block's last field, just before the closing
 /// `}]}`.
-fn marked_piece<'a>(cache: &SerializedCache, message: MessageJson<'a>) -> Piece<'a> {
+fn marked_piece<'a>(cache: &SerializedCache, message: MessageJson<'a>) -> Piece<MessageJson<'a>> {
     let plain_key = message.fingerprint();
     let mut marked = message.clone();
     if !marked.mark_last() {
-        return cache
-            .get_or_insert(plain_key, &message)
-            .map_or(Piece::Fresh(message), Piece::Cached);
+        return cache.piece_of(plain_key, message);
     }
     cache
         .get_or_make(marked.fingerprint(), || {
@@ -256,7 +220,7 @@ fn marked_piece<'a>(cache: &SerializedCache, message: MessageJson<'a>) -> Piece<
 
 /// The system block for `text`, from `cache` when an earlier request sent
 /// the same prompt.
-fn system<'a>(text: &'a str, cache: Option<&SerializedCache>) -> System<'a> {
+fn system<'a>(text: &'a str, cache: Option<&SerializedCache>) -> Piece<[SystemJson<'a>; 1]> {
     use std::hash::{Hash, Hasher};
     let fresh = [SystemJson {
         kind: "text",
@@ -264,14 +228,12 @@ fn system<'a>(text: &'a str, cache: Option<&SerializedCache>) -> System<'a> {
         cache_control: BREAKPOINT,
     }];
     let Some(cache) = cache else {
-        return System::Fresh(fresh);
+        return Piece::Fresh(fresh);
     };
     // Keyed apart from messages, whose fingerprints start with their role.
     let mut state = crate::serialized::hasher();
     ("system", text).hash(&mut state);
-    cache
-        .get_or_insert(state.finish(), &fresh)
-        .map_or(System::Fresh(fresh), System::Cached)
+    cache.piece_of(state.finish(), fresh)
 }
 
 /// The messages in the API's shape, consecutive messages of one role

@@ -4,7 +4,8 @@
 //!
 //! Chat Completions has no content blocks: tool results become `tool` role
 //! messages and tool calls arrive as `tool_calls` fragments keyed by
-//! `index`, so this file translates both ways.
+//! `index`, so this file translates both ways (the request in
+//! `openai_body.rs`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -15,6 +16,7 @@ use serde_json::{Value, json};
 
 use crate::http::{Http, client_builder};
 use crate::retry::retryable_status;
+use crate::serialized::SerializedCache;
 use crate::sse::{Assembler, EventFailure, Feed, parse_json};
 use crate::sse_decode::Event;
 use crate::text_calls;
@@ -33,6 +35,8 @@ pub struct OpenAiModel {
     text_tool_calls: bool,
     context_window: Option<u64>,
     prompt_cache_key: Option<String>,
+    /// Messages already serialized, reused by the next request.
+    serialized: std::sync::Arc<SerializedCache>,
 }
 
 impl OpenAiModel {
@@ -64,6 +68,7 @@ impl OpenAiModel {
             text_tool_calls: config.text_tool_calls,
             context_window: config.context_window,
             prompt_cache_key: config.prompt_cache_key,
+            serialized: Default::default(),
         })
     }
 }
@@ -83,14 +88,9 @@ impl Model for OpenAiModel {
         request: &ModelRequest,
         on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
     ) -> Result<ModelResponse, ModelError> {
-        let mut body = request_body(&self.model, request);
-        if let Some(temperature) = self.temperature {
-            body["temperature"] = json!(temperature);
-        }
-        if let Some(key) = &self.prompt_cache_key {
-            // One session's requests share a cache on servers that key it.
-            body["prompt_cache_key"] = json!(key);
-        }
+        let mut body = Body::new(&self.model, request, Some(&self.serialized));
+        body.temperature = self.temperature;
+        body.prompt_cache_key = self.prompt_cache_key.as_deref();
         let mut response = self
             .http
             .complete(&self.headers, &body, OpenAiAssembler::default, on_delta)
@@ -102,99 +102,10 @@ impl Model for OpenAiModel {
     }
 }
 
-/// The JSON body of a Chat Completions request.
+/// The JSON body of a Chat Completions request, as a value (for tests).
+#[cfg(test)]
 pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
-    let mut messages = Vec::new();
-    if !request.system.is_empty() {
-        messages.push(json!({"role": "system", "content": request.system}));
-    }
-    for message in &request.messages {
-        push_message(&mut messages, message);
-    }
-    let mut body = json!({
-        "model": model,
-        "messages": messages,
-        "stream": true,
-        "stream_options": {"include_usage": true},
-        "max_tokens": request.max_tokens,
-    });
-    if !request.tools.is_empty() {
-        body["tools"] = request
-            .tools
-            .iter()
-            .map(|t| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": t.input_schema,
-                    },
-                })
-            })
-            .collect();
-    }
-    body
-}
-
-/// Appends one neutral message as one or more Chat Completions messages.
-fn push_message(out: &mut Vec<Value>, message: &Message) {
-    let mut texts: Vec<&str> = Vec::new();
-    match message.role {
-        Role::User => {
-            for block in &message.content {
-                match block {
-                    ContentBlock::Text { text } => texts.push(text),
-                    ContentBlock::ToolResult {
-                        tool_use_id,
-                        content,
-                        ..
-                    } => out.push(json!({
-                        "role": "tool",
-                        "tool_call_id": tool_use_id,
-                        "content": content,
-                    })),
-                    ContentBlock::ToolUse { .. } => {}
-                }
-            }
-            if !texts.is_empty() {
-                out.push(json!({"role": "user", "content": texts.join("\n\n")}));
-            }
-        }
-        Role::Assistant => {
-            let mut calls = Vec::new();
-            for block in &message.content {
-                match block {
-                    ContentBlock::Text { text } => texts.push(text),
-                    ContentBlock::ToolUse { id, name, input } => {
-                        // Strict servers (llama.cpp) reject arguments that are
-                        // not a JSON object; what the model really wrote stays
-                        // in the transcript and in the call's error result.
-                        let arguments = if input.is_object() {
-                            input.to_string()
-                        } else {
-                            "{}".to_owned()
-                        };
-                        calls.push(json!({
-                            "id": id,
-                            "type": "function",
-                            "function": {"name": name, "arguments": arguments},
-                        }));
-                    }
-                    ContentBlock::ToolResult { .. } => {}
-                }
-            }
-            let text = texts.concat();
-            let mut out_message = json!({
-                "role": "assistant",
-                "content": if text.is_empty() { Value::Null } else { json!(text) },
-            });
-            if !calls.is_empty() {
-                out_message["tool_calls"] = Value::Array(calls);
-            }
-            out.push(out_message);
-        }
-    }
+    serde_json::to_value(Body::new(model, request, None)).unwrap_or_default()
 }
 
 /// A tool call being streamed.
@@ -378,6 +289,10 @@ pub(crate) async fn discover_among(bases: &[&str], timeout: Duration) -> Option<
     let answers = futures::future::join_all(probes).await;
     answers.into_iter().flatten().next()
 }
+
+#[path = "openai_body.rs"]
+mod body;
+use body::Body;
 
 #[cfg(test)]
 #[path = "openai_tests.rs"]

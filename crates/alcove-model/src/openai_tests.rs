@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::retry::AttemptError;
+use crate::serialized::SerializedCache;
 use crate::sse::testing::{run, text_of};
 use alcove_protocol::ToolSpec;
 
@@ -336,4 +337,95 @@ async fn discovery_picks_the_first_server_that_answers() {
     let found = discover_among(&[&closed, &missing, &first, &second], timeout).await;
     assert_eq!(found.map(|server| server.base_url), Some(first));
     assert_eq!(discover_among(&[&closed, &missing], timeout).await, None);
+}
+
+fn body_bytes(request: &ModelRequest, cache: Option<&SerializedCache>) -> Vec<u8> {
+    serde_json::to_vec(&Body::new("gpt-test", request, cache)).unwrap()
+}
+
+#[test]
+fn cached_messages_give_the_same_bytes_as_fresh_ones() {
+    let cache = SerializedCache::default();
+    let mut request = ModelRequest {
+        system: "be brief".into(),
+        messages: vec![Message::user_text("list files")],
+        tools: vec![ToolSpec {
+            name: "ls".into(),
+            description: "list a directory".into(),
+            input_schema: json!({"type": "object"}).into(),
+        }]
+        .into(),
+        max_tokens: 512,
+    };
+    // Turn after turn, earlier messages come from the cache: every body
+    // must be exactly what a fresh build sends.
+    for turn in 0..4 {
+        assert_eq!(
+            body_bytes(&request, Some(&cache)),
+            body_bytes(&request, None),
+            "turn {turn}"
+        );
+        request.messages.push(Message {
+            role: Role::Assistant,
+            content: vec![
+                ContentBlock::Text {
+                    text: format!("looking \"{turn}\""),
+                },
+                ContentBlock::ToolUse {
+                    id: format!("u{turn}"),
+                    name: "ls".into(),
+                    input: json!({"path": format!("dir{turn}"), "deep": [1, {"x": null}]}),
+                },
+            ],
+        });
+        request.messages.push(Message {
+            role: Role::User,
+            content: vec![
+                ContentBlock::ToolResult {
+                    tool_use_id: format!("u{turn}"),
+                    content: "same listing\n\ttab".into(),
+                    is_error: false,
+                },
+                ContentBlock::Text {
+                    text: "go on".into(),
+                },
+                ContentBlock::Text {
+                    text: "quickly".into(),
+                },
+            ],
+        });
+    }
+    // A rewritten history (as compaction clears an old result in place)
+    // sends the new text, never the cached old one; so do arguments that
+    // stopped being an object.
+    let ContentBlock::ToolResult { content, .. } = &mut request.messages[2].content[0] else {
+        panic!("the third message is a tool result");
+    };
+    *content = "[cleared]".into();
+    let ContentBlock::ToolUse { input, .. } = &mut request.messages[3].content[1] else {
+        panic!("the fourth message calls a tool");
+    };
+    *input = Value::String("{oops".into());
+    // And a new tool array (an MCP server's list_changed).
+    let mut tools = request.tools.to_vec();
+    tools[0].input_schema = json!({"type": "object", "required": ["path"]}).into();
+    request.tools = tools.into();
+    let bytes = body_bytes(&request, Some(&cache));
+    assert_eq!(bytes, body_bytes(&request, None));
+    let body: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(body["messages"][3]["content"], "[cleared]");
+    assert_eq!(body["messages"][3]["tool_call_id"], "u0");
+    assert_eq!(body["messages"][4]["content"], "go on\n\nquickly");
+    assert_eq!(
+        body["messages"][5]["tool_calls"][0]["function"]["arguments"],
+        "{}"
+    );
+    assert_eq!(
+        body["messages"][8]["tool_calls"][0]["function"]["arguments"],
+        "{\"deep\":[1,{\"x\":null}],\"path\":\"dir2\"}"
+    );
+    assert_eq!(
+        body["tools"][0]["function"]["parameters"]["required"],
+        json!(["path"])
+    );
 }

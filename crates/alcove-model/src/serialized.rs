@@ -54,6 +54,15 @@ impl Serialize for Shared {
     }
 }
 
+/// A piece of a request body: built now, or its JSON from an earlier
+/// request.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(crate) enum Piece<T> {
+    Fresh(T),
+    Cached(Shared),
+}
+
 /// The cache: one per client, shared by every agent using the client.
 #[derive(Default)]
 pub(crate) struct SerializedCache {
@@ -88,6 +97,13 @@ impl SerializedCache {
     /// (the caller then sends the value itself).
     pub(crate) fn get_or_insert(&self, key: u64, value: &impl Serialize) -> Option<Shared> {
         self.get_or_make(key, || SerializedCache::piece(value))
+    }
+
+    /// `value` as a piece of a body: its JSON, kept under `key`, or the
+    /// value itself when it cannot be serialized.
+    pub(crate) fn piece_of<T: Serialize>(&self, key: u64, value: T) -> Piece<T> {
+        self.get_or_insert(key, &value)
+            .map_or(Piece::Fresh(value), Piece::Cached)
     }
 
     /// The JSON kept under `key`, or made by `make` and kept.
@@ -139,6 +155,18 @@ impl SerializedCache {
             kept.push_back((tools.clone(), made.clone()));
         }
         Some(made)
+    }
+
+    /// The piece for a tool array: its JSON from the cache when this very
+    /// array was sent before, else made from `shape` (the array in the
+    /// wire's shape) and kept.
+    pub(crate) fn tools_piece<T: Serialize>(
+        &self,
+        tools: &Arc<[ToolSpec]>,
+        shape: impl Fn() -> T,
+    ) -> Piece<T> {
+        self.tools(tools, || SerializedCache::piece(&shape()))
+            .map_or_else(|| Piece::Fresh(shape()), Piece::Cached)
     }
 
     /// Serializes `value` into a piece of a body.

@@ -1,0 +1,241 @@
+//! The Chat Completions request body, written straight to bytes.
+//!
+//! It used to be built as a `serde_json::Value`: every request copied the
+//! whole history into a tree and escaped all of it again. Now the body
+//! borrows the request, and each wire message's JSON is kept in the
+//! client's [`SerializedCache`] between requests, as on the Anthropic wire
+//! (`serialized.rs`): only new messages are escaped.
+
+use std::borrow::Cow;
+
+use alcove_protocol::{ContentBlock, Message, Role, Schema, ToolSpec};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
+
+use crate::ModelRequest;
+use crate::serialized::{Piece, SerializedCache, hash_value};
+
+/// The body of one request.
+#[derive(Serialize)]
+pub(super) struct Body<'a> {
+    model: &'a str,
+    messages: Vec<Piece<ChatMessage<'a>>>,
+    stream: bool,
+    stream_options: StreamOptions,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Piece<Vec<ToolJson<'a>>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) temperature: Option<f32>,
+    /// One session's requests share a cache on servers that key it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) prompt_cache_key: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+impl<'a> Body<'a> {
+    /// The body for `request`; with a `cache`, messages and the tool array
+    /// are taken from it (and left in it) as JSON.
+    pub(super) fn new(
+        model: &'a str,
+        request: &'a ModelRequest,
+        cache: Option<&SerializedCache>,
+    ) -> Body<'a> {
+        let mut messages = Vec::with_capacity(request.messages.len() + 1);
+        if !request.system.is_empty() {
+            messages.push(ChatMessage::text("system", &request.system));
+        }
+        for message in &request.messages {
+            push_message(&mut messages, message);
+        }
+        let messages = messages
+            .into_iter()
+            .map(|message| match cache {
+                Some(cache) => cache.piece_of(message.fingerprint(), message),
+                None => Piece::Fresh(message),
+            })
+            .collect();
+        let tools = match cache {
+            _ if request.tools.is_empty() => None,
+            Some(cache) => {
+                Some(cache.tools_piece(&request.tools, || ToolJson::all(&request.tools)))
+            }
+            None => Some(Piece::Fresh(ToolJson::all(&request.tools))),
+        };
+        Body {
+            model,
+            messages,
+            stream: true,
+            stream_options: StreamOptions {
+                include_usage: true,
+            },
+            max_tokens: request.max_tokens,
+            tools,
+            temperature: None,
+            prompt_cache_key: None,
+        }
+    }
+}
+
+/// One message on the wire: a neutral message becomes one or more (each
+/// tool result is a `tool` message of its own).
+#[derive(Serialize)]
+pub(super) struct ChatMessage<'a> {
+    role: &'static str,
+    /// Null for an assistant message that only calls tools.
+    content: Option<Cow<'a, str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<CallJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct CallJson<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionCall<'a>,
+}
+
+#[derive(Serialize)]
+struct FunctionCall<'a> {
+    name: &'a str,
+    arguments: Arguments<'a>,
+}
+
+/// A call's input as the JSON text the API wants. Strict servers
+/// (llama.cpp) reject arguments that are not a JSON object; what the model
+/// really wrote stays in the transcript and in the call's error result.
+struct Arguments<'a>(&'a Value);
+
+impl Serialize for Arguments<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if self.0.is_object() {
+            serializer.serialize_str(&self.0.to_string())
+        } else {
+            serializer.serialize_str("{}")
+        }
+    }
+}
+
+impl<'a> ChatMessage<'a> {
+    fn text(role: &'static str, text: impl Into<Cow<'a, str>>) -> ChatMessage<'a> {
+        ChatMessage {
+            role,
+            content: Some(text.into()),
+            tool_call_id: None,
+            tool_calls: Vec::new(),
+        }
+    }
+
+    /// A fingerprint of everything the message's JSON is made of.
+    fn fingerprint(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut state = crate::serialized::hasher();
+        (self.role, &self.content, self.tool_call_id).hash(&mut state);
+        for call in &self.tool_calls {
+            (call.id, call.function.name).hash(&mut state);
+            // Arguments that are not an object are all sent as `{}`.
+            let input = call.function.arguments.0;
+            input.is_object().hash(&mut state);
+            if input.is_object() {
+                hash_value(input, &mut state);
+            }
+        }
+        state.finish()
+    }
+}
+
+/// Appends one neutral message as one or more Chat Completions messages.
+fn push_message<'a>(out: &mut Vec<ChatMessage<'a>>, message: &'a Message) {
+    let mut texts: Vec<&str> = Vec::new();
+    match message.role {
+        Role::User => {
+            for block in &message.content {
+                match block {
+                    ContentBlock::Text { text } => texts.push(text),
+                    ContentBlock::ToolResult {
+                        tool_use_id,
+                        content,
+                        ..
+                    } => out.push(ChatMessage {
+                        tool_call_id: Some(tool_use_id.as_str()),
+                        ..ChatMessage::text("tool", content.as_str())
+                    }),
+                    ContentBlock::ToolUse { .. } => {}
+                }
+            }
+            match texts.as_slice() {
+                [] => {}
+                [text] => out.push(ChatMessage::text("user", *text)),
+                _ => out.push(ChatMessage::text("user", texts.join("\n\n"))),
+            }
+        }
+        Role::Assistant => {
+            let mut calls = Vec::new();
+            for block in &message.content {
+                match block {
+                    ContentBlock::Text { text } => texts.push(text),
+                    ContentBlock::ToolUse { id, name, input } => calls.push(CallJson {
+                        id,
+                        kind: "function",
+                        function: FunctionCall {
+                            name,
+                            arguments: Arguments(input),
+                        },
+                    }),
+                    ContentBlock::ToolResult { .. } => {}
+                }
+            }
+            let content = match texts.as_slice() {
+                [] => None,
+                [""] => None,
+                [text] => Some(Cow::Borrowed(*text)),
+                _ => Some(texts.concat())
+                    .filter(|text| !text.is_empty())
+                    .map(Cow::Owned),
+            };
+            out.push(ChatMessage {
+                role: "assistant",
+                content,
+                tool_call_id: None,
+                tool_calls: calls,
+            });
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub(super) struct ToolJson<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionJson<'a>,
+}
+
+#[derive(Serialize)]
+struct FunctionJson<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Schema,
+}
+
+impl ToolJson<'_> {
+    fn all(tools: &[ToolSpec]) -> Vec<ToolJson<'_>> {
+        tools
+            .iter()
+            .map(|tool| ToolJson {
+                kind: "function",
+                function: FunctionJson {
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters: &tool.input_schema,
+                },
+            })
+            .collect()
+    }
+}
