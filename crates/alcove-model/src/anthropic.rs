@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::http::Http;
-use crate::serialized::{Piece, SerializedCache, Shared, hash_value};
+use crate::serialized::{Piece, SerializedCache, Shared, hash_value, tools_piece};
 use crate::{Model, ModelError, ModelRequest, ModelResponse, ProviderConfig, StreamDelta};
 
 /// The API version this client speaks.
@@ -176,13 +176,7 @@ impl<'a> Body<'a> {
                 }
             })
             .collect();
-        let tools = match cache {
-            _ if request.tools.is_empty() => None,
-            Some(cache) => {
-                Some(cache.tools_piece(&request.tools, || ToolJson::all(&request.tools)))
-            }
-            None => Some(Piece::Fresh(ToolJson::all(&request.tools))),
-        };
+        let tools = tools_piece(cache, &request.tools, || ToolJson::all(&request.tools));
         Body {
             model,
             max_tokens: request.max_tokens,

@@ -13,7 +13,7 @@ use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use crate::ModelRequest;
-use crate::serialized::{Piece, SerializedCache, hash_value};
+use crate::serialized::{Piece, SerializedCache, hash_value, tools_piece};
 
 /// The body of one request.
 #[derive(Serialize)]
@@ -59,13 +59,7 @@ impl<'a> Body<'a> {
                 None => Piece::Fresh(message),
             })
             .collect();
-        let tools = match cache {
-            _ if request.tools.is_empty() => None,
-            Some(cache) => {
-                Some(cache.tools_piece(&request.tools, || ToolJson::all(&request.tools)))
-            }
-            None => Some(Piece::Fresh(ToolJson::all(&request.tools))),
-        };
+        let tools = tools_piece(cache, &request.tools, || ToolJson::all(&request.tools));
         Body {
             model,
             messages,

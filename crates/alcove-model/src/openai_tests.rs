@@ -260,12 +260,7 @@ fn request_body_translates_messages() {
             },
             Message::assistant_text("done"),
         ],
-        tools: vec![ToolSpec {
-            name: "ls".into(),
-            description: "list a directory".into(),
-            input_schema: json!({"type": "object"}).into(),
-        }]
-        .into(),
+        tools: vec![ls_tool()].into(),
         max_tokens: 512,
     };
     let body = request_body("gpt-test", &request);
@@ -339,6 +334,14 @@ async fn discovery_picks_the_first_server_that_answers() {
     assert_eq!(discover_among(&[&closed, &missing], timeout).await, None);
 }
 
+fn ls_tool() -> ToolSpec {
+    ToolSpec {
+        name: "ls".into(),
+        description: "list a directory".into(),
+        input_schema: json!({"type": "object"}).into(),
+    }
+}
+
 fn body_bytes(request: &ModelRequest, cache: Option<&SerializedCache>) -> Vec<u8> {
     serde_json::to_vec(&Body::new("gpt-test", request, cache)).unwrap()
 }
@@ -349,12 +352,7 @@ fn cached_messages_give_the_same_bytes_as_fresh_ones() {
     let mut request = ModelRequest {
         system: "be brief".into(),
         messages: vec![Message::user_text("list files")],
-        tools: vec![ToolSpec {
-            name: "ls".into(),
-            description: "list a directory".into(),
-            input_schema: json!({"type": "object"}).into(),
-        }]
-        .into(),
+        tools: vec![ls_tool()].into(),
         max_tokens: 512,
     };
     // Turn after turn, earlier messages come from the cache: every body

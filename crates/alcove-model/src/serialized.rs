@@ -157,18 +157,6 @@ impl SerializedCache {
         Some(made)
     }
 
-    /// The piece for a tool array: its JSON from the cache when this very
-    /// array was sent before, else made from `shape` (the array in the
-    /// wire's shape) and kept.
-    pub(crate) fn tools_piece<T: Serialize>(
-        &self,
-        tools: &Arc<[ToolSpec]>,
-        shape: impl Fn() -> T,
-    ) -> Piece<T> {
-        self.tools(tools, || SerializedCache::piece(&shape()))
-            .map_or_else(|| Piece::Fresh(shape()), Piece::Cached)
-    }
-
     /// Serializes `value` into a piece of a body.
     pub(crate) fn piece(value: &impl Serialize) -> Option<Shared> {
         Some(Shared(Arc::from(
@@ -187,6 +175,25 @@ impl Generations {
         self.newer_bytes += bytes;
         self.newer.insert(key, value);
     }
+}
+
+/// The piece for a request's tool array, `None` when it has no tools:
+/// with a `cache`, its JSON from there when this very array was sent
+/// before, else made from `shape` (the array in the wire's shape).
+pub(crate) fn tools_piece<T: Serialize>(
+    cache: Option<&SerializedCache>,
+    tools: &Arc<[ToolSpec]>,
+    shape: impl Fn() -> T,
+) -> Option<Piece<T>> {
+    if tools.is_empty() {
+        return None;
+    }
+    Some(match cache {
+        Some(cache) => cache
+            .tools(tools, || SerializedCache::piece(&shape()))
+            .map_or_else(|| Piece::Fresh(shape()), Piece::Cached),
+        None => Piece::Fresh(shape()),
+    })
 }
 
 /// A hasher for fingerprints, seeded once per process.
