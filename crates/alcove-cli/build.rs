@@ -6,9 +6,8 @@
 //!   binary has none to apply.
 //! - In a release build of `alcove` on x86-64 Linux, where the linker is
 //!   LLD (Rust's default there since 1.90, unless config or flags choose
-//!   another): the functions a start runs
-//!   are laid out together, in the order of `startup-order.txt`
-//!   (`bench/startup-order` writes it). They were spread over 11 MB of
+//!   another): the functions a start runs are laid out together, in the
+//!   order of `startup-order.txt` (`bench/startup-order` writes it). They were spread over 11 MB of
 //!   code, so a start faulted in and missed on pages all over it. A symbol
 //!   the list names and the binary lacks is skipped: a stale list costs
 //!   speed, never correctness.
@@ -22,11 +21,11 @@ fn main() {
         return;
     }
     println!("cargo:rustc-link-arg-bins=-no-pie");
-    let lld_target = target("CARGO_CFG_TARGET_ARCH") == "x86_64"
+    let release_on_x86_64_gnu = target("CARGO_CFG_TARGET_ARCH") == "x86_64"
         && target("CARGO_CFG_TARGET_ENV") == "gnu"
         && target("PROFILE") == "release";
     let order = std::path::Path::new(&target("CARGO_MANIFEST_DIR")).join("startup-order.txt");
-    if lld_target && links_with_default_lld() && order.is_file() {
+    if release_on_x86_64_gnu && links_with_default_lld() && order.is_file() {
         println!(
             "cargo:rustc-link-arg-bin=alcove=-Wl,--symbol-ordering-file={}",
             order.display()

@@ -135,10 +135,9 @@ impl<'a> ChatMessage<'a> {
         for call in &self.tool_calls {
             (call.id, call.function.name).hash(&mut state);
             // Arguments that are not an object are all sent as `{}`.
-            let input = call.function.arguments.0;
-            input.is_object().hash(&mut state);
-            if input.is_object() {
-                hash_value(input, &mut state);
+            match call.function.arguments.0 {
+                input @ Value::Object(_) => hash_value(input, &mut state),
+                _ => 0u8.hash(&mut state),
             }
         }
         state.finish()
