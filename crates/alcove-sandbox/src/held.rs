@@ -9,11 +9,11 @@
 //! a single-threaded process inside the session's user and network
 //! namespace, so it serves as the commands' parent instead: alcove sends it
 //! the policy, the command and two pipe ends over a `SOCK_SEQPACKET`
-//! socket, the holder forks, and the child applies exactly what the
-//! launcher applies (the pids cgroup, a user namespace of its own, the
-//! limits and the Landlock domain) before it becomes the shell. A fork of
-//! the small holder is cheap where a fork of alcove is not (its pages would
-//! be copied on write while the parent runs on).
+//! socket, the holder starts a child ([`crate::spawn`]), and the child
+//! applies exactly what the launcher applies (a user namespace of its own,
+//! the pids cgroup, the limits and the Landlock domain) before it becomes
+//! the shell. The child borrows the small, single-threaded holder's memory
+//! until it execs, where a child of alcove would have to copy alcove's.
 //!
 //! The holder reports each child's pid and, when it has reaped it, its
 //! wait status; [`HeldChild::wait`] waits for that report. When alcove goes

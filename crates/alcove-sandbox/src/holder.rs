@@ -1,6 +1,6 @@
 //! The holder's side of [`crate::held`]: a single-threaded loop that takes
-//! requests on its socket, forks a child per command, and reports each
-//! child's pid and, once reaped, its wait status.
+//! requests on its socket, starts a child per command ([`crate::spawn`]),
+//! and reports each child's pid and, once reaped, its wait status.
 //!
 //! Each child applies what the launcher applies ([`crate::launcher`]): the
 //! pids cgroup, a user namespace of its own inside the session's (so
@@ -17,8 +17,6 @@ use std::io::IoSliceMut;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
-use std::path::Path;
 
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -26,14 +24,14 @@ use nix::sys::signal::{SigSet, Signal, killpg};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg, send};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-use nix::unistd::{ForkResult, Pid, fork, getgid, getuid};
+use nix::unistd::Pid;
 
 use crate::fs_rules;
 use crate::held::MAX_REQUEST;
-use crate::launcher::{FAILURE_PREFIX, LAUNCH_FAILED};
+use crate::launcher::FAILURE_PREFIX;
 use crate::limits::{self, ResourceLimits};
-use crate::net;
 use crate::policy::{LaunchPolicy, SandboxMode};
+use crate::spawn;
 
 /// A request, decoded by the holder.
 struct Request {
@@ -79,7 +77,7 @@ fn decode(bytes: &[u8]) -> Result<Request, String> {
 /// How many rulesets (and program paths) the holder keeps at most.
 const KEPT_AT_MOST: usize = 16;
 
-/// What the holder keeps between commands, so each fork does the least:
+/// What the holder keeps between commands, so each child does the least:
 /// the Landlock ruleset of each policy (rebuilt when a path it was built
 /// from changed), where each program was found on each `PATH`, and the
 /// limits it applied to itself (which every child inherits).
@@ -87,6 +85,8 @@ struct Kept {
     rulesets: HashMap<String, fs_rules::Prepared>,
     programs: HashMap<(OsString, OsString), OsString>,
     limits: ResourceLimits,
+    /// The stack each command's child starts on ([`spawn`]).
+    stack: Vec<u8>,
 }
 
 /// The holder's side, once its namespace is ready and `check` applied to
@@ -97,6 +97,7 @@ pub(crate) fn serve(socket: &OwnedFd, check: &LaunchPolicy) -> Result<(), String
         rulesets: HashMap::new(),
         programs: HashMap::new(),
         limits: check.limits,
+        stack: Vec::new(),
     };
     let mut child_exits = SigSet::empty();
     child_exits.add(Signal::SIGCHLD);
@@ -129,6 +130,7 @@ pub(crate) fn serve(socket: &OwnedFd, check: &LaunchPolicy) -> Result<(), String
         }
         if buffer.is_empty() {
             buffer = vec![0u8; MAX_REQUEST];
+            kept.stack = vec![0u8; spawn::STACK];
             limits::sweep_cgroups();
         }
         let mut fds = nix::cmsg_space!([RawFd; 2]);
@@ -167,8 +169,7 @@ pub(crate) fn serve(socket: &OwnedFd, check: &LaunchPolicy) -> Result<(), String
         let reply = if truncated {
             Err("the request was too large".to_owned())
         } else {
-            decode(&buffer[..read])
-                .and_then(|request| start(request, received, &child_exits, &mut kept))
+            decode(&buffer[..read]).and_then(|request| start(request, received, &mut kept))
         };
         let reply = match reply {
             Ok(pid) => {
@@ -215,18 +216,15 @@ fn reap(socket: &OwnedFd, live: &mut Vec<Pid>) {
     }
 }
 
-/// Forks the child that becomes the command.
-#[allow(unsafe_code)]
-fn start(
-    request: Request,
-    fds: Vec<OwnedFd>,
-    child_exits: &SigSet,
-    kept: &mut Kept,
-) -> Result<Pid, String> {
+/// Starts the child that becomes the command ([`spawn`]), and writes the
+/// reason where its stderr goes if it could not.
+fn start(request: Request, fds: Vec<OwnedFd>, kept: &mut Kept) -> Result<Pid, String> {
     let [stdout, stderr]: [OwnedFd; 2] = fds
         .try_into()
         .map_err(|_| "a request needs exactly two descriptors".to_owned())?;
-    if request.policy.mode != SandboxMode::Off {
+    let ruleset = if request.policy.mode == SandboxMode::Off {
+        None
+    } else {
         let fits = kept
             .rulesets
             .get(&request.policy_json)
@@ -235,30 +233,44 @@ fn start(
             let prepared = fs_rules::prepare(&request.policy)?;
             kept.keep_ruleset(request.policy_json.clone(), prepared);
         }
-    }
+        let copy = kept
+            .rulesets
+            .get(&request.policy_json)
+            .map(|prepared| prepared.ruleset.try_clone())
+            .transpose()
+            .map_err(|err| format!("Landlock: {err}"))?
+            .and_then(Option::<OwnedFd>::from);
+        Some(copy.ok_or("this kernel does not enforce Landlock")?)
+    };
     let found = request
         .argv
         .first()
         .map(|program| kept.find(program, &request.env));
-    // SAFETY: the holder is single-threaded (it runs nothing but this
-    // loop), so the child may allocate and use the standard library freely.
-    match unsafe { fork() } {
-        Ok(ForkResult::Parent { child }) => Ok(child),
-        Ok(ForkResult::Child) => {
-            // This process's copy of the ruleset: the holder keeps its own.
-            let ruleset = kept.rulesets.remove(&request.policy_json);
-            let inherited = kept.limits == request.policy.limits;
-            let applied = Applied {
-                ruleset,
-                limits_inherited: inherited,
-                found,
-            };
-            let reason = become_command(request, applied, &stdout, &stderr, child_exits);
-            eprintln!("{FAILURE_PREFIX}{reason}");
-            std::process::exit(LAUNCH_FAILED)
-        }
-        Err(err) => Err(format!("cannot fork: {err}")),
+    let sh = (request
+        .argv
+        .first()
+        .is_some_and(|program| program == "bash"))
+    .then(|| kept.find(OsStr::new("sh"), &request.env));
+    let limits = request.policy.limits;
+    let command = spawn::Command {
+        argv: &request.argv,
+        env: &request.env,
+        cwd: &request.cwd,
+        found,
+        sh,
+        cgroup_max: limits
+            .cgroup_max()
+            .filter(|_| limits::pids_hierarchy_exists()),
+        limits: (kept.limits != limits).then_some(limits),
+        ruleset,
+    };
+    let launch = spawn::Launch::new(command, &stdout, &stderr)?;
+    let (pid, failure) = launch.start(&mut kept.stack)?;
+    if let Some(reason) = failure {
+        let line = format!("{FAILURE_PREFIX}{reason}\n");
+        let _ = nix::unistd::write(&stderr, line.as_bytes());
     }
+    Ok(pid)
 }
 
 impl Kept {
@@ -307,75 +319,6 @@ impl Kept {
     }
 }
 
-/// What the holder prepared for one child.
-struct Applied {
-    /// The Landlock ruleset (none with the mode off).
-    ruleset: Option<fs_rules::Prepared>,
-    /// Whether the holder's own limits are the command's.
-    limits_inherited: bool,
-    /// Where the program was found on `PATH`.
-    found: Option<OsString>,
-}
-
-/// In the forked child: applies the policy as the launcher would, then
-/// becomes the command. Returns only on failure, with the reason.
-fn become_command(
-    request: Request,
-    applied: Applied,
-    stdout: &OwnedFd,
-    stderr: &OwnedFd,
-    child_exits: &SigSet,
-) -> String {
-    let setup = || -> Result<(), String> {
-        nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0))
-            .map_err(|err| format!("setpgid: {err}"))?;
-        let _ = child_exits.thread_unblock();
-        let null = std::fs::File::open("/dev/null").map_err(|err| format!("/dev/null: {err}"))?;
-        nix::unistd::dup2_stdin(&null).map_err(|err| format!("dup2: {err}"))?;
-        nix::unistd::dup2_stdout(stdout).map_err(|err| format!("dup2: {err}"))?;
-        nix::unistd::dup2_stderr(stderr).map_err(|err| format!("dup2: {err}"))?;
-        std::env::set_current_dir(&request.cwd)
-            .map_err(|err| format!("cannot enter {}: {err}", Path::new(&request.cwd).display()))?;
-        request.policy.limits.enter_cgroup(false)?;
-        let (uid, gid) = (getuid(), getgid());
-        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWUSER)
-            .map_err(|err| format!("cannot create a user namespace (unshare: {err})"))?;
-        net::map_ids(uid, gid)?;
-        // What the launcher's `restrict_self` applies, from what was kept.
-        if !applied.limits_inherited {
-            request.policy.limits.apply()?;
-        }
-        match applied.ruleset {
-            Some(prepared) => fs_rules::enforce(prepared.ruleset),
-            None if request.policy.mode == SandboxMode::Off => Ok(()),
-            None => Err("no Landlock ruleset was prepared".to_owned()),
-        }
-    };
-    if let Err(reason) = setup() {
-        return reason;
-    }
-    let Some((program, args)) = request.argv.split_first() else {
-        return "missing command".to_owned();
-    };
-    let exec = |path: &OsStr, name: &OsStr| {
-        std::process::Command::new(path)
-            .arg0(name)
-            .args(args)
-            .env_clear()
-            .envs(request.env.iter().map(|(name, value)| (name, value)))
-            .exec()
-    };
-    let err = exec(applied.found.as_deref().unwrap_or(program), program);
-    // A machine without bash still has sh.
-    if err.kind() == std::io::ErrorKind::NotFound && program == "bash" {
-        return format!(
-            "cannot run bash or sh: {}",
-            exec(OsStr::new("sh"), OsStr::new("sh"))
-        );
-    }
-    format!("cannot run {}: {err}", program.to_string_lossy())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -387,6 +330,7 @@ mod tests {
             rulesets: HashMap::new(),
             programs: HashMap::new(),
             limits: ResourceLimits::NONE,
+            stack: Vec::new(),
         };
         let policy = LaunchPolicy {
             mode: crate::SandboxMode::ReadOnly,
@@ -430,7 +374,7 @@ mod tests {
             (OsString::from("EMPTY"), OsString::new()),
             (OsString::from("X"), OsString::from_vec(b"a=\xff".to_vec())),
         ];
-        let request = decode(&encode(&json, Path::new("/w s"), &argv, &env)).unwrap();
+        let request = decode(&encode(&json, std::path::Path::new("/w s"), &argv, &env)).unwrap();
         assert_eq!(request.policy, policy);
         assert_eq!(request.cwd, "/w s");
         assert_eq!(request.argv, ["bash", "-c", "echo a=b\n"]);

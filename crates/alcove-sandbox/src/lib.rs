@@ -1,6 +1,6 @@
 //! Confinement for the commands alcove runs, with the kernel's own means.
 //!
-//! With the network off, a confined command is forked by the session's
+//! With the network off, a confined command is started by the session's
 //! holder ([`shared_net`], [`held`]), in the session's network namespace;
 //! otherwise it is started as `alcove-sandbox <policy> -- bash -c CMD`.
 //! Either way the process that becomes the command applies the resource
@@ -32,6 +32,7 @@ pub mod limits;
 mod net;
 pub mod policy;
 pub mod shared_net;
+mod spawn;
 
 pub use availability::{Availability, Verdict};
 pub use held::HeldChild;

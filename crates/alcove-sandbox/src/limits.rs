@@ -104,16 +104,17 @@ impl ResourceLimits {
     /// process into a pids cgroup of its own. Must run before it leaves the
     /// initial user namespace.
     pub fn apply_cgroup(&self) -> Result<(), String> {
-        self.enter_cgroup(true)
+        match self.cgroup_max() {
+            Some(max) => pids_cgroup(max, true),
+            None => Ok(()),
+        }
     }
 
-    /// [`ResourceLimits::apply_cgroup`], for a process whose parent has
-    /// already swept the stale cgroups ([`sweep_cgroups`]).
-    pub(crate) fn enter_cgroup(&self, sweep: bool) -> Result<(), String> {
-        match self.processes.filter(|max| *max > 0) {
-            Some(max) if nix::unistd::geteuid().is_root() => pids_cgroup(max, sweep),
-            _ => Ok(()),
-        }
+    /// The process count of a command's own pids cgroup, when it gets one:
+    /// for root, with a process limit set.
+    pub(crate) fn cgroup_max(&self) -> Option<u64> {
+        self.processes
+            .filter(|max| *max > 0 && nix::unistd::geteuid().is_root())
     }
 
     /// What a command killed by `signal` ran into, if a limit.
@@ -169,7 +170,7 @@ impl ResourceLimits {
 }
 
 /// Where a launcher's pids cgroup lives (cgroup v1).
-const PIDS_ROOT: &str = "/sys/fs/cgroup/pids";
+pub(crate) const PIDS_ROOT: &str = "/sys/fs/cgroup/pids";
 
 fn cgroup_dir(pid: u32) -> std::path::PathBuf {
     std::path::Path::new(PIDS_ROOT).join(format!("alcove-{pid}"))
@@ -179,10 +180,7 @@ fn cgroup_dir(pid: u32) -> std::path::PathBuf {
 /// processes. A machine without a writable v1 pids hierarchy is left to
 /// RLIMIT_NPROC.
 fn pids_cgroup(max: u64, sweep: bool) -> Result<(), String> {
-    if !std::path::Path::new(PIDS_ROOT)
-        .join("cgroup.procs")
-        .exists()
-    {
+    if !pids_hierarchy_exists() {
         return Ok(());
     }
     if sweep {
@@ -200,6 +198,13 @@ fn pids_cgroup(max: u64, sweep: bool) -> Result<(), String> {
                 dir.display()
             )
         })
+}
+
+/// Whether a v1 pids hierarchy is mounted where commands' cgroups go.
+pub(crate) fn pids_hierarchy_exists() -> bool {
+    std::path::Path::new(PIDS_ROOT)
+        .join("cgroup.procs")
+        .exists()
 }
 
 /// Removes the pids cgroups of launchers that are gone (one whose removal

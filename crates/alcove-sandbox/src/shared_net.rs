@@ -10,8 +10,8 @@
 //! and makes a user namespace of its own inside them, so `limits.processes`
 //! still counts one command's processes.
 //!
-//! The holder is also where those commands start: it forks each one
-//! ([`crate::held`]), which saves the launcher's own process image per
+//! The holder is also where those commands start: it clones each one
+//! ([`crate::held`], [`crate::spawn`]), which saves the launcher's own process image per
 //! command; the launcher joining the namespace is the fallback.
 //!
 //! What this shares: the commands of one session see the same (empty)

@@ -1,0 +1,381 @@
+//! How the session's holder ([`crate::holder`]) starts one command without
+//! copying itself: `clone(CLONE_VM | CLONE_VFORK | CLONE_NEWUSER)`. The child
+//! borrows the holder's memory, which waits until the child has called
+//! `execve` or ended, and starts in a user namespace of its own (so
+//! `limits.processes` counts one command) — the one step the child could
+//! not take itself, since `unshare(CLONE_NEWUSER)` refuses a process that
+//! shares its memory.
+//!
+//! A `fork` copied the holder's page tables and flushed its TLB for every
+//! command, and the command's `execve` then tore the copy down: on this
+//! class of VM a fork, exit and wait of a 2 MB process cost ~0.25 ms of CPU
+//! more than the same through a shared-memory clone (bench/notes.md,
+//! point 31).
+//!
+//! Everything the child needs is made before the clone ([`Launch`]), so on
+//! its way to `execve` the child allocates nothing (what it allocated would
+//! stay in the holder's heap). A step that fails hands its reason back
+//! through [`Launch::failure`]: the memory is shared, and the holder reads
+//! it once the clone returns and writes it where the child's stderr goes.
+
+use std::cell::RefCell;
+use std::ffi::{CStr, CString, OsStr, OsString};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+
+use nix::errno::Errno;
+use nix::libc;
+use nix::sched::CloneFlags;
+use nix::sys::signal::SigSet;
+use nix::unistd::{Pid, getgid, getuid};
+
+use crate::launcher::LAUNCH_FAILED;
+use crate::limits::ResourceLimits;
+
+/// The size of the stack a command's child starts on: it runs a few
+/// system calls, and formats a message only when one fails.
+pub(crate) const STACK: usize = 64 * 1024;
+
+/// What the child of one command does, prepared by the holder.
+pub(crate) struct Launch {
+    /// The program's path, as found on `PATH`, and `sh`'s when the
+    /// program is `bash` (a machine without bash still has sh).
+    program: CString,
+    fallback: Option<(CString, Vec<*const libc::c_char>)>,
+    /// The name the command is known by, for failures.
+    name: OsString,
+    /// `argv[0]` and `envp`, each as a null-terminated array of pointers
+    /// into the strings kept beside them.
+    _argv: Vec<CString>,
+    argv: Vec<*const libc::c_char>,
+    _envp: Vec<CString>,
+    envp: Vec<*const libc::c_char>,
+    cwd: CString,
+    null: OwnedFd,
+    stdout: RawFd,
+    stderr: RawFd,
+    uid_map: CString,
+    gid_map: CString,
+    /// `pids.max` of the command's own pids cgroup, when it gets one.
+    cgroup_max: Option<CString>,
+    /// Limits to set, when they are not the holder's own.
+    limits: Option<ResourceLimits>,
+    /// A copy of the Landlock ruleset's descriptor (none with the mode off).
+    ruleset: Option<OwnedFd>,
+    /// Why the child did not become the command, set by the child.
+    failure: RefCell<Option<String>>,
+}
+
+/// The parts of a request a launch is made from.
+pub(crate) struct Command<'a> {
+    pub(crate) argv: &'a [OsString],
+    pub(crate) env: &'a [(OsString, OsString)],
+    pub(crate) cwd: &'a OsStr,
+    pub(crate) found: Option<OsString>,
+    pub(crate) sh: Option<OsString>,
+    pub(crate) cgroup_max: Option<u64>,
+    pub(crate) limits: Option<ResourceLimits>,
+    pub(crate) ruleset: Option<OwnedFd>,
+}
+
+fn c_string(bytes: &[u8], what: &str) -> Result<CString, String> {
+    CString::new(bytes).map_err(|_| format!("{what} contains a NUL byte"))
+}
+
+/// A null-terminated array of pointers to `strings`.
+fn pointers(strings: &[CString]) -> Vec<*const libc::c_char> {
+    strings
+        .iter()
+        .map(|string| string.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect()
+}
+
+impl Launch {
+    pub(crate) fn new(
+        command: Command<'_>,
+        stdout: &OwnedFd,
+        stderr: &OwnedFd,
+    ) -> Result<Launch, String> {
+        let Some(name) = command.argv.first() else {
+            return Err("missing command".to_owned());
+        };
+        let program = command.found.unwrap_or_else(|| name.clone());
+        let argv = command
+            .argv
+            .iter()
+            .map(|arg| c_string(arg.as_bytes(), "an argument"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let envp = command
+            .env
+            .iter()
+            .map(|(name, value)| {
+                let mut entry = name.as_bytes().to_vec();
+                entry.push(b'=');
+                entry.extend_from_slice(value.as_bytes());
+                c_string(&entry, "the environment")
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let null = std::fs::File::open("/dev/null")
+            .map_err(|err| format!("/dev/null: {err}"))?
+            .into();
+        let (uid, gid) = (getuid(), getgid());
+        let argv_pointers = pointers(&argv);
+        let fallback = match command.sh {
+            Some(sh) => {
+                let mut argv = argv_pointers.clone();
+                if let Some(first) = argv.first_mut() {
+                    *first = c"sh".as_ptr();
+                }
+                Some((c_string(sh.as_bytes(), "sh")?, argv))
+            }
+            None => None,
+        };
+        Ok(Launch {
+            program: c_string(program.as_bytes(), "the program")?,
+            fallback,
+            name: name.clone(),
+            argv: argv_pointers,
+            _argv: argv,
+            envp: pointers(&envp),
+            _envp: envp,
+            cwd: c_string(command.cwd.as_bytes(), "the folder")?,
+            null,
+            stdout: stdout.as_raw_fd(),
+            stderr: stderr.as_raw_fd(),
+            uid_map: c_string(format!("{uid} {uid} 1\n").as_bytes(), "uid_map")?,
+            gid_map: c_string(format!("{gid} {gid} 1\n").as_bytes(), "gid_map")?,
+            cgroup_max: command
+                .cgroup_max
+                .map(|max| c_string(max.to_string().as_bytes(), "pids.max"))
+                .transpose()?,
+            limits: command.limits,
+            ruleset: command.ruleset,
+            failure: RefCell::new(None),
+        })
+    }
+
+    /// Starts the child and waits until it has become the command or
+    /// failed to. The pid is returned either way (a failed child ends with
+    /// [`LAUNCH_FAILED`] and is reaped like a command); the reason of a
+    /// failure comes with it.
+    #[allow(unsafe_code)]
+    pub(crate) fn start(self, stack: &mut [u8]) -> Result<(Pid, Option<String>), String> {
+        let flags = CloneFlags::CLONE_VM | CloneFlags::CLONE_VFORK | CloneFlags::CLONE_NEWUSER;
+        let child = Box::new(|| -> isize {
+            let reason = self.become_command();
+            *self.failure.borrow_mut() = Some(reason);
+            LAUNCH_FAILED as isize
+        });
+        // SAFETY: the holder is single-threaded and CLONE_VFORK suspends it
+        // until the child has called `execve` or ended, so nothing else
+        // touches the memory the child shares; the child runs on `stack`,
+        // not on the holder's, and allocates only on its way to failing
+        // (that string is handed back in `failure`, and freed here).
+        let pid = unsafe { nix::sched::clone(child, stack, flags, Some(libc::SIGCHLD)) }.map_err(
+            |err| format!("cannot create a user namespace for the command (clone: {err})"),
+        )?;
+        Ok((pid, self.failure.take()))
+    }
+
+    /// In the child: applies the policy as the launcher would, then becomes
+    /// the command. Returns only on failure, with the reason.
+    fn become_command(&self) -> String {
+        match self.apply() {
+            Err(reason) => reason,
+            Ok(()) => self.exec(),
+        }
+    }
+
+    #[allow(unsafe_code)]
+    fn apply(&self) -> Result<(), String> {
+        let step = |what: &str, result: libc::c_int| {
+            Errno::result(result)
+                .map(drop)
+                .map_err(|err| format!("{what}: {err}"))
+        };
+        // SAFETY (each call below): plain system calls on this process with
+        // descriptors it holds and strings made before the clone.
+        step("setpgid", unsafe { libc::setpgid(0, 0) })?;
+        SigSet::empty()
+            .thread_set_mask()
+            .map_err(|err| format!("sigprocmask: {err}"))?;
+        // Rust programs ignore SIGPIPE; commands expect its default.
+        let pipe = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        if pipe == libc::SIG_ERR {
+            return Err(format!("signal: {}", Errno::last()));
+        }
+        for (from, to) in [
+            (self.null.as_fd().as_raw_fd(), 0),
+            (self.stdout, 1),
+            (self.stderr, 2),
+        ] {
+            step("dup2", unsafe { libc::dup2(from, to) })?;
+        }
+        if unsafe { libc::chdir(self.cwd.as_ptr()) } != 0 {
+            return Err(format!(
+                "cannot enter {}: {}",
+                String::from_utf8_lossy(self.cwd.as_bytes()),
+                std::io::Error::last_os_error()
+            ));
+        }
+        write_file(c"/proc/self/setgroups", c"deny")?;
+        write_file(c"/proc/self/uid_map", &self.uid_map)?;
+        write_file(c"/proc/self/gid_map", &self.gid_map)?;
+        if let Some(max) = &self.cgroup_max {
+            join_own_pids_cgroup(max)?;
+        }
+        if let Some(limits) = &self.limits {
+            limits.apply()?;
+        }
+        if let Some(ruleset) = &self.ruleset {
+            step("no_new_privs", unsafe {
+                libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+            })?;
+            let restricted =
+                unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0) };
+            if restricted != 0 {
+                return Err(format!("Landlock: {}", Errno::last()));
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(unsafe_code)]
+    fn exec(&self) -> String {
+        // SAFETY: the path and both arrays are null-terminated and outlive
+        // the call (they are the holder's, which waits).
+        unsafe {
+            libc::execve(
+                self.program.as_ptr(),
+                self.argv.as_ptr(),
+                self.envp.as_ptr(),
+            )
+        };
+        let err = std::io::Error::last_os_error();
+        if let (Some((sh, argv)), std::io::ErrorKind::NotFound) = (&self.fallback, err.kind()) {
+            // SAFETY: as above.
+            unsafe { libc::execve(sh.as_ptr(), argv.as_ptr(), self.envp.as_ptr()) };
+            return format!("cannot run bash or sh: {}", std::io::Error::last_os_error());
+        }
+        format!("cannot run {}: {err}", self.name.to_string_lossy())
+    }
+}
+
+/// Writes `text` to the file at `path`, as `std::fs::write` would but
+/// without allocating.
+#[allow(unsafe_code)]
+fn write_file(path: &CStr, text: &CStr) -> Result<(), String> {
+    let failed = || {
+        format!(
+            "cannot write {}: {}",
+            path.to_string_lossy(),
+            std::io::Error::last_os_error()
+        )
+    };
+    // SAFETY: both strings are null-terminated; the descriptor is this
+    // call's own.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(failed());
+        }
+        let bytes = text.to_bytes();
+        let written = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+        let result = if usize::try_from(written).ok() == Some(bytes.len()) {
+            Ok(())
+        } else {
+            Err(failed())
+        };
+        libc::close(fd);
+        result
+    }
+}
+
+/// A path built on the stack: the child may not allocate.
+struct StackPath {
+    bytes: [u8; 64],
+    len: usize,
+}
+
+impl StackPath {
+    fn new(prefix: &[u8]) -> StackPath {
+        let mut path = StackPath {
+            bytes: [0; 64],
+            len: 0,
+        };
+        path.push(prefix);
+        path
+    }
+
+    fn push(&mut self, part: &[u8]) {
+        let end = (self.len + part.len()).min(self.bytes.len() - 1);
+        let take = end - self.len;
+        self.bytes[self.len..end].copy_from_slice(&part[..take]);
+        self.len = end;
+    }
+
+    fn push_number(&mut self, mut number: u32) {
+        let mut digits = [0u8; 10];
+        let mut start = digits.len();
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (number % 10) as u8;
+            number /= 10;
+            if number == 0 {
+                break;
+            }
+        }
+        self.push(&digits[start..]);
+    }
+
+    fn as_c_str(&self) -> &CStr {
+        CStr::from_bytes_until_nul(&self.bytes).unwrap_or(c"")
+    }
+}
+
+/// Moves the child into a new pids cgroup of its own, named by its pid as
+/// [`crate::limits::remove_cgroup`] expects, allowing `max` processes. The
+/// holder chose this only for root with a v1 pids hierarchy; if the folder
+/// cannot be made, the command is left to RLIMIT_NPROC, as the launcher
+/// does.
+#[allow(unsafe_code)]
+fn join_own_pids_cgroup(max: &CStr) -> Result<(), String> {
+    let pid = std::process::id();
+    let mut dir = StackPath::new(crate::limits::PIDS_ROOT.as_bytes());
+    dir.push(b"/alcove-");
+    dir.push_number(pid);
+    // SAFETY: a null-terminated path.
+    if unsafe { libc::mkdir(dir.as_c_str().as_ptr(), 0o755) } != 0 {
+        return Ok(());
+    }
+    let mut number = StackPath::new(b"");
+    number.push_number(pid);
+    let within = |file: &[u8]| {
+        let mut path = StackPath::new(&dir.bytes[..dir.len]);
+        path.push(file);
+        path
+    };
+    write_file(within(b"/pids.max").as_c_str(), max)
+        .and_then(|()| write_file(within(b"/cgroup.procs").as_c_str(), number.as_c_str()))
+        .map_err(|err| format!("limits.processes: cannot use the pids cgroup: {err}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stack_path_holds_a_cgroup_folder_and_stops_at_its_size() {
+        let mut path = StackPath::new(b"/sys/fs/cgroup/pids");
+        path.push(b"/alcove-");
+        path.push_number(4_194_304);
+        assert_eq!(path.as_c_str(), c"/sys/fs/cgroup/pids/alcove-4194304");
+        let mut zero = StackPath::new(b"");
+        zero.push_number(0);
+        assert_eq!(zero.as_c_str(), c"0");
+        let mut long = StackPath::new(&[b'x'; 100]);
+        long.push_number(7);
+        assert_eq!(long.as_c_str().to_bytes().len(), 63);
+    }
+}
