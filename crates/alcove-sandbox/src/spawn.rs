@@ -38,9 +38,10 @@ pub(crate) const STACK: usize = 64 * 1024;
 
 /// What the child of one command does, prepared by the holder.
 pub(crate) struct Launch {
-    /// The program's path, as found on `PATH`, and `sh`'s when the
-    /// program is `bash` (a machine without bash still has sh).
-    program: CString,
+    /// The program's path, as found on `PATH` (none when it was not: a
+    /// bare name is never looked up in the command's folder), and `sh`'s
+    /// when the program is `bash` (a machine without bash still has sh).
+    program: Option<CString>,
     fallback: Option<(CString, Vec<*const libc::c_char>)>,
     /// The name the command is known by, for failures.
     name: OsString,
@@ -100,7 +101,8 @@ impl Launch {
         let Some(name) = command.argv.first() else {
             return Err("missing command".to_owned());
         };
-        let program = command.found.unwrap_or_else(|| name.clone());
+        let with_slash = |path: &OsString| path.as_bytes().contains(&b'/');
+        let program = command.found.filter(with_slash);
         let argv = command
             .argv
             .iter()
@@ -122,17 +124,19 @@ impl Launch {
         let (uid, gid) = (getuid(), getgid());
         let argv_pointers = pointers(&argv);
         let fallback = match command.sh {
-            Some(sh) => {
+            Some(sh) if with_slash(&sh) => {
                 let mut argv = argv_pointers.clone();
                 if let Some(first) = argv.first_mut() {
                     *first = c"sh".as_ptr();
                 }
                 Some((c_string(sh.as_bytes(), "sh")?, argv))
             }
-            None => None,
+            _ => None,
         };
         Ok(Launch {
-            program: c_string(program.as_bytes(), "the program")?,
+            program: program
+                .map(|program| c_string(program.as_bytes(), "the program"))
+                .transpose()?,
             fallback,
             name: name.clone(),
             argv: argv_pointers,
@@ -243,16 +247,15 @@ impl Launch {
 
     #[allow(unsafe_code)]
     fn exec(&self) -> String {
-        // SAFETY: the path and both arrays are null-terminated and outlive
-        // the call (they are the holder's, which waits).
-        unsafe {
-            libc::execve(
-                self.program.as_ptr(),
-                self.argv.as_ptr(),
-                self.envp.as_ptr(),
-            )
+        let err = match &self.program {
+            Some(program) => {
+                // SAFETY: the path and both arrays are null-terminated and
+                // outlive the call (they are the holder's, which waits).
+                unsafe { libc::execve(program.as_ptr(), self.argv.as_ptr(), self.envp.as_ptr()) };
+                std::io::Error::last_os_error()
+            }
+            None => std::io::Error::from_raw_os_error(libc::ENOENT),
         };
-        let err = std::io::Error::last_os_error();
         if let (Some((sh, argv)), std::io::ErrorKind::NotFound) = (&self.fallback, err.kind()) {
             // SAFETY: as above.
             unsafe { libc::execve(sh.as_ptr(), argv.as_ptr(), self.envp.as_ptr()) };
