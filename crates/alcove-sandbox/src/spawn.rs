@@ -368,6 +368,40 @@ fn join_own_pids_cgroup(max: &CStr) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    fn launch_of(found: &str, sh: Option<&str>) -> Launch {
+        let argv = [OsString::from("bash"), OsString::from("-c")];
+        let out: OwnedFd = std::fs::File::open("/dev/null").unwrap().into();
+        let command = Command {
+            argv: &argv,
+            env: &[],
+            cwd: OsStr::new("/"),
+            found: Some(found.into()),
+            sh: sh.map(OsString::from),
+            cgroup_max: None,
+            limits: None,
+            ruleset: None,
+        };
+        Launch::new(command, &out, &out).unwrap()
+    }
+
+    #[test]
+    fn a_program_not_found_on_path_is_never_run_from_the_commands_folder() {
+        // `Kept::find` gives the bare name back when no folder has it:
+        // `execve` would then run a `bash` file in the command's folder.
+        let lost = launch_of("bash", Some("sh"));
+        assert!(lost.program.is_none());
+        assert!(lost.fallback.is_none());
+        let found = launch_of("/usr/bin/bash", Some("/usr/bin/sh"));
+        assert_eq!(found.program.as_deref(), Some(c"/usr/bin/bash"));
+        let (sh, argv) = found.fallback.as_ref().unwrap();
+        assert_eq!(sh.as_c_str(), c"/usr/bin/sh");
+        // SAFETY: the pointers point into strings `found` keeps.
+        #[allow(unsafe_code)]
+        let (first, second) = unsafe { (CStr::from_ptr(argv[0]), CStr::from_ptr(argv[1])) };
+        assert_eq!((first, second), (c"sh", c"-c"));
+        assert!(argv[2].is_null() && found.argv[2].is_null());
+    }
+
     #[test]
     fn a_stack_path_holds_a_cgroup_folder_and_stops_at_its_size() {
         let mut path = StackPath::new(b"/sys/fs/cgroup/pids");
