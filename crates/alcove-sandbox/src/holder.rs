@@ -2,9 +2,9 @@
 //! requests on its socket, starts a child per command ([`crate::spawn`]),
 //! and reports each child's pid and, once reaped, its wait status.
 //!
-//! Each child applies what the launcher applies ([`crate::launcher`]): the
-//! pids cgroup, a user namespace of its own inside the session's (so
-//! `limits.processes` counts one command), the limits and the Landlock
+//! Each child applies what the launcher applies ([`crate::launcher`]): a
+//! user namespace of its own inside the session's (so `limits.processes`
+//! counts one command), the pids cgroup, the limits and the Landlock
 //! domain. What can be done once is done once, in the holder: each
 //! policy's ruleset is built once and kept while the paths it was built
 //! from are unchanged, each program is looked up on `PATH` once, stale
@@ -85,8 +85,9 @@ struct Kept {
     rulesets: HashMap<String, fs_rules::Prepared>,
     programs: HashMap<(OsString, OsString), OsString>,
     limits: ResourceLimits,
-    /// The stack each command's child starts on ([`spawn`]).
-    stack: Vec<u8>,
+    /// The stack each command's child starts on ([`spawn`]), made with the
+    /// first request.
+    stack: Option<spawn::ChildStack>,
 }
 
 /// The holder's side, once its namespace is ready and `check` applied to
@@ -97,7 +98,7 @@ pub(crate) fn serve(socket: &OwnedFd, check: &LaunchPolicy) -> Result<(), String
         rulesets: HashMap::new(),
         programs: HashMap::new(),
         limits: check.limits,
-        stack: Vec::new(),
+        stack: None,
     };
     let mut child_exits = SigSet::empty();
     child_exits.add(Signal::SIGCHLD);
@@ -130,7 +131,6 @@ pub(crate) fn serve(socket: &OwnedFd, check: &LaunchPolicy) -> Result<(), String
         }
         if buffer.is_empty() {
             buffer = vec![0u8; MAX_REQUEST];
-            kept.stack = vec![0u8; spawn::STACK];
             limits::sweep_cgroups();
         }
         let mut fds = nix::cmsg_space!([RawFd; 2]);
@@ -265,7 +265,11 @@ fn start(request: Request, fds: Vec<OwnedFd>, kept: &mut Kept) -> Result<Pid, St
         ruleset,
     };
     let launch = spawn::Launch::new(command, &stdout, &stderr)?;
-    let (pid, failure) = launch.start(&mut kept.stack)?;
+    let stack = match &mut kept.stack {
+        Some(stack) => stack,
+        None => kept.stack.insert(spawn::ChildStack::new()?),
+    };
+    let (pid, failure) = launch.start(stack)?;
     if let Some(reason) = failure {
         let line = format!("{FAILURE_PREFIX}{reason}\n");
         let _ = nix::unistd::write(&stderr, line.as_bytes());
@@ -286,16 +290,16 @@ impl Kept {
     }
 
     /// Where `program` is on the command's `PATH` (as `execvp` would find
-    /// it), remembered; the name itself when it has a slash or is not found.
+    /// it, `/bin:/usr/bin` without one), remembered; the name itself when
+    /// it has a slash or is not found.
     fn find(&mut self, program: &OsStr, env: &[(OsString, OsString)]) -> OsString {
         if program.as_bytes().contains(&b'/') {
             return program.to_owned();
         }
-        let path = env
-            .iter()
-            .find(|(name, _)| name == "PATH")
-            .map(|(_, value)| value.clone())
-            .unwrap_or_default();
+        let path = env.iter().find(|(name, _)| name == "PATH").map_or_else(
+            || OsString::from("/bin:/usr/bin"),
+            |(_, value)| value.clone(),
+        );
         let key = (program.to_owned(), path);
         if let Some(found) = self.programs.get(&key) {
             return found.clone();
@@ -330,7 +334,7 @@ mod tests {
             rulesets: HashMap::new(),
             programs: HashMap::new(),
             limits: ResourceLimits::NONE,
-            stack: Vec::new(),
+            stack: None,
         };
         let policy = LaunchPolicy {
             mode: crate::SandboxMode::ReadOnly,

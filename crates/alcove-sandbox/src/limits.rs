@@ -101,8 +101,10 @@ impl ResourceLimits {
     }
 
     /// For root, whom the kernel exempts from RLIMIT_NPROC: moves the calling
-    /// process into a pids cgroup of its own. Must run before it leaves the
-    /// initial user namespace.
+    /// process into a pids cgroup of its own. The launcher does this before
+    /// it leaves the initial user namespace (the holder's children, already
+    /// outside it, join theirs from their own user namespace: v1's
+    /// `cgroup.procs` checks that the writer is root, which they still are).
     pub fn apply_cgroup(&self) -> Result<(), String> {
         match self.cgroup_max() {
             Some(max) => pids_cgroup(max, true),

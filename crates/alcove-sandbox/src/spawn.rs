@@ -18,7 +18,7 @@
 //! through [`Launch::failure`]: the memory is shared, and the holder reads
 //! it once the clone returns and writes it where the child's stderr goes.
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::ffi::{CStr, CString, OsStr, OsString};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
@@ -32,9 +32,62 @@ use nix::unistd::{Pid, getgid, getuid};
 use crate::launcher::LAUNCH_FAILED;
 use crate::limits::ResourceLimits;
 
-/// The size of the stack a command's child starts on: it runs a few
-/// system calls, and formats a message only when one fails.
-pub(crate) const STACK: usize = 64 * 1024;
+/// The stack a command's child starts on: 64 KiB (it makes a few system
+/// calls, and formats a message only when one fails) above a page the
+/// child cannot touch, so an overflow faults instead of writing over the
+/// holder's heap.
+pub(crate) struct ChildStack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+/// The guard page below a [`ChildStack`].
+const GUARD: usize = 4096;
+
+impl ChildStack {
+    #[allow(unsafe_code)]
+    pub(crate) fn new() -> Result<ChildStack, String> {
+        let len = GUARD + 64 * 1024;
+        // SAFETY: a fresh private mapping, owned by the value returned.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(format!("cannot map a stack: {}", Errno::last()));
+        }
+        let stack = ChildStack { base, len };
+        // SAFETY: the first page of the mapping just made.
+        if unsafe { libc::mprotect(base, GUARD, libc::PROT_NONE) } != 0 {
+            return Err(format!("cannot guard a stack: {}", Errno::last()));
+        }
+        Ok(stack)
+    }
+
+    /// The part above the guard page.
+    #[allow(unsafe_code)]
+    fn usable(&mut self) -> &mut [u8] {
+        // SAFETY: the mapping is `len` bytes, readable and writable above
+        // its first page, and borrowed mutably for as long as the slice.
+        unsafe {
+            std::slice::from_raw_parts_mut(self.base.cast::<u8>().add(GUARD), self.len - GUARD)
+        }
+    }
+}
+
+impl Drop for ChildStack {
+    #[allow(unsafe_code)]
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, no longer borrowed.
+        unsafe { libc::munmap(self.base, self.len) };
+    }
+}
 
 /// What the child of one command does, prepared by the holder.
 pub(crate) struct Launch {
@@ -64,7 +117,7 @@ pub(crate) struct Launch {
     /// A copy of the Landlock ruleset's descriptor (none with the mode off).
     ruleset: Option<OwnedFd>,
     /// Why the child did not become the command, set by the child.
-    failure: RefCell<Option<String>>,
+    failure: Cell<Option<String>>,
 }
 
 /// The parts of a request a launch is made from.
@@ -155,7 +208,7 @@ impl Launch {
                 .transpose()?,
             limits: command.limits,
             ruleset: command.ruleset,
-            failure: RefCell::new(None),
+            failure: Cell::new(None),
         })
     }
 
@@ -164,11 +217,11 @@ impl Launch {
     /// [`LAUNCH_FAILED`] and is reaped like a command); the reason of a
     /// failure comes with it.
     #[allow(unsafe_code)]
-    pub(crate) fn start(self, stack: &mut [u8]) -> Result<(Pid, Option<String>), String> {
+    pub(crate) fn start(self, stack: &mut ChildStack) -> Result<(Pid, Option<String>), String> {
         let flags = CloneFlags::CLONE_VM | CloneFlags::CLONE_VFORK | CloneFlags::CLONE_NEWUSER;
         let child = Box::new(|| -> isize {
             let reason = self.become_command();
-            *self.failure.borrow_mut() = Some(reason);
+            self.failure.set(Some(reason));
             LAUNCH_FAILED as isize
         });
         // SAFETY: the holder is single-threaded and CLONE_VFORK suspends it
@@ -176,9 +229,10 @@ impl Launch {
         // touches the memory the child shares; the child runs on `stack`,
         // not on the holder's, and allocates only on its way to failing
         // (that string is handed back in `failure`, and freed here).
-        let pid = unsafe { nix::sched::clone(child, stack, flags, Some(libc::SIGCHLD)) }.map_err(
-            |err| format!("cannot create a user namespace for the command (clone: {err})"),
-        )?;
+        let pid = unsafe { nix::sched::clone(child, stack.usable(), flags, Some(libc::SIGCHLD)) }
+            .map_err(|err| {
+            format!("cannot start the command in a user namespace of its own (clone: {err})")
+        })?;
         Ok((pid, self.failure.take()))
     }
 
@@ -400,6 +454,16 @@ mod tests {
         let (first, second) = unsafe { (CStr::from_ptr(argv[0]), CStr::from_ptr(argv[1])) };
         assert_eq!((first, second), (c"sh", c"-c"));
         assert!(argv[2].is_null() && found.argv[2].is_null());
+    }
+
+    #[test]
+    fn a_child_stack_gives_64_kib_above_its_guard_page() {
+        let mut stack = ChildStack::new().unwrap();
+        let usable = stack.usable();
+        assert_eq!(usable.len(), 64 * 1024);
+        usable[0] = 1;
+        usable[64 * 1024 - 1] = 1;
+        assert_eq!(usable.as_ptr() as usize % 4096, 0);
     }
 
     #[test]
