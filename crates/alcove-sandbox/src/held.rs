@@ -36,9 +36,11 @@ use std::process::ExitStatus;
 use std::sync::{Mutex, mpsc};
 use std::time::Duration;
 
+use nix::sys::signal::{Signal, killpg};
 use nix::sys::socket::{
     AddressFamily, ControlMessage, MsgFlags, SockFlag, SockType, recv, sendmsg, socketpair,
 };
+use nix::unistd::Pid;
 use tokio::sync::oneshot;
 
 /// The largest request: a `SOCK_SEQPACKET` message must fit the socket's
@@ -99,7 +101,44 @@ pub(crate) struct Spawner {
     /// Held while a request waits for its answer, so answers come in order;
     /// `None` until the first request starts the thread reading reports (a
     /// session that runs no command pays for no thread).
-    answers: Mutex<Option<mpsc::Receiver<Answer>>>,
+    answers: Mutex<Option<Answers>>,
+    /// How long a request waits for its answer.
+    timeout: Duration,
+}
+
+/// The answers to come, in the order of the requests.
+#[derive(Debug)]
+struct Answers {
+    received: mpsc::Receiver<Answer>,
+    /// Requests that stopped waiting (the holder can wait on a child's
+    /// `chdir` into a hung mount): their answers come first and are not
+    /// the next request's.
+    late: usize,
+}
+
+impl Answers {
+    /// The answer to the request just sent, or why there is none.
+    fn next(&mut self, timeout: Duration) -> Result<Answer, String> {
+        loop {
+            match self.received.recv_timeout(timeout) {
+                Ok(stale) if self.late > 0 => {
+                    self.late -= 1;
+                    // Its call has given up: nobody would wait for it.
+                    if let Ok((pid, _)) = stale {
+                        let _ = killpg(Pid::from_raw(pid.cast_signed()), Signal::SIGKILL);
+                    }
+                }
+                Ok(answer) => return Ok(answer),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    self.late += 1;
+                    return Err("the session's sandbox holder did not answer".to_owned());
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err("the session's sandbox holder has ended".to_owned());
+                }
+            }
+        }
+    }
 }
 
 impl Spawner {
@@ -108,11 +147,12 @@ impl Spawner {
         Spawner {
             socket,
             answers: Mutex::new(None),
+            timeout: ANSWER_TIMEOUT,
         }
     }
 
     /// Starts the thread reading the holder's reports.
-    fn start_reader(&self) -> Result<mpsc::Receiver<Answer>, String> {
+    fn start_reader(&self) -> Result<Answers, String> {
         let reading = self
             .socket
             .try_clone()
@@ -122,7 +162,10 @@ impl Spawner {
             .name("sandbox-holder".to_owned())
             .spawn(move || read_reports(&reading, &answer))
             .map_err(|err| format!("cannot start the holder's reader: {err}"))?;
-        Ok(answers)
+        Ok(Answers {
+            received: answers,
+            late: 0,
+        })
     }
 
     /// Asks the holder to run `argv` in `cwd` with exactly `env`, confined
@@ -164,14 +207,13 @@ impl Spawner {
                 "cannot reach the session's sandbox holder: {err}"
             )));
         }
-        Some(match answers.recv_timeout(ANSWER_TIMEOUT) {
+        Some(match answers.next(self.timeout) {
             Ok(Ok((pid, exit))) => Ok(HeldChild {
                 pid,
                 exit,
                 status: None,
             }),
-            Ok(Err(reason)) => Err(reason),
-            Err(_) => Err("the session's sandbox holder did not answer".to_owned()),
+            Ok(Err(reason)) | Err(reason) => Err(reason),
         })
     }
 }
@@ -244,6 +286,7 @@ pub(crate) fn encode(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::process::CommandExt;
 
     fn pipe_ends() -> (OwnedFd, OwnedFd) {
         let (_, out) = std::io::pipe().unwrap();
@@ -278,6 +321,45 @@ mod tests {
         assert_eq!(status.code(), Some(3));
         // A second wait sees the same exit (the select loop waits again).
         assert_eq!(child.wait().await.unwrap().code(), Some(3));
+        drop(holder.join().unwrap());
+    }
+
+    #[tokio::test]
+    async fn an_answer_that_comes_too_late_is_not_the_next_requests_and_its_command_is_ended() {
+        let (ours, holders) = socket_pair().unwrap();
+        let mut spawner = Spawner::new(ours);
+        spawner.timeout = Duration::from_millis(500);
+        // The command the late answer names: a group of its own.
+        let mut late = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let late_pid = late.id();
+        // A stand-in holder stuck on its first request past the timeout,
+        // then answering both in order.
+        let holder = std::thread::spawn(move || {
+            let mut buffer = vec![0u8; MAX_REQUEST];
+            recv(holders.as_raw_fd(), &mut buffer, MsgFlags::empty()).unwrap();
+            // Past the first wait, well inside the second.
+            std::thread::sleep(Duration::from_millis(750));
+            let send = |report: String| {
+                nix::sys::socket::send(holders.as_raw_fd(), report.as_bytes(), MsgFlags::empty())
+                    .unwrap()
+            };
+            send(format!("spawned {late_pid}"));
+            recv(holders.as_raw_fd(), &mut buffer, MsgFlags::empty()).unwrap();
+            send("spawned 4343".to_owned());
+            holders
+        });
+        let (out, err) = pipe_ends();
+        let argv = [OsStr::new("true")];
+        let first = spawner.spawn("{}", Path::new("/"), &argv, &[], &out, &err);
+        assert!(first.unwrap().unwrap_err().contains("did not answer"));
+        let second = spawner.spawn("{}", Path::new("/"), &argv, &[], &out, &err);
+        assert_eq!(second.unwrap().unwrap().id(), 4343);
+        let status = late.wait().unwrap();
+        assert_eq!(status.signal(), Some(9), "{status:?}");
         drop(holder.join().unwrap());
     }
 
