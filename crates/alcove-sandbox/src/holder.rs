@@ -88,6 +88,9 @@ struct Kept {
     /// The stack each command's child starts on ([`spawn`]), made with the
     /// first request.
     stack: Option<spawn::ChildStack>,
+    /// Whether a v1 pids hierarchy is mounted, looked at with the first
+    /// request.
+    pids_hierarchy: bool,
 }
 
 /// The holder's side, once its namespace is ready and `check` applied to
@@ -99,6 +102,7 @@ pub(crate) fn serve(socket: &OwnedFd, check: &LaunchPolicy) -> Result<(), String
         programs: HashMap::new(),
         limits: check.limits,
         stack: None,
+        pids_hierarchy: false,
     };
     let mut child_exits = SigSet::empty();
     child_exits.add(Signal::SIGCHLD);
@@ -132,6 +136,7 @@ pub(crate) fn serve(socket: &OwnedFd, check: &LaunchPolicy) -> Result<(), String
         if buffer.is_empty() {
             buffer = vec![0u8; MAX_REQUEST];
             limits::sweep_cgroups();
+            kept.pids_hierarchy = limits::pids_hierarchy_exists();
         }
         let mut fds = nix::cmsg_space!([RawFd; 2]);
         let mut iov = [IoSliceMut::new(&mut buffer)];
@@ -258,9 +263,7 @@ fn start(request: Request, fds: Vec<OwnedFd>, kept: &mut Kept) -> Result<Pid, St
         cwd: &request.cwd,
         found,
         sh,
-        cgroup_max: limits
-            .cgroup_max()
-            .filter(|_| limits::pids_hierarchy_exists()),
+        cgroup_max: limits.cgroup_max().filter(|_| kept.pids_hierarchy),
         limits: (kept.limits != limits).then_some(limits),
         ruleset,
     };
@@ -335,6 +338,7 @@ mod tests {
             programs: HashMap::new(),
             limits: ResourceLimits::NONE,
             stack: None,
+            pids_hierarchy: false,
         };
         let policy = LaunchPolicy {
             mode: crate::SandboxMode::ReadOnly,

@@ -107,7 +107,7 @@ impl ResourceLimits {
     /// `cgroup.procs` checks that the writer is root, which they still are).
     pub fn apply_cgroup(&self) -> Result<(), String> {
         match self.cgroup_max() {
-            Some(max) => pids_cgroup(max, true),
+            Some(max) => pids_cgroup(max),
             None => Ok(()),
         }
     }
@@ -174,20 +174,21 @@ impl ResourceLimits {
 /// Where a launcher's pids cgroup lives (cgroup v1).
 pub(crate) const PIDS_ROOT: &str = "/sys/fs/cgroup/pids";
 
+/// How a command's pids cgroup is named, before its pid.
+pub(crate) const CGROUP_PREFIX: &str = "alcove-";
+
 fn cgroup_dir(pid: u32) -> std::path::PathBuf {
-    std::path::Path::new(PIDS_ROOT).join(format!("alcove-{pid}"))
+    std::path::Path::new(PIDS_ROOT).join(format!("{CGROUP_PREFIX}{pid}"))
 }
 
 /// Moves the calling process into a new pids cgroup allowing `max`
 /// processes. A machine without a writable v1 pids hierarchy is left to
 /// RLIMIT_NPROC.
-fn pids_cgroup(max: u64, sweep: bool) -> Result<(), String> {
+fn pids_cgroup(max: u64) -> Result<(), String> {
     if !pids_hierarchy_exists() {
         return Ok(());
     }
-    if sweep {
-        sweep_cgroups();
-    }
+    sweep_cgroups();
     let dir = cgroup_dir(std::process::id());
     if std::fs::create_dir(&dir).is_err() {
         return Ok(());
@@ -219,7 +220,10 @@ pub(crate) fn sweep_cgroups() {
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|name| name.strip_prefix("alcove-")) else {
+        let Some(pid) = name
+            .to_str()
+            .and_then(|name| name.strip_prefix(CGROUP_PREFIX))
+        else {
             continue;
         };
         if !std::path::Path::new("/proc").join(pid).exists() {

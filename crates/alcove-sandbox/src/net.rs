@@ -33,13 +33,10 @@ pub(crate) fn isolate(allow_loopback: bool) -> Result<(), String> {
 /// Maps `uid` and `gid` to themselves in the user namespace the calling
 /// process has just created, so files and `id` look the same inside.
 pub(crate) fn map_ids(uid: Uid, gid: Gid) -> Result<(), String> {
-    let write = |file: &str, text: String| {
-        std::fs::write(format!("/proc/self/{file}"), text)
-            .map_err(|err| format!("cannot write /proc/self/{file}: {err}"))
-    };
-    write("setgroups", "deny".to_owned())?;
-    write("uid_map", format!("{uid} {uid} 1\n"))?;
-    write("gid_map", format!("{gid} {gid} 1\n"))
+    crate::spawn::write_id_maps(
+        &crate::spawn::id_map(uid.as_raw())?,
+        &crate::spawn::id_map(gid.as_raw())?,
+    )
 }
 
 /// Sets the flag IFF_UP on `lo` with one RTM_NEWLINK netlink request.

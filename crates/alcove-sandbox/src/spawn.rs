@@ -17,6 +17,8 @@
 //! stay in the holder's heap). A step that fails hands its reason back
 //! through [`Launch::failure`]: the memory is shared, and the holder reads
 //! it once the clone returns and writes it where the child's stderr goes.
+//! Writing the id maps without allocating lives here too, and serves the
+//! holder's own namespace as well ([`crate::net::map_ids`]).
 
 use std::cell::Cell;
 use std::ffi::{CStr, CString, OsStr, OsString};
@@ -200,8 +202,8 @@ impl Launch {
             null,
             stdout: stdout.as_raw_fd(),
             stderr: stderr.as_raw_fd(),
-            uid_map: c_string(format!("{uid} {uid} 1\n").as_bytes(), "uid_map")?,
-            gid_map: c_string(format!("{gid} {gid} 1\n").as_bytes(), "gid_map")?,
+            uid_map: id_map(uid.as_raw())?,
+            gid_map: id_map(gid.as_raw())?,
             cgroup_max: command
                 .cgroup_max
                 .map(|max| c_string(max.to_string().as_bytes(), "pids.max"))
@@ -277,9 +279,7 @@ impl Launch {
                 std::io::Error::last_os_error()
             ));
         }
-        write_file(c"/proc/self/setgroups", c"deny")?;
-        write_file(c"/proc/self/uid_map", &self.uid_map)?;
-        write_file(c"/proc/self/gid_map", &self.gid_map)?;
+        write_id_maps(&self.uid_map, &self.gid_map)?;
         if let Some(max) = &self.cgroup_max {
             join_own_pids_cgroup(max)?;
         }
@@ -317,6 +317,21 @@ impl Launch {
         }
         format!("cannot run {}: {err}", self.name.to_string_lossy())
     }
+}
+
+/// The line of `/proc/self/uid_map` (or `gid_map`) that maps `id` to
+/// itself.
+pub(crate) fn id_map(id: u32) -> Result<CString, String> {
+    c_string(format!("{id} {id} 1\n").as_bytes(), "an id map")
+}
+
+/// Maps the caller's ids to themselves in the user namespace it was just
+/// born in or moved to (`uid_map` and `gid_map` from [`id_map`]), so files
+/// and `id` look the same inside. Allocates only on failure.
+pub(crate) fn write_id_maps(uid_map: &CStr, gid_map: &CStr) -> Result<(), String> {
+    write_file(c"/proc/self/setgroups", c"deny")?;
+    write_file(c"/proc/self/uid_map", uid_map)?;
+    write_file(c"/proc/self/gid_map", gid_map)
 }
 
 /// Writes `text` to the file at `path`, as `std::fs::write` would but
@@ -400,7 +415,8 @@ impl StackPath {
 fn join_own_pids_cgroup(max: &CStr) -> Result<(), String> {
     let pid = std::process::id();
     let mut dir = StackPath::new(crate::limits::PIDS_ROOT.as_bytes());
-    dir.push(b"/alcove-");
+    dir.push(b"/");
+    dir.push(crate::limits::CGROUP_PREFIX.as_bytes());
     dir.push_number(pid);
     // SAFETY: a null-terminated path.
     if unsafe { libc::mkdir(dir.as_c_str().as_ptr(), 0o755) } != 0 {
