@@ -13,6 +13,7 @@ mod config;
 mod config_show;
 mod context_setup;
 mod exec;
+mod heap;
 mod hook_setup;
 mod mcp_cmd;
 mod mcp_setup;
@@ -164,6 +165,7 @@ fn main() -> ExitCode {
         let code = alcove_sandbox::launcher::main(args.collect());
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
+    heap::keep_freed_memory();
     let cli = parse_cli();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

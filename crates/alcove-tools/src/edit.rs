@@ -136,7 +136,7 @@ fn edit_file(
         Ok(done) => done,
         Err(reason) => return ToolOutput::error(format!("{reason} in {shown}")),
     };
-    if let Err(err) = std::fs::write(path, updated.as_bytes()) {
+    if let Err(err) = crate::write::overwrite(path, updated.as_bytes()) {
         return ToolOutput::error(format!("Cannot write {shown}: {err}"));
     }
     let noun = if count == 1 {

@@ -2,27 +2,23 @@
 //!
 //! Models are trained on ripgrep's flags and output, so the parameters mirror
 //! `rg` (`-i`, `-n`, `-A`/`-B`/`-C`, `--glob`, `--type`, `-U`) and so does
-//! the output. Files are searched in parallel, but results are sorted before
+//! the output. A large tree is searched in parallel (`walk`), but results are sorted before
 //! they are shown so the same search always prints the same text.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::SystemTime;
 
 use alcove_protocol::ToolSpec;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
-use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
-use ignore::WalkState;
+use grep_searcher::{Searcher, Sink, SinkContext, SinkMatch};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
 use crate::read::cut_line;
-use crate::{
-    Access, HiddenPaths, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input,
-};
+use crate::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
+use walk::{Found, search};
+
+mod walk;
 
 const NAME: &str = "Grep";
 const DESCRIPTION: &str = "Searches file contents with a regular expression (ripgrep; Rust \
@@ -252,128 +248,6 @@ impl Tool for Grep {
             Ok(output) => output,
             Err(err) => ToolOutput::error(format!("Grep failed: {err}")),
         }
-    }
-}
-
-/// What one file contributed.
-struct FileHits {
-    path: PathBuf,
-    /// Formatted output lines (content mode only).
-    lines: Vec<String>,
-    /// Matching lines (count mode only).
-    count: usize,
-    modified: SystemTime,
-}
-
-struct Found {
-    files: Vec<FileHits>,
-    /// Whether the search stopped before the end because too much was collected.
-    stopped_early: bool,
-}
-
-/// The walker's threads: the machine's CPUs (at most 12, as ripgrep
-/// chooses), found once. Left to the walker, every search asks again, and
-/// asking reads three cgroup files.
-fn walker_threads() -> usize {
-    static THREADS: OnceLock<usize> = OnceLock::new();
-    *THREADS.get_or_init(|| {
-        std::thread::available_parallelism()
-            .map_or(1, std::num::NonZeroUsize::get)
-            .min(12)
-    })
-}
-
-/// Searches every file under `plan.path` in parallel.
-fn search(
-    plan: &Plan,
-    workspace: &Arc<Workspace>,
-    cancel: &CancellationToken,
-    hidden: &HiddenPaths,
-) -> Found {
-    let mut walker = ignore::WalkBuilder::new(&plan.path);
-    // Honour .gitignore even when the workspace is not a git repository.
-    walker.require_git(false);
-    // Folders and files a Read deny rule covers are not searched (nor entered).
-    let hidden = hidden.clone();
-    walker.filter_entry(move |entry| !hidden.hides(entry.path()));
-    if let Some(overrides) = &plan.overrides {
-        walker.overrides(overrides.clone());
-    }
-    if let Some(types) = &plan.types {
-        walker.types(types.clone());
-    }
-    let collected = AtomicUsize::new(0);
-    let stopped_early = AtomicBool::new(false);
-    walker.threads(walker_threads());
-    let (tx, rx) = std::sync::mpsc::channel::<FileHits>();
-    walker.build_parallel().run(|| {
-        let tx = tx.clone();
-        let (collected, stopped_early) = (&collected, &stopped_early);
-        // Made at a thread's first file: each holds a 64 KiB buffer to
-        // zero, and in a small tree some threads never get a file.
-        let mut searcher: Option<Searcher> = None;
-        Box::new(move |entry| {
-            if cancel.is_cancelled() || stopped_early.load(Ordering::Relaxed) {
-                return WalkState::Quit;
-            }
-            let Ok(entry) = entry else {
-                return WalkState::Continue;
-            };
-            let path = entry.path();
-            let is_file = match entry.file_type() {
-                Some(kind) => kind.is_file() || (kind.is_symlink() && path.is_file()),
-                None => path.is_file(),
-            };
-            if !is_file {
-                return WalkState::Continue;
-            }
-            let shown = workspace.display(path);
-            let mut sink = HitSink::new(plan, &shown);
-            let searcher = searcher.get_or_insert_with(|| {
-                SearcherBuilder::new()
-                    .line_number(true)
-                    .multi_line(plan.multiline)
-                    .before_context(plan.before)
-                    .after_context(plan.after)
-                    .binary_detection(BinaryDetection::quit(0))
-                    .build()
-            });
-            let searched = searcher.search_path(&plan.matcher, path, &mut sink);
-            if searched.is_err() || sink.binary || !sink.matched {
-                return WalkState::Continue;
-            }
-            let size = sink.bytes + shown.len();
-            if collected.fetch_add(size, Ordering::Relaxed) + size > MAX_COLLECTED_BYTES {
-                stopped_early.store(true, Ordering::Relaxed);
-            }
-            let modified = entry.metadata().ok().and_then(|meta| meta.modified().ok());
-            let hits = FileHits {
-                path: path.to_path_buf(),
-                lines: sink.lines,
-                count: sink.count,
-                modified: modified.unwrap_or(SystemTime::UNIX_EPOCH),
-            };
-            if tx.send(hits).is_err() {
-                return WalkState::Quit;
-            }
-            WalkState::Continue
-        })
-    });
-    drop(tx);
-    let mut files: Vec<FileHits> = rx.into_iter().collect();
-    if plan.mode == OutputMode::FilesWithMatches {
-        // Newest first, as Claude Code does; the path breaks ties.
-        files.sort_by(|a, b| {
-            b.modified
-                .cmp(&a.modified)
-                .then_with(|| a.path.cmp(&b.path))
-        });
-    } else {
-        files.sort_by(|a, b| a.path.cmp(&b.path));
-    }
-    Found {
-        files,
-        stopped_early: stopped_early.load(Ordering::Relaxed),
     }
 }
 

@@ -77,6 +77,28 @@ impl Tool for Write {
     }
 }
 
+/// Writes `bytes` as the whole content of the file at `path`, creating it
+/// if missing. An existing file is written over from its start and then
+/// cut to the new length, not emptied first: on ext4, a file truncated to
+/// nothing is written back to disk as soon as it is closed (the
+/// `auto_da_alloc` heuristic), which made each `Edit` wait for the disk.
+/// Either way, a reader that looks while the write is under way sees a
+/// mix (an emptied file before); Edit and Write never promised more.
+pub(crate) fn overwrite(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    file.write_all(bytes)?;
+    let len = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+    if file.metadata()?.len() > len {
+        file.set_len(len)?;
+    }
+    Ok(())
+}
+
 /// Creates the folders and writes the file.
 fn write_file(path: &Path, shown: String, workspace: &Workspace, content: &str) -> ToolOutput {
     let existed = match std::fs::metadata(path) {
@@ -100,7 +122,7 @@ fn write_file(path: &Path, shown: String, workspace: &Workspace, content: &str) 
             workspace.display(parent)
         ));
     }
-    if let Err(err) = std::fs::write(path, content.as_bytes()) {
+    if let Err(err) = overwrite(path, content.as_bytes()) {
         return ToolOutput::error(format!("Cannot write {shown}: {err}"));
     }
     let bytes = content.len();
@@ -110,4 +132,23 @@ fn write_file(path: &Path, shown: String, workspace: &Workspace, content: &str) 
         bytes: u64::try_from(bytes).ok(),
         ..Effects::default()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::overwrite;
+
+    #[test]
+    fn overwriting_leaves_exactly_the_new_content_whether_shorter_or_longer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.txt");
+        overwrite(&path, b"a long first version\n").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"a long first version\n");
+        overwrite(&path, b"short\n").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"short\n");
+        overwrite(&path, b"longer than short, again\n").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"longer than short, again\n");
+        overwrite(&path, b"").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"");
+    }
 }

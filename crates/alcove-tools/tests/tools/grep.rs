@@ -269,3 +269,37 @@ async fn results_are_deterministic() {
         assert_eq!(env.ok(&grep, input.clone()).await, first);
     }
 }
+
+#[tokio::test]
+async fn a_tree_too_large_for_the_single_threaded_walk_is_searched_whole_with_the_same_filters() {
+    let env = Env::new();
+    env.file(".gitignore", "ignored/\n");
+    env.file("ignored/f.txt", "needle\n");
+    env.file(".hidden/f.txt", "needle\n");
+    // 400 files in 20 folders: more entries than one thread walks alone.
+    for n in 0..400 {
+        let text = if n % 50 == 7 {
+            "hay\nneedle\n"
+        } else {
+            "hay\n"
+        };
+        env.file(&format!("d{:02}/f{n:03}.txt", n / 20), text);
+    }
+    let out = env
+        .ok(
+            &Grep::default(),
+            json!({"pattern": "needle", "output_mode": "count"}),
+        )
+        .await;
+    let expected: Vec<String> = (0..400)
+        .filter(|n| n % 50 == 7)
+        .map(|n| format!("d{:02}/f{n:03}.txt:1", n / 20))
+        .collect();
+    assert_eq!(
+        out,
+        format!(
+            "{}\n\nFound 8 matching lines in 8 files",
+            expected.join("\n")
+        )
+    );
+}
