@@ -35,7 +35,10 @@ struct Conversation {
 
 struct State {
     conversations: Vec<Conversation>,
-    requests: Vec<RecordedRequest>,
+    /// Shared with the handler that answers each: recording a request
+    /// copies a pointer, not the parsed body (a deep copy per request was
+    /// a large part of the server's own CPU in a 64-wide fan-out).
+    requests: Vec<Arc<RecordedRequest>>,
     cache: Cache,
 }
 
@@ -149,7 +152,8 @@ impl FakeServer {
 
     /// Every request received so far, in arrival order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.shared.lock().requests.clone()
+        let requests: Vec<Arc<RecordedRequest>> = self.shared.lock().requests.clone();
+        requests.iter().map(|r| RecordedRequest::clone(r)).collect()
     }
 
     /// How many requests were received so far (cheap: nothing is cloned, so
@@ -161,9 +165,11 @@ impl FakeServer {
     /// The requests whose first user message text contains `first_user_contains`
     /// (matched like conversations, see [`RecordedRequest::first_user_message_text`]).
     pub fn requests_for(&self, first_user_contains: &str) -> Vec<RecordedRequest> {
-        self.requests()
-            .into_iter()
+        let requests: Vec<Arc<RecordedRequest>> = self.shared.lock().requests.clone();
+        requests
+            .iter()
             .filter(|r| r.first_user_message_text().contains(first_user_contains))
+            .map(|r| RecordedRequest::clone(r))
             .collect()
     }
 
@@ -280,18 +286,18 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
         }
         Err(e) => (Value::Null, 0, Some(e.to_string())),
     };
-    let record = RecordedRequest {
+    let record = Arc::new(RecordedRequest {
         method: method.to_string(),
         path,
         headers,
         body,
         body_len,
         received_at,
-    };
+    });
     let protocol = record.protocol();
     let plan = {
         let mut state = shared.lock();
-        state.requests.push(record.clone());
+        state.requests.push(Arc::clone(&record));
         let is_model_call = method == Method::POST
             && (record.path == "/v1/messages" || record.path == "/v1/chat/completions");
         if let Some(e) = body_error {
