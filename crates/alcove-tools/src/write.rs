@@ -82,8 +82,13 @@ impl Tool for Write {
 /// cut to the new length, not emptied first: on ext4, a file truncated to
 /// nothing is written back to disk as soon as it is closed (the
 /// `auto_da_alloc` heuristic), which made each `Edit` wait for the disk.
-/// Either way, a reader that looks while the write is under way sees a
-/// mix (an emptied file before); Edit and Write never promised more.
+///
+/// What that changes: a reader looking while the write is under way sees
+/// new text over old where it saw a short file; a write that fails part
+/// way (a full disk) is cut to what was written, so it shows short, as
+/// before. Neither way calls `fsync`: after a power loss before the kernel
+/// writes the file back, the old way could leave it empty, this one the
+/// old bytes cut to the new length. Edit and Write never promised more.
 pub(crate) fn overwrite(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write as _;
     let mut file = std::fs::OpenOptions::new()
@@ -91,12 +96,29 @@ pub(crate) fn overwrite(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .create(true)
         .truncate(false)
         .open(path)?;
-    file.write_all(bytes)?;
-    let len = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
-    if file.metadata()?.len() > len {
-        file.set_len(len)?;
+    let mut written = 0;
+    while written < bytes.len() {
+        match file.write(&bytes[written..]) {
+            Ok(0) => {
+                let _ = file.set_len(length(written));
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            Ok(n) => written += n,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(err) => {
+                let _ = file.set_len(length(written));
+                return Err(err);
+            }
+        }
+    }
+    if file.metadata()?.len() > length(bytes.len()) {
+        file.set_len(length(bytes.len()))?;
     }
     Ok(())
+}
+
+fn length(bytes: usize) -> u64 {
+    u64::try_from(bytes).unwrap_or(u64::MAX)
 }
 
 /// Creates the folders and writes the file.

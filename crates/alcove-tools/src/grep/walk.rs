@@ -4,15 +4,19 @@
 //! fewer. The parallel walker starts its threads anew for every search (two
 //! thread starts and ends a call on two cores, more than the walk of a
 //! small tree), so a search first walks on the calling thread, up to
-//! [`SMALL_TREE_ENTRIES`] entries; a tree found to be larger is walked again
-//! from the start in parallel, and what the first walk found is dropped.
-//! Both walks see the same entries (one builder makes both), and the hits
-//! are sorted afterwards, so which one answered does not show in the output.
+//! [`SMALL_TREE`]'s entries or time, whichever comes first; a tree found to be larger (or files found to be large) is walked
+//! again from the start in parallel, and what the first walk found is
+//! dropped, so a large search loses at most that much. Both walks see the
+//! same entries (one builder makes both), and the hits are sorted
+//! afterwards, so which one answered does not show in the output, except
+//! in a search that stops early at [`MAX_COLLECTED_BYTES`]: which files
+//! made it in then depends on the walk's order, as it always did with
+//! threads.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
 use ignore::{DirEntry, WalkBuilder, WalkState};
@@ -21,9 +25,21 @@ use tokio_util::sync::CancellationToken;
 use super::{HitSink, MAX_COLLECTED_BYTES, OutputMode, Plan};
 use crate::{HiddenPaths, Workspace};
 
-/// Entries (files and folders) a search walks on its own thread before it
-/// takes the tree for a large one and walks it in parallel instead.
-const SMALL_TREE_ENTRIES: usize = 256;
+/// How far a walk on the calling thread goes before it gives up.
+#[derive(Clone, Copy)]
+struct Budget {
+    /// Entries (files and folders) walked.
+    entries: usize,
+    /// Time since the walk began: fewer entries can still be large files.
+    time: Duration,
+}
+
+/// What a search walks on its own thread before it takes the tree for a
+/// large one and walks it in parallel instead.
+const SMALL_TREE: Budget = Budget {
+    entries: 256,
+    time: Duration::from_millis(2),
+};
 
 /// What one file contributed.
 pub(super) struct FileHits {
@@ -143,9 +159,9 @@ pub(super) fn search(
     };
     // With one CPU, the walk on this thread is the only one and goes on.
     let threads = walker_threads();
-    let (mut files, stopped_early) = match visit(1, threads > 1) {
+    let (mut files, stopped_early) = match visit(1, (threads > 1).then_some(SMALL_TREE)) {
         Some(found) => found,
-        None => visit(threads, false).unwrap_or_default(),
+        None => visit(threads, None).unwrap_or_default(),
     };
     if plan.mode == OutputMode::FilesWithMatches {
         // Newest first, as Claude Code does; the path breaks ties.
@@ -182,19 +198,22 @@ fn builder(plan: &Plan, hidden: &HiddenPaths) -> WalkBuilder {
 
 impl Visit<'_> {
     /// The hits and whether the search stopped early. With one thread, the
-    /// walk is on this one, and with `give_up` it gives up (`None`) past
-    /// [`SMALL_TREE_ENTRIES`].
+    /// walk is on this one, and with a `budget` it gives up (`None`) once
+    /// the budget is spent.
     fn walk(
         self,
         walker: &WalkBuilder,
         threads: usize,
-        give_up: bool,
+        budget: Option<Budget>,
     ) -> Option<(Vec<FileHits>, bool)> {
         let mut files = Vec::new();
         if threads == 1 {
             let mut searcher = None;
+            let started = Instant::now();
             for (seen, entry) in walker.build().enumerate() {
-                if give_up && seen >= SMALL_TREE_ENTRIES {
+                if budget.is_some_and(|budget| {
+                    seen >= budget.entries || started.elapsed() >= budget.time
+                }) {
                     return None;
                 }
                 let mut keep = |hits| {
@@ -221,5 +240,59 @@ impl Visit<'_> {
             files = rx.into_iter().collect();
         }
         Some((files, self.stopped_early.load(Ordering::Relaxed)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tree of `files` one-line files under `dir`, every tenth holding "needle".
+    fn tree(dir: &std::path::Path, files: usize) {
+        for n in 0..files {
+            let text = if n % 10 == 0 { "needle\n" } else { "hay\n" };
+            let folder = dir.join(format!("d{}", n / 50));
+            std::fs::create_dir_all(&folder).unwrap();
+            std::fs::write(folder.join(format!("f{n}.txt")), text).unwrap();
+        }
+    }
+
+    fn walk_alone(dir: &std::path::Path, budget: Budget) -> Option<usize> {
+        let workspace = Workspace::new(dir).unwrap();
+        let input = serde_json::from_value(serde_json::json!({"pattern": "needle"})).unwrap();
+        let plan = super::super::plan(&input, &workspace).unwrap();
+        let cancel = CancellationToken::new();
+        let visit = Visit {
+            plan: &plan,
+            workspace: &workspace,
+            cancel: &cancel,
+            collected: AtomicUsize::new(0),
+            stopped_early: AtomicBool::new(false),
+        };
+        let walker = builder(&plan, &HiddenPaths::default());
+        visit
+            .walk(&walker, 1, Some(budget))
+            .map(|(files, _)| files.len())
+    }
+
+    #[test]
+    fn a_walk_on_the_calling_thread_gives_up_past_its_entries_or_its_time() {
+        // Time is not what these trees test (a debug build is slow).
+        let entries = Budget {
+            time: Duration::from_secs(3600),
+            ..SMALL_TREE
+        };
+        let small = tempfile::tempdir().unwrap();
+        tree(small.path(), 40);
+        assert_eq!(walk_alone(small.path(), entries), Some(4));
+        let large = tempfile::tempdir().unwrap();
+        tree(large.path(), SMALL_TREE.entries + 50);
+        assert_eq!(walk_alone(large.path(), entries), None);
+        // No time at all: even the small tree is given up.
+        let no_time = Budget {
+            time: Duration::ZERO,
+            ..SMALL_TREE
+        };
+        assert_eq!(walk_alone(small.path(), no_time), None);
     }
 }
