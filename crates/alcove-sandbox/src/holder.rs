@@ -8,7 +8,8 @@
 //! domain. What can be done once is done once, in the holder: each
 //! policy's ruleset is built once and kept while the paths it was built
 //! from are unchanged, each program is looked up on `PATH` once, stale
-//! cgroups are swept once, and limits equal to the holder's own are
+//! cgroups are swept once, the child's stack, stdin and id maps are made
+//! once ([`spawn::Starter`]), and limits equal to the holder's own are
 //! inherited rather than set again.
 
 use std::collections::HashMap;
@@ -85,12 +86,9 @@ struct Kept {
     rulesets: HashMap<String, fs_rules::Prepared>,
     programs: HashMap<(OsString, OsString), OsString>,
     limits: ResourceLimits,
-    /// The stack each command's child starts on ([`spawn`]), made with the
+    /// What each command's child starts from ([`spawn`]), made with the
     /// first request.
-    stack: Option<spawn::ChildStack>,
-    /// Whether a v1 pids hierarchy is mounted, looked at with the first
-    /// request.
-    pids_hierarchy: bool,
+    starter: Option<spawn::Starter>,
 }
 
 /// The holder's side, once its namespace is ready and `check` applied to
@@ -101,8 +99,7 @@ pub(crate) fn serve(socket: &OwnedFd, check: &LaunchPolicy) -> Result<(), String
         rulesets: HashMap::new(),
         programs: HashMap::new(),
         limits: check.limits,
-        stack: None,
-        pids_hierarchy: false,
+        starter: None,
     };
     let mut child_exits = SigSet::empty();
     child_exits.add(Signal::SIGCHLD);
@@ -136,7 +133,6 @@ pub(crate) fn serve(socket: &OwnedFd, check: &LaunchPolicy) -> Result<(), String
         if buffer.is_empty() {
             buffer = vec![0u8; MAX_REQUEST];
             limits::sweep_cgroups();
-            kept.pids_hierarchy = limits::pids_hierarchy_exists();
         }
         let mut fds = nix::cmsg_space!([RawFd; 2]);
         let mut iov = [IoSliceMut::new(&mut buffer)];
@@ -256,6 +252,10 @@ fn start(request: Request, fds: Vec<OwnedFd>, kept: &mut Kept) -> Result<Pid, St
         .first()
         .is_some_and(|program| program == "bash"))
     .then(|| kept.find(OsStr::new("sh"), &request.env));
+    let starter = match &mut kept.starter {
+        Some(starter) => starter,
+        None => kept.starter.insert(spawn::Starter::new()?),
+    };
     let limits = request.policy.limits;
     let command = spawn::Command {
         argv: &request.argv,
@@ -263,16 +263,11 @@ fn start(request: Request, fds: Vec<OwnedFd>, kept: &mut Kept) -> Result<Pid, St
         cwd: &request.cwd,
         found,
         sh,
-        cgroup_max: limits.cgroup_max().filter(|_| kept.pids_hierarchy),
+        cgroup_max: limits.processes_limit().filter(|_| starter.own_cgroups),
         limits: (kept.limits != limits).then_some(limits),
         ruleset,
     };
-    let launch = spawn::Launch::new(command, &stdout, &stderr)?;
-    let stack = match &mut kept.stack {
-        Some(stack) => stack,
-        None => kept.stack.insert(spawn::ChildStack::new()?),
-    };
-    let (pid, failure) = launch.start(stack)?;
+    let (pid, failure) = starter.start(command, &stdout, &stderr)?;
     if let Some(reason) = failure {
         let line = format!("{FAILURE_PREFIX}{reason}\n");
         let _ = nix::unistd::write(&stderr, line.as_bytes());
@@ -337,8 +332,7 @@ mod tests {
             rulesets: HashMap::new(),
             programs: HashMap::new(),
             limits: ResourceLimits::NONE,
-            stack: None,
-            pids_hierarchy: false,
+            starter: None,
         };
         let policy = LaunchPolicy {
             mode: crate::SandboxMode::ReadOnly,

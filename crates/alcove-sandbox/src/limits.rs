@@ -115,8 +115,13 @@ impl ResourceLimits {
     /// The process count of a command's own pids cgroup, when it gets one:
     /// for root, with a process limit set.
     pub(crate) fn cgroup_max(&self) -> Option<u64> {
-        self.processes
-            .filter(|max| *max > 0 && nix::unistd::geteuid().is_root())
+        self.processes_limit()
+            .filter(|_| nix::unistd::geteuid().is_root())
+    }
+
+    /// The process limit, when one is set.
+    pub(crate) fn processes_limit(&self) -> Option<u64> {
+        self.processes.filter(|max| *max > 0)
     }
 
     /// What a command killed by `signal` ran into, if a limit.

@@ -22,14 +22,14 @@
 
 use std::cell::Cell;
 use std::ffi::{CStr, CString, OsStr, OsString};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 
 use nix::errno::Errno;
 use nix::libc;
 use nix::sched::CloneFlags;
 use nix::sys::signal::SigSet;
-use nix::unistd::{Pid, getgid, getuid};
+use nix::unistd::{Pid, geteuid, getgid, getuid};
 
 use crate::launcher::LAUNCH_FAILED;
 use crate::limits::ResourceLimits;
@@ -91,8 +91,57 @@ impl Drop for ChildStack {
     }
 }
 
+/// What every command's child uses, made by the holder once, with its
+/// first request (the holder's ids and whether it may make cgroups never
+/// change): the stack the child starts on and [`Fixed`].
+pub(crate) struct Starter {
+    stack: ChildStack,
+    fixed: Fixed,
+    /// Whether commands get pids cgroups of their own: the holder is root
+    /// and a v1 pids hierarchy is mounted.
+    pub(crate) own_cgroups: bool,
+}
+
+/// The part of a [`Starter`] each launch reads.
+struct Fixed {
+    /// The child's stdin.
+    null: OwnedFd,
+    /// The lines mapping the holder's ids to themselves in the child's
+    /// user namespace.
+    uid_map: CString,
+    gid_map: CString,
+}
+
+impl Starter {
+    pub(crate) fn new() -> Result<Starter, String> {
+        let null = std::fs::File::open("/dev/null")
+            .map_err(|err| format!("/dev/null: {err}"))?
+            .into();
+        Ok(Starter {
+            stack: ChildStack::new()?,
+            fixed: Fixed {
+                null,
+                uid_map: id_map(getuid().as_raw())?,
+                gid_map: id_map(getgid().as_raw())?,
+            },
+            own_cgroups: geteuid().is_root() && crate::limits::pids_hierarchy_exists(),
+        })
+    }
+
+    /// Starts the child of `command` and waits until it has become the
+    /// command or failed to ([`Launch::start`]).
+    pub(crate) fn start(
+        &mut self,
+        command: Command<'_>,
+        stdout: &OwnedFd,
+        stderr: &OwnedFd,
+    ) -> Result<(Pid, Option<String>), String> {
+        Launch::new(command, stdout, stderr, &self.fixed)?.start(&mut self.stack)
+    }
+}
+
 /// What the child of one command does, prepared by the holder.
-pub(crate) struct Launch {
+struct Launch<'a> {
     /// The program's path, as found on `PATH` (none when it was not: a
     /// bare name is never looked up in the command's folder), and `sh`'s
     /// when the program is `bash` (a machine without bash still has sh).
@@ -107,11 +156,9 @@ pub(crate) struct Launch {
     _envp: Vec<CString>,
     envp: Vec<*const libc::c_char>,
     cwd: CString,
-    null: OwnedFd,
+    fixed: &'a Fixed,
     stdout: RawFd,
     stderr: RawFd,
-    uid_map: CString,
-    gid_map: CString,
     /// `pids.max` of the command's own pids cgroup, when it gets one.
     cgroup_max: Option<CString>,
     /// Limits to set, when they are not the holder's own.
@@ -147,12 +194,13 @@ fn pointers(strings: &[CString]) -> Vec<*const libc::c_char> {
         .collect()
 }
 
-impl Launch {
-    pub(crate) fn new(
+impl<'a> Launch<'a> {
+    fn new(
         command: Command<'_>,
         stdout: &OwnedFd,
         stderr: &OwnedFd,
-    ) -> Result<Launch, String> {
+        fixed: &'a Fixed,
+    ) -> Result<Launch<'a>, String> {
         let Some(name) = command.argv.first() else {
             return Err("missing command".to_owned());
         };
@@ -173,10 +221,6 @@ impl Launch {
                 c_string(&entry, "the environment")
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let null = std::fs::File::open("/dev/null")
-            .map_err(|err| format!("/dev/null: {err}"))?
-            .into();
-        let (uid, gid) = (getuid(), getgid());
         let argv_pointers = pointers(&argv);
         let fallback = match command.sh {
             Some(sh) if with_slash(&sh) => {
@@ -199,11 +243,9 @@ impl Launch {
             envp: pointers(&envp),
             _envp: envp,
             cwd: c_string(command.cwd.as_bytes(), "the folder")?,
-            null,
+            fixed,
             stdout: stdout.as_raw_fd(),
             stderr: stderr.as_raw_fd(),
-            uid_map: id_map(uid.as_raw())?,
-            gid_map: id_map(gid.as_raw())?,
             cgroup_max: command
                 .cgroup_max
                 .map(|max| c_string(max.to_string().as_bytes(), "pids.max"))
@@ -219,7 +261,7 @@ impl Launch {
     /// [`LAUNCH_FAILED`] and is reaped like a command); the reason of a
     /// failure comes with it.
     #[allow(unsafe_code)]
-    pub(crate) fn start(self, stack: &mut ChildStack) -> Result<(Pid, Option<String>), String> {
+    fn start(self, stack: &mut ChildStack) -> Result<(Pid, Option<String>), String> {
         let flags = CloneFlags::CLONE_VM | CloneFlags::CLONE_VFORK | CloneFlags::CLONE_NEWUSER;
         let child = Box::new(|| -> isize {
             let reason = self.become_command();
@@ -266,7 +308,7 @@ impl Launch {
             return Err(format!("signal: {}", Errno::last()));
         }
         for (from, to) in [
-            (self.null.as_fd().as_raw_fd(), 0),
+            (self.fixed.null.as_raw_fd(), 0),
             (self.stdout, 1),
             (self.stderr, 2),
         ] {
@@ -279,7 +321,7 @@ impl Launch {
                 std::io::Error::last_os_error()
             ));
         }
-        write_id_maps(&self.uid_map, &self.gid_map)?;
+        write_id_maps(&self.fixed.uid_map, &self.fixed.gid_map)?;
         if let Some(max) = &self.cgroup_max {
             join_own_pids_cgroup(max)?;
         }
@@ -438,7 +480,7 @@ fn join_own_pids_cgroup(max: &CStr) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    fn launch_of(found: &str, sh: Option<&str>) -> Launch {
+    fn launch_of<'a>(fixed: &'a Fixed, found: &str, sh: Option<&str>) -> Launch<'a> {
         let argv = [OsString::from("bash"), OsString::from("-c")];
         let out: OwnedFd = std::fs::File::open("/dev/null").unwrap().into();
         let command = Command {
@@ -451,17 +493,18 @@ mod tests {
             limits: None,
             ruleset: None,
         };
-        Launch::new(command, &out, &out).unwrap()
+        Launch::new(command, &out, &out, fixed).unwrap()
     }
 
     #[test]
     fn a_program_not_found_on_path_is_never_run_from_the_commands_folder() {
         // `Kept::find` gives the bare name back when no folder has it:
         // `execve` would then run a `bash` file in the command's folder.
-        let lost = launch_of("bash", Some("sh"));
+        let starter = Starter::new().unwrap();
+        let lost = launch_of(&starter.fixed, "bash", Some("sh"));
         assert!(lost.program.is_none());
         assert!(lost.fallback.is_none());
-        let found = launch_of("/usr/bin/bash", Some("/usr/bin/sh"));
+        let found = launch_of(&starter.fixed, "/usr/bin/bash", Some("/usr/bin/sh"));
         assert_eq!(found.program.as_deref(), Some(c"/usr/bin/bash"));
         let (sh, argv) = found.fallback.as_ref().unwrap();
         assert_eq!(sh.as_c_str(), c"/usr/bin/sh");

@@ -137,66 +137,7 @@ impl Visit<'_> {
             WalkState::Quit
         }
     }
-}
 
-/// Searches every file under `plan.path`.
-pub(super) fn search(
-    plan: &Plan,
-    workspace: &Arc<Workspace>,
-    cancel: &CancellationToken,
-    hidden: &HiddenPaths,
-) -> Found {
-    let walker = builder(plan, hidden);
-    let visit = |threads, give_up| {
-        Visit {
-            plan,
-            workspace,
-            cancel,
-            collected: AtomicUsize::new(0),
-            stopped_early: AtomicBool::new(false),
-        }
-        .walk(&walker, threads, give_up)
-    };
-    // With one CPU, the walk on this thread is the only one and goes on.
-    let threads = walker_threads();
-    let (mut files, stopped_early) = match visit(1, (threads > 1).then_some(SMALL_TREE)) {
-        Some(found) => found,
-        None => visit(threads, None).unwrap_or_default(),
-    };
-    if plan.mode == OutputMode::FilesWithMatches {
-        // Newest first, as Claude Code does; the path breaks ties.
-        files.sort_by(|a, b| {
-            b.modified
-                .cmp(&a.modified)
-                .then_with(|| a.path.cmp(&b.path))
-        });
-    } else {
-        files.sort_by(|a, b| a.path.cmp(&b.path));
-    }
-    Found {
-        files,
-        stopped_early,
-    }
-}
-
-/// The walk of `plan.path`: ignore files, hidden paths, globs and types.
-fn builder(plan: &Plan, hidden: &HiddenPaths) -> WalkBuilder {
-    let mut walker = WalkBuilder::new(&plan.path);
-    // Honour .gitignore even when the workspace is not a git repository.
-    walker.require_git(false);
-    // Folders and files a Read deny rule covers are not searched (nor entered).
-    let hidden = hidden.clone();
-    walker.filter_entry(move |entry| !hidden.hides(entry.path()));
-    if let Some(overrides) = &plan.overrides {
-        walker.overrides(overrides.clone());
-    }
-    if let Some(types) = &plan.types {
-        walker.types(types.clone());
-    }
-    walker
-}
-
-impl Visit<'_> {
     /// The hits and whether the search stopped early. With one thread, the
     /// walk is on this one, and with a `budget` it gives up (`None`) once
     /// the budget is spent.
@@ -241,6 +182,63 @@ impl Visit<'_> {
         }
         Some((files, self.stopped_early.load(Ordering::Relaxed)))
     }
+}
+
+/// Searches every file under `plan.path`.
+pub(super) fn search(
+    plan: &Plan,
+    workspace: &Arc<Workspace>,
+    cancel: &CancellationToken,
+    hidden: &HiddenPaths,
+) -> Found {
+    let walker = builder(plan, hidden);
+    let visit = |threads, budget| {
+        Visit {
+            plan,
+            workspace,
+            cancel,
+            collected: AtomicUsize::new(0),
+            stopped_early: AtomicBool::new(false),
+        }
+        .walk(&walker, threads, budget)
+    };
+    // With one CPU, the walk on this thread is the only one and goes on.
+    let threads = walker_threads();
+    let (mut files, stopped_early) = match visit(1, (threads > 1).then_some(SMALL_TREE)) {
+        Some(found) => found,
+        None => visit(threads, None).unwrap_or_default(),
+    };
+    if plan.mode == OutputMode::FilesWithMatches {
+        // Newest first, as Claude Code does; the path breaks ties.
+        files.sort_by(|a, b| {
+            b.modified
+                .cmp(&a.modified)
+                .then_with(|| a.path.cmp(&b.path))
+        });
+    } else {
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+    }
+    Found {
+        files,
+        stopped_early,
+    }
+}
+
+/// The walk of `plan.path`: ignore files, hidden paths, globs and types.
+fn builder(plan: &Plan, hidden: &HiddenPaths) -> WalkBuilder {
+    let mut walker = WalkBuilder::new(&plan.path);
+    // Honour .gitignore even when the workspace is not a git repository.
+    walker.require_git(false);
+    // Folders and files a Read deny rule covers are not searched (nor entered).
+    let hidden = hidden.clone();
+    walker.filter_entry(move |entry| !hidden.hides(entry.path()));
+    if let Some(overrides) = &plan.overrides {
+        walker.overrides(overrides.clone());
+    }
+    if let Some(types) = &plan.types {
+        walker.types(types.clone());
+    }
+    walker
 }
 
 #[cfg(test)]
