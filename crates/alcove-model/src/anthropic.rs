@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::http::Http;
-use crate::serialized::{Piece, SerializedCache, Shared, hash_value, tools_piece};
+use crate::serialized::{Piece, SerializedCache, Shared, hash_value, text_digest, tools_piece};
 use crate::{Model, ModelError, ModelRequest, ModelResponse, ProviderConfig, StreamDelta};
 
 /// The API version this client speaks.
@@ -342,7 +342,7 @@ impl<'a> MessageJson<'a> {
                 BlockJson::Text {
                     text,
                     cache_control,
-                } => (0u8, text, cache_control.is_some()).hash(&mut state),
+                } => (0u8, text_digest(text), cache_control.is_some()).hash(&mut state),
                 BlockJson::ToolUse {
                     id,
                     name,
@@ -361,6 +361,7 @@ impl<'a> MessageJson<'a> {
                     is_error,
                     cache_control,
                 } => {
+                    let content = text_digest(content);
                     (2u8, tool_use_id, content, is_error, cache_control.is_some()).hash(&mut state)
                 }
             }

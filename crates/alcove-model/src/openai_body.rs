@@ -13,7 +13,7 @@ use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use crate::ModelRequest;
-use crate::serialized::{Piece, SerializedCache, hash_value, tools_piece};
+use crate::serialized::{Piece, SerializedCache, hash_value, text_digest, tools_piece};
 
 /// The body of one request.
 #[derive(Serialize)]
@@ -131,7 +131,8 @@ impl<'a> ChatMessage<'a> {
     fn fingerprint(&self) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut state = crate::serialized::hasher();
-        (self.role, &self.content, self.tool_call_id).hash(&mut state);
+        let content = self.content.as_deref().map(text_digest);
+        (self.role, content, self.tool_call_id).hash(&mut state);
         for call in &self.tool_calls {
             (call.id, call.function.name).hash(&mut state);
             // Arguments that are not an object are all sent as `{}`.

@@ -1,7 +1,8 @@
 //! The fake model server: a hyper HTTP/1 server on 127.0.0.1 with its own
-//! thread and tokio runtime, which records every request and answers model
+//! threads and tokio runtime, which records every request and answers model
 //! calls from the [`Script`], one step per request, each connection in its
-//! own task so slow steps never block others.
+//! own task so slow steps never block others, on `SERVER_THREADS` workers
+//! so concurrent requests are answered in parallel.
 
 use std::convert::Infallible;
 use std::net::{SocketAddr, TcpListener as StdListener};
@@ -205,8 +206,16 @@ impl Drop for FakeServer {
     }
 }
 
-fn run(listener: StdListener, shared: Arc<Shared>, mut shutdown: oneshot::Receiver<()>) {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+/// Worker threads of the server's runtime. A real API answers requests in
+/// parallel; on one thread, 64 children's requests arriving together were
+/// parsed and answered one after another, and that queue was most of what a
+/// 64-wide fan-out measured beyond bare clients (bench/notes.md, point 35).
+const SERVER_THREADS: usize = 2;
+
+fn run(listener: StdListener, shared: Arc<Shared>, shutdown: oneshot::Receiver<()>) {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(SERVER_THREADS)
+        .thread_name("alcove-fake-server")
         .enable_all()
         .build()
     {
@@ -216,31 +225,36 @@ fn run(listener: StdListener, shared: Arc<Shared>, mut shutdown: oneshot::Receiv
             return;
         }
     };
-    runtime.block_on(async move {
-        let listener = match tokio::net::TcpListener::from_std(listener) {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("alcove-testkit: cannot register the listener: {e}");
-                return;
-            }
-        };
-        loop {
-            tokio::select! {
-                _ = &mut shutdown => break,
-                accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => {
-                        tokio::spawn(serve_connection(stream, Arc::clone(&shared)));
-                    }
-                    Err(e) => {
-                        eprintln!("alcove-testkit: accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                    }
-                },
-            }
-        }
-    });
+    // Accepting is a task on the workers too: a new connection's task then
+    // starts on the worker that accepted it, with no hop between threads
+    // before its request is read (and timed).
+    let _ = runtime.block_on(runtime.spawn(accept(listener, shared, shutdown)));
     // Dropping the runtime drops every connection task, closing their sockets.
     runtime.shutdown_timeout(Duration::from_secs(1));
+}
+
+async fn accept(listener: StdListener, shared: Arc<Shared>, mut shutdown: oneshot::Receiver<()>) {
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("alcove-testkit: cannot register the listener: {e}");
+            return;
+        }
+    };
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    tokio::spawn(serve_connection(stream, Arc::clone(&shared)));
+                }
+                Err(e) => {
+                    eprintln!("alcove-testkit: accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            },
+        }
+    }
 }
 
 async fn serve_connection(stream: tokio::net::TcpStream, shared: Arc<Shared>) {
