@@ -153,8 +153,7 @@ impl FakeServer {
 
     /// Every request received so far, in arrival order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        let requests: Vec<Arc<RecordedRequest>> = self.shared.lock().requests.clone();
-        requests.iter().map(|r| RecordedRequest::clone(r)).collect()
+        self.recorded(|_| true)
     }
 
     /// How many requests were received so far (cheap: nothing is cloned, so
@@ -166,10 +165,16 @@ impl FakeServer {
     /// The requests whose first user message text contains `first_user_contains`
     /// (matched like conversations, see [`RecordedRequest::first_user_message_text`]).
     pub fn requests_for(&self, first_user_contains: &str) -> Vec<RecordedRequest> {
+        self.recorded(|r| r.first_user_message_text().contains(first_user_contains))
+    }
+
+    /// Copies of the requests `keep` takes, in arrival order: the log's
+    /// pointers are copied under the lock, only the requests kept after it.
+    fn recorded(&self, keep: impl Fn(&RecordedRequest) -> bool) -> Vec<RecordedRequest> {
         let requests: Vec<Arc<RecordedRequest>> = self.shared.lock().requests.clone();
         requests
             .iter()
-            .filter(|r| r.first_user_message_text().contains(first_user_contains))
+            .filter(|r| keep(r))
             .map(|r| RecordedRequest::clone(r))
             .collect()
     }

@@ -90,35 +90,24 @@ impl Tool for Write {
 /// writes the file back, the old way could leave it empty, this one the
 /// old bytes cut to the new length. Edit and Write never promised more.
 pub(crate) fn overwrite(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
+    use std::io::{Seek as _, Write as _};
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(false)
         .open(path)?;
-    let mut written = 0;
-    while written < bytes.len() {
-        match file.write(&bytes[written..]) {
-            Ok(0) => {
-                let _ = file.set_len(length(written));
-                return Err(std::io::ErrorKind::WriteZero.into());
-            }
-            Ok(n) => written += n,
-            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(err) => {
-                let _ = file.set_len(length(written));
-                return Err(err);
-            }
+    if let Err(err) = file.write_all(bytes) {
+        // The file's offset is how much was written.
+        if let Ok(written) = file.stream_position() {
+            let _ = file.set_len(written);
         }
+        return Err(err);
     }
-    if file.metadata()?.len() > length(bytes.len()) {
-        file.set_len(length(bytes.len()))?;
+    let end = file.stream_position()?;
+    if file.metadata()?.len() > end {
+        file.set_len(end)?;
     }
     Ok(())
-}
-
-fn length(bytes: usize) -> u64 {
-    u64::try_from(bytes).unwrap_or(u64::MAX)
 }
 
 /// Creates the folders and writes the file.

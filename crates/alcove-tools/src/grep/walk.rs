@@ -4,9 +4,10 @@
 //! fewer. The parallel walker starts its threads anew for every search (two
 //! thread starts and ends a call on two cores, more than the walk of a
 //! small tree), so a search first walks on the calling thread, up to
-//! [`SMALL_TREE`]'s entries or time, whichever comes first; a tree found to be larger (or files found to be large) is walked
-//! again from the start in parallel, and what the first walk found is
-//! dropped, so a large search loses at most that much. Both walks see the
+//! [`SMALL_TREE`]'s entries or time, whichever comes first; a tree found
+//! to be larger (or files found to be large) is walked again from the
+//! start in parallel, and what the first walk found is dropped, so a large
+//! search loses at most that much. Both walks see the
 //! same entries (one builder makes both), and the hits are sorted
 //! afterwards, so which one answered does not show in the output, except
 //! in a search that stops early at [`MAX_COLLECTED_BYTES`]: which files
@@ -79,7 +80,18 @@ struct Visit<'a> {
     stopped_early: AtomicBool,
 }
 
-impl Visit<'_> {
+impl<'a> Visit<'a> {
+    /// A visit of no file yet.
+    fn new(plan: &'a Plan, workspace: &'a Workspace, cancel: &'a CancellationToken) -> Self {
+        Visit {
+            plan,
+            workspace,
+            cancel,
+            collected: AtomicUsize::new(0),
+            stopped_early: AtomicBool::new(false),
+        }
+    }
+
     /// Searches one walked entry; `deliver` takes its hits and says whether
     /// to go on.
     fn entry(
@@ -192,16 +204,8 @@ pub(super) fn search(
     hidden: &HiddenPaths,
 ) -> Found {
     let walker = builder(plan, hidden);
-    let visit = |threads, budget| {
-        Visit {
-            plan,
-            workspace,
-            cancel,
-            collected: AtomicUsize::new(0),
-            stopped_early: AtomicBool::new(false),
-        }
-        .walk(&walker, threads, budget)
-    };
+    let visit =
+        |threads, budget| Visit::new(plan, workspace, cancel).walk(&walker, threads, budget);
     // With one CPU, the walk on this thread is the only one and goes on.
     let threads = walker_threads();
     let (mut files, stopped_early) = match visit(1, (threads > 1).then_some(SMALL_TREE)) {
@@ -260,15 +264,8 @@ mod tests {
         let input = serde_json::from_value(serde_json::json!({"pattern": "needle"})).unwrap();
         let plan = super::super::plan(&input, &workspace).unwrap();
         let cancel = CancellationToken::new();
-        let visit = Visit {
-            plan: &plan,
-            workspace: &workspace,
-            cancel: &cancel,
-            collected: AtomicUsize::new(0),
-            stopped_early: AtomicBool::new(false),
-        };
         let walker = builder(&plan, &HiddenPaths::default());
-        visit
+        Visit::new(&plan, &workspace, &cancel)
             .walk(&walker, 1, Some(budget))
             .map(|(files, _)| files.len())
     }
