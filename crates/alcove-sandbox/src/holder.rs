@@ -9,8 +9,9 @@
 //! policy's ruleset is built once and kept while the paths it was built
 //! from are unchanged, each program is looked up on `PATH` once, stale
 //! cgroups are swept once, the child's stack, stdin and id maps are made
-//! once ([`spawn::Starter`]), and limits equal to the holder's own are
-//! inherited rather than set again.
+//! once ([`spawn::Starter`]), limits equal to the holder's own are
+//! inherited rather than set again, and root's pids cgroups are kept for
+//! the next command once empty ([`CgroupPool`]).
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -27,6 +28,7 @@ use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg, send};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
+use crate::cgroups::CgroupPool;
 use crate::fs_rules;
 use crate::held::MAX_REQUEST;
 use crate::launcher::FAILURE_PREFIX;
@@ -81,11 +83,13 @@ const KEPT_AT_MOST: usize = 16;
 /// What the holder keeps between commands, so each child does the least:
 /// the Landlock ruleset of each policy (rebuilt when a path it was built
 /// from changed), where each program was found on each `PATH`, and the
-/// limits it applied to itself (which every child inherits).
+/// limits it applied to itself (which every child inherits), and its pids
+/// cgroups.
 struct Kept {
     rulesets: HashMap<String, fs_rules::Prepared>,
     programs: HashMap<(OsString, OsString), OsString>,
     limits: ResourceLimits,
+    cgroups: CgroupPool,
     /// What each command's child starts from ([`spawn`]), made with the
     /// first request.
     starter: Option<spawn::Starter>,
@@ -99,6 +103,7 @@ pub(crate) fn serve(socket: &OwnedFd, check: &LaunchPolicy) -> Result<(), String
         rulesets: HashMap::new(),
         programs: HashMap::new(),
         limits: check.limits,
+        cgroups: CgroupPool::new(),
         starter: None,
     };
     let mut child_exits = SigSet::empty();
@@ -125,7 +130,7 @@ pub(crate) fn serve(socket: &OwnedFd, check: &LaunchPolicy) -> Result<(), String
         let [request, exits] = ready.map(|fd| fd.any().unwrap_or(false));
         if exits {
             while let Ok(Some(_)) = signals.read_signal() {}
-            reap(socket, &mut live);
+            reap(socket, &mut live, &mut kept.cgroups);
         }
         if !request {
             continue;
@@ -196,8 +201,8 @@ fn owned(fd: RawFd) -> OwnedFd {
     unsafe { OwnedFd::from_raw_fd(fd) }
 }
 
-/// Reports every child that has ended.
-fn reap(socket: &OwnedFd, live: &mut Vec<Pid>) {
+/// Reports every child that has ended, and gives back its cgroup.
+fn reap(socket: &OwnedFd, live: &mut Vec<Pid>, cgroups: &mut CgroupPool) {
     loop {
         let (pid, status) = match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
             Ok(WaitStatus::Exited(pid, code)) => (pid, (code & 0xff) << 8),
@@ -208,6 +213,7 @@ fn reap(socket: &OwnedFd, live: &mut Vec<Pid>) {
             Ok(_) => continue,
         };
         live.retain(|live| *live != pid);
+        cgroups.ended(pid);
         let report = format!("exited {pid} {status}");
         let _ = send(
             socket.as_raw_fd(),
@@ -257,17 +263,34 @@ fn start(request: Request, fds: Vec<OwnedFd>, kept: &mut Kept) -> Result<Pid, St
         None => kept.starter.insert(spawn::Starter::new()?),
     };
     let limits = request.policy.limits;
+    let cgroup = match limits.processes_limit().filter(|_| starter.own_cgroups) {
+        Some(max) => kept.cgroups.take(max)?,
+        None => None,
+    };
     let command = spawn::Command {
         argv: &request.argv,
         env: &request.env,
         cwd: &request.cwd,
         found,
         sh,
-        cgroup_max: limits.processes_limit().filter(|_| starter.own_cgroups),
+        cgroup: cgroup.as_ref().map(crate::cgroups::Cgroup::procs),
         limits: (kept.limits != limits).then_some(limits),
         ruleset,
     };
-    let (pid, failure) = starter.start(command, &stdout, &stderr)?;
+    let started = starter.start(command, &stdout, &stderr);
+    let (pid, failure) = match (started, cgroup) {
+        (Ok(started), Some(cgroup)) => {
+            kept.cgroups.started(started.0, cgroup);
+            started
+        }
+        (Ok(started), None) => started,
+        (Err(reason), cgroup) => {
+            if let Some(cgroup) = cgroup {
+                kept.cgroups.unused(cgroup);
+            }
+            return Err(reason);
+        }
+    };
     if let Some(reason) = failure {
         let line = format!("{FAILURE_PREFIX}{reason}\n");
         let _ = nix::unistd::write(&stderr, line.as_bytes());
@@ -332,6 +355,7 @@ mod tests {
             rulesets: HashMap::new(),
             programs: HashMap::new(),
             limits: ResourceLimits::NONE,
+            cgroups: CgroupPool::new(),
             starter: None,
         };
         let policy = LaunchPolicy {

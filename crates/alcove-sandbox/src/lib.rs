@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 pub mod availability;
+mod cgroups;
 mod fs_rules;
 mod held;
 mod holder;

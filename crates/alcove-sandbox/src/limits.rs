@@ -11,7 +11,8 @@
 //! so it is effectively per command). The kernel does not
 //! apply the process count to root, so for root the launcher also puts the
 //! command in a pids cgroup of its own (cgroup v1's `pids` hierarchy, where
-//! one is mounted writable), removed by [`remove_cgroup`] after the command.
+//! one is mounted writable), removed by [`remove_cgroup`] after the command;
+//! the holder's commands join empty cgroups it keeps ([`crate::cgroups`]).
 
 use nix::sys::resource::{Resource, getrlimit, setrlimit};
 use serde::{Deserialize, Serialize};
@@ -215,10 +216,12 @@ pub(crate) fn pids_hierarchy_exists() -> bool {
         .exists()
 }
 
-/// Removes the pids cgroups of launchers that are gone (one whose removal
-/// after its command came too early, while the kernel still held exiting
-/// processes in it, or whose alcove was killed): an empty cgroup's `rmdir`
-/// succeeds, a busy one's fails and it stays.
+/// Removes the pids cgroups of launchers and holders that are gone (one
+/// whose removal after its command came too early, while the kernel still
+/// held exiting processes in it, or whose alcove was killed): an empty
+/// cgroup's `rmdir` succeeds, a busy one's fails and it stays. A cgroup is
+/// named `alcove-<pid>` by a launcher, `alcove-<pid>-<n>` by a holder
+/// ([`crate::cgroups`]).
 pub(crate) fn sweep_cgroups() {
     let Ok(entries) = std::fs::read_dir(PIDS_ROOT) else {
         return;
@@ -228,6 +231,7 @@ pub(crate) fn sweep_cgroups() {
         let Some(pid) = name
             .to_str()
             .and_then(|name| name.strip_prefix(CGROUP_PREFIX))
+            .and_then(|rest| rest.split('-').next())
         else {
             continue;
         };

@@ -107,13 +107,15 @@ impl NetworkHolder {
 }
 
 impl Drop for NetworkHolder {
-    /// Ends the holder. The commands it started are gone by then: each
+    /// Ends the holder, and removes the pids cgroups it kept for commands
+    /// ([`crate::cgroups`]). The commands it started are gone by then: each
     /// `Bash` call kills its command's group when it ends or is dropped.
-    /// (When alcove itself dies, the holder finds its socket closed and
-    /// kills what it still runs.)
+    /// (When alcove itself dies, the holder finds its socket closed, kills
+    /// what it still runs and removes its cgroups.)
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        crate::limits::sweep_cgroups();
     }
 }
 

@@ -159,8 +159,9 @@ struct Launch<'a> {
     fixed: &'a Fixed,
     stdout: RawFd,
     stderr: RawFd,
-    /// `pids.max` of the command's own pids cgroup, when it gets one.
-    cgroup_max: Option<CString>,
+    /// `cgroup.procs` of the pids cgroup the command joins, when it gets
+    /// one ([`crate::cgroups`]).
+    cgroup: Option<&'a CStr>,
     /// Limits to set, when they are not the holder's own.
     limits: Option<ResourceLimits>,
     /// A copy of the Landlock ruleset's descriptor (none with the mode off).
@@ -176,7 +177,7 @@ pub(crate) struct Command<'a> {
     pub(crate) cwd: &'a OsStr,
     pub(crate) found: Option<OsString>,
     pub(crate) sh: Option<OsString>,
-    pub(crate) cgroup_max: Option<u64>,
+    pub(crate) cgroup: Option<&'a CStr>,
     pub(crate) limits: Option<ResourceLimits>,
     pub(crate) ruleset: Option<OwnedFd>,
 }
@@ -196,7 +197,7 @@ fn pointers(strings: &[CString]) -> Vec<*const libc::c_char> {
 
 impl<'a> Launch<'a> {
     fn new(
-        command: Command<'_>,
+        command: Command<'a>,
         stdout: &OwnedFd,
         stderr: &OwnedFd,
         fixed: &'a Fixed,
@@ -246,10 +247,7 @@ impl<'a> Launch<'a> {
             fixed,
             stdout: stdout.as_raw_fd(),
             stderr: stderr.as_raw_fd(),
-            cgroup_max: command
-                .cgroup_max
-                .map(|max| c_string(max.to_string().as_bytes(), "pids.max"))
-                .transpose()?,
+            cgroup: command.cgroup,
             limits: command.limits,
             ruleset: command.ruleset,
             failure: Cell::new(None),
@@ -322,8 +320,8 @@ impl<'a> Launch<'a> {
             ));
         }
         write_id_maps(&self.fixed.uid_map, &self.fixed.gid_map)?;
-        if let Some(max) = &self.cgroup_max {
-            join_own_pids_cgroup(max)?;
+        if let Some(procs) = self.cgroup {
+            join_pids_cgroup(procs)?;
         }
         if let Some(limits) = &self.limits {
             limits.apply()?;
@@ -448,31 +446,12 @@ impl StackPath {
     }
 }
 
-/// Moves the child into a new pids cgroup of its own, named by its pid as
-/// [`crate::limits::remove_cgroup`] expects, allowing `max` processes. The
-/// holder chose this only for root with a v1 pids hierarchy; if the folder
-/// cannot be made, the command is left to RLIMIT_NPROC, as the launcher
-/// does.
-#[allow(unsafe_code)]
-fn join_own_pids_cgroup(max: &CStr) -> Result<(), String> {
-    let pid = std::process::id();
-    let mut dir = StackPath::new(crate::limits::PIDS_ROOT.as_bytes());
-    dir.push(b"/");
-    dir.push(crate::limits::CGROUP_PREFIX.as_bytes());
-    dir.push_number(pid);
-    // SAFETY: a null-terminated path.
-    if unsafe { libc::mkdir(dir.as_c_str().as_ptr(), 0o755) } != 0 {
-        return Ok(());
-    }
-    let mut number = StackPath::new(b"");
-    number.push_number(pid);
-    let within = |file: &[u8]| {
-        let mut path = StackPath::new(&dir.bytes[..dir.len]);
-        path.push(file);
-        path
-    };
-    write_file(within(b"/pids.max").as_c_str(), max)
-        .and_then(|()| write_file(within(b"/cgroup.procs").as_c_str(), number.as_c_str()))
+/// Moves the child into the pids cgroup whose `cgroup.procs` is `procs`
+/// ([`crate::cgroups`]).
+fn join_pids_cgroup(procs: &CStr) -> Result<(), String> {
+    let mut pid = StackPath::new(b"");
+    pid.push_number(std::process::id());
+    write_file(procs, pid.as_c_str())
         .map_err(|err| format!("limits.processes: cannot use the pids cgroup: {err}"))
 }
 
@@ -480,16 +459,20 @@ fn join_own_pids_cgroup(max: &CStr) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    fn launch_of<'a>(fixed: &'a Fixed, found: &str, sh: Option<&str>) -> Launch<'a> {
-        let argv = [OsString::from("bash"), OsString::from("-c")];
+    fn launch_of<'a>(
+        fixed: &'a Fixed,
+        argv: &'a [OsString],
+        found: &str,
+        sh: Option<&str>,
+    ) -> Launch<'a> {
         let out: OwnedFd = std::fs::File::open("/dev/null").unwrap().into();
         let command = Command {
-            argv: &argv,
+            argv,
             env: &[],
             cwd: OsStr::new("/"),
             found: Some(found.into()),
             sh: sh.map(OsString::from),
-            cgroup_max: None,
+            cgroup: None,
             limits: None,
             ruleset: None,
         };
@@ -501,10 +484,11 @@ mod tests {
         // `Kept::find` gives the bare name back when no folder has it:
         // `execve` would then run a `bash` file in the command's folder.
         let starter = Starter::new().unwrap();
-        let lost = launch_of(&starter.fixed, "bash", Some("sh"));
+        let argv = [OsString::from("bash"), OsString::from("-c")];
+        let lost = launch_of(&starter.fixed, &argv, "bash", Some("sh"));
         assert!(lost.program.is_none());
         assert!(lost.fallback.is_none());
-        let found = launch_of(&starter.fixed, "/usr/bin/bash", Some("/usr/bin/sh"));
+        let found = launch_of(&starter.fixed, &argv, "/usr/bin/bash", Some("/usr/bin/sh"));
         assert_eq!(found.program.as_deref(), Some(c"/usr/bin/bash"));
         let (sh, argv) = found.fallback.as_ref().unwrap();
         assert_eq!(sh.as_c_str(), c"/usr/bin/sh");

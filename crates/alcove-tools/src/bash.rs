@@ -401,7 +401,9 @@ async fn run(
     // Whatever is left of the group (background jobs included) dies now.
     guard.kill();
     let _ = shell.wait().await;
-    if let (Some(pid), Some(_)) = (shell_pid, launch) {
+    // A launcher's pids cgroup is named by its pid; the holder keeps its
+    // own commands' cgroups.
+    if let (Some(pid), Some(_), Shell::Own(_)) = (shell_pid, launch, &shell) {
         alcove_sandbox::limits::remove_cgroup(pid);
     }
     let drain_until = tokio::time::Instant::now() + DRAIN_GRACE;
