@@ -264,21 +264,20 @@ pub(crate) fn encode(
     env: &[(OsString, OsString)],
 ) -> Vec<u8> {
     let mut request = Vec::with_capacity(4096);
-    let mut field = |bytes: &[u8]| {
-        request.extend_from_slice(bytes);
+    let mut field = |parts: &[&[u8]]| {
+        for part in parts {
+            request.extend_from_slice(part);
+        }
         request.push(0);
     };
-    field(policy.as_bytes());
-    field(cwd.as_os_str().as_bytes());
-    field(argv.len().to_string().as_bytes());
+    field(&[policy.as_bytes()]);
+    field(&[cwd.as_os_str().as_bytes()]);
+    field(&[argv.len().to_string().as_bytes()]);
     for arg in argv {
-        field(arg.as_bytes());
+        field(&[arg.as_bytes()]);
     }
     for (name, value) in env {
-        let mut entry = name.as_bytes().to_vec();
-        entry.push(b'=');
-        entry.extend_from_slice(value.as_bytes());
-        field(&entry);
+        field(&[name.as_bytes(), b"=", value.as_bytes()]);
     }
     request
 }

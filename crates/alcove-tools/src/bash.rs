@@ -16,11 +16,11 @@
 //! probably caused gets a line saying so.
 
 use crate::capture::Capture;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use alcove_protocol::ToolSpec;
@@ -73,6 +73,32 @@ pub struct Bash {
     spec: ToolSpec,
     env: EnvPolicy,
     confinement: Option<Arc<Confinement>>,
+    /// The environment commands get, read at the first call.
+    command_env: OnceLock<CommandEnv>,
+}
+
+/// The agent's environment as its commands get it. Read once: alcove never
+/// changes its own environment while it runs, and reading and filtering
+/// it for every command was a sixth of a `Bash` call's instructions.
+struct CommandEnv {
+    /// The names [`EnvPolicy`] removes, for a command alcove starts itself.
+    removed: Vec<String>,
+    /// Every other variable, for a command the sandbox holder starts.
+    kept: Vec<(OsString, OsString)>,
+}
+
+impl CommandEnv {
+    fn of(policy: &EnvPolicy) -> CommandEnv {
+        let (removed, kept): (Vec<_>, Vec<_>) = std::env::vars_os()
+            .partition(|(name, _)| name.to_str().is_some_and(|name| policy.removes(name)));
+        CommandEnv {
+            removed: removed
+                .into_iter()
+                .filter_map(|(name, _)| name.into_string().ok())
+                .collect(),
+            kept,
+        }
+    }
 }
 
 impl Default for Bash {
@@ -89,6 +115,7 @@ impl Bash {
             spec: crate::tool_spec!(BashInput, NAME, DESCRIPTION),
             env,
             confinement: None,
+            command_env: OnceLock::new(),
         }
     }
 
@@ -138,7 +165,7 @@ impl Tool for Bash {
             None | Some(0) => DEFAULT_TIMEOUT_MS,
             Some(ms) => ms.min(MAX_TIMEOUT_MS),
         };
-        let remove = self.env.names_to_remove(std::env::vars_os());
+        let command_env = self.command_env.get_or_init(|| CommandEnv::of(&self.env));
         let launch = match &self.confinement {
             None => None,
             Some(confinement) => match confinement.launch(
@@ -154,7 +181,7 @@ impl Tool for Bash {
         let (mut output, signal) = run(
             &input.command,
             context.workspace.root(),
-            &remove,
+            command_env,
             timeout_ms,
             &context.cancel,
             launch.as_ref(),
@@ -260,7 +287,7 @@ type Readers = Vec<tokio::task::JoinHandle<()>>;
 fn start_held(
     launch: &Launch,
     cwd: &Path,
-    remove: &[String],
+    env: &CommandEnv,
     tx: &mpsc::Sender<Vec<u8>>,
 ) -> Option<Result<(HeldChild, Readers), String>> {
     let pipes = std::io::pipe().and_then(|out| Ok((out, std::io::pipe()?)));
@@ -268,11 +295,8 @@ fn start_held(
         Ok(pipes) => pipes,
         Err(err) => return Some(Err(format!("cannot make pipes: {err}"))),
     };
-    let env: Vec<(OsString, OsString)> = std::env::vars_os()
-        .filter(|(name, _)| !remove.iter().any(|removed| OsStr::new(removed) == name))
-        .collect();
     let (out_write, err_write) = (OwnedFd::from(out_write), OwnedFd::from(err_write));
-    let child = match launch.start_held(cwd, env, &out_write, &err_write)? {
+    let child = match launch.start_held(cwd, env.kept.clone(), &out_write, &err_write)? {
         Ok(child) => child,
         Err(reason) => return Some(Err(reason)),
     };
@@ -294,12 +318,13 @@ fn forward(
     tx: mpsc::Sender<Vec<u8>>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut buf = vec![0u8; 8192];
         loop {
-            match pipe.read(&mut buf).await {
+            // Read into spare capacity: nothing to zero, nothing to copy.
+            let mut chunk = Vec::with_capacity(8192);
+            match pipe.read_buf(&mut chunk).await {
                 Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    if tx.send(buf[..n].to_vec()).await.is_err() {
+                Ok(_) => {
+                    if tx.send(chunk).await.is_err() {
                         break;
                     }
                 }
@@ -343,13 +368,13 @@ fn spawn_own(
 async fn run(
     command: &str,
     cwd: &Path,
-    remove: &[String],
+    env: &CommandEnv,
     timeout_ms: u64,
     cancel: &CancellationToken,
     launch: Option<&Launch>,
 ) -> (ToolOutput, Option<i32>) {
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
-    let held = launch.and_then(|launch| start_held(launch, cwd, remove, &tx));
+    let held = launch.and_then(|launch| start_held(launch, cwd, env, &tx));
     let (mut shell, readers) = match held {
         Some(Ok((child, readers))) => (Shell::Held(child), readers),
         Some(Err(reason)) => {
@@ -361,7 +386,7 @@ async fn run(
                 None,
             );
         }
-        None => match spawn_own(command, cwd, remove, launch) {
+        None => match spawn_own(command, cwd, &env.removed, launch) {
             Ok(mut child) => {
                 let mut readers = Vec::with_capacity(2);
                 if let Some(stdout) = child.stdout.take() {
@@ -471,7 +496,10 @@ mod tests {
     async fn removed_variables_are_absent_from_the_command_environment() {
         let dir = tempfile::tempdir().unwrap();
         let cancel = CancellationToken::new();
-        let removed = ["HOME".to_owned()];
+        let removed = CommandEnv {
+            removed: vec!["HOME".to_owned()],
+            kept: Vec::new(),
+        };
         let (out, _) = run(
             "echo \"home=${HOME:-unset}\"",
             dir.path(),
@@ -482,10 +510,14 @@ mod tests {
         )
         .await;
         assert!(out.content.contains("home=unset"), "{}", out.content);
+        let nothing_removed = CommandEnv {
+            removed: Vec::new(),
+            kept: Vec::new(),
+        };
         let (kept, _) = run(
             "echo \"home=${HOME:-unset}\"",
             dir.path(),
-            &[],
+            &nothing_removed,
             10_000,
             &cancel,
             None,
