@@ -278,19 +278,12 @@ fn start(request: Request, fds: Vec<OwnedFd>, kept: &mut Kept) -> Result<Pid, St
         ruleset,
     };
     let started = starter.start(command, &stdout, &stderr);
-    let (pid, failure) = match (started, cgroup) {
-        (Ok(started), Some(cgroup)) => {
-            kept.cgroups.started(started.0, cgroup);
-            started
-        }
-        (Ok(started), None) => started,
-        (Err(reason), cgroup) => {
-            if let Some(cgroup) = cgroup {
-                kept.cgroups.unused(cgroup);
-            }
-            return Err(reason);
-        }
-    };
+    match (&started, cgroup) {
+        (Ok((pid, _)), Some(cgroup)) => kept.cgroups.started(*pid, cgroup),
+        (Err(_), Some(cgroup)) => kept.cgroups.unused(cgroup),
+        (_, None) => {}
+    }
+    let (pid, failure) = started?;
     if let Some(reason) = failure {
         let line = format!("{FAILURE_PREFIX}{reason}\n");
         let _ = nix::unistd::write(&stderr, line.as_bytes());
