@@ -77,11 +77,9 @@ impl CgroupPool {
     /// one cannot be made (the command is then left to RLIMIT_NPROC, as
     /// the launcher leaves it).
     pub(crate) fn take(&mut self, max: u64) -> Result<Option<Cgroup>, String> {
-        let (emptied, busy): (Vec<_>, Vec<_>) = std::mem::take(&mut self.left_busy)
-            .into_iter()
-            .partition(Cgroup::is_empty);
-        self.left_busy = busy;
-        self.idle.extend(emptied);
+        for cgroup in std::mem::take(&mut self.left_busy) {
+            self.give_back(cgroup);
+        }
         let cgroup = match self.idle.pop() {
             Some(cgroup) => cgroup,
             None => match self.make() {

@@ -89,15 +89,13 @@ struct CommandEnv {
 
 impl CommandEnv {
     fn of(policy: &EnvPolicy) -> CommandEnv {
-        let (removed, kept): (Vec<_>, Vec<_>) = std::env::vars_os()
-            .partition(|(name, _)| name.to_str().is_some_and(|name| policy.removes(name)));
-        CommandEnv {
-            removed: removed
-                .into_iter()
-                .filter_map(|(name, _)| name.into_string().ok())
-                .collect(),
-            kept,
-        }
+        let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+        let removed = policy.names_to_remove(vars.iter().map(|(name, value)| (name, value)));
+        let kept = vars
+            .into_iter()
+            .filter(|(name, _)| !removed.iter().any(|removed| name == removed.as_str()))
+            .collect();
+        CommandEnv { removed, kept }
     }
 }
 
