@@ -418,6 +418,19 @@ fn a_command_cannot_kill_its_holder_and_a_dead_holder_never_means_unconfined() {
         .trim()
         .parse()
         .unwrap();
+    // The command runs as soon as it is exec'd, before the holder has sent
+    // alcove its "spawned" reply; killing the holder in between would be a
+    // holder that died while starting the command. The holder sleeps only
+    // in its poll, so once it sleeps the reply is on its way.
+    let status = format!("/proc/{holder}/status");
+    while std::time::Instant::now() < deadline
+        && !std::fs::read_to_string(&status)
+            .unwrap()
+            .lines()
+            .any(|line| line.starts_with("State:") && line.contains("(sleeping)"))
+    {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(holder),
         nix::sys::signal::Signal::SIGKILL,
