@@ -30,7 +30,6 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
@@ -49,9 +48,9 @@ const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 const MAX_TIMEOUT_MS: u64 = 600_000;
 /// How long a SIGTERMed group gets before SIGKILL.
 const TERM_GRACE: Duration = Duration::from_millis(200);
-/// How long to keep reading pipes after the group was killed (a process that
-/// escaped the group with `setsid` could hold them open forever). Once every
-/// writer is gone the pipes end at once, so this is only waited in full for
+/// How long to keep reading the output pipe after the group was killed (a
+/// process that escaped the group with `setsid` could hold it open forever).
+/// Once every writer is gone the pipe ends at once, so this is only waited in full for
 /// such an escapee; 500 ms lost a command's whole output when the readers
 /// were starved on a loaded machine.
 const DRAIN_GRACE: Duration = Duration::from_secs(3);
@@ -223,6 +222,7 @@ fn spawn(
     cwd: &Path,
     remove: &[String],
     launch: Option<&Launch>,
+    output: &OwnedFd,
 ) -> std::io::Result<Child> {
     let mut process = Command::new(program);
     for name in remove {
@@ -238,8 +238,8 @@ fn spawn(
         .args(args)
         .current_dir(cwd)
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(output.try_clone()?)
+        .stderr(output.try_clone()?)
         .process_group(0)
         .kill_on_drop(true)
         .spawn()
@@ -276,59 +276,14 @@ impl Shell {
     }
 }
 
-/// The tasks forwarding a command's output.
-type Readers = Vec<tokio::task::JoinHandle<()>>;
-
-/// Starts the command through the session's holder when `launch` can
-/// (see [`Launch::start_held`]), with its output on two new pipes whose
-/// readers are forwarded to `tx`. `None`: start it the usual way.
-fn start_held(
-    launch: &Launch,
-    cwd: &Path,
-    env: &CommandEnv,
-    tx: &mpsc::Sender<Vec<u8>>,
-) -> Option<Result<(HeldChild, Readers), String>> {
-    let pipes = std::io::pipe().and_then(|out| Ok((out, std::io::pipe()?)));
-    let ((out_read, out_write), (err_read, err_write)) = match pipes {
-        Ok(pipes) => pipes,
-        Err(err) => return Some(Err(format!("cannot make pipes: {err}"))),
-    };
-    let (out_write, err_write) = (OwnedFd::from(out_write), OwnedFd::from(err_write));
-    let child = match launch.start_held(cwd, env.kept.clone(), &out_write, &err_write)? {
-        Ok(child) => child,
-        Err(reason) => return Some(Err(reason)),
-    };
-    // Only the command holds the write ends now: its end is the pipes' end.
-    drop((out_write, err_write));
-    let mut readers = Vec::with_capacity(2);
-    for read in [OwnedFd::from(out_read), OwnedFd::from(err_read)] {
-        match tokio::net::unix::pipe::Receiver::from_owned_fd(read) {
-            Ok(pipe) => readers.push(forward(pipe, tx.clone())),
-            Err(err) => return Some(Err(format!("cannot read the command's output: {err}"))),
-        }
-    }
-    Some(Ok((child, readers)))
-}
-
-/// Forwards everything read from `pipe` to `tx`, chunk by chunk.
-fn forward(
-    mut pipe: impl AsyncReadExt + Unpin + Send + 'static,
-    tx: mpsc::Sender<Vec<u8>>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        loop {
-            // Read into spare capacity: nothing to zero, nothing to copy.
-            let mut chunk = Vec::with_capacity(8192);
-            match pipe.read_buf(&mut chunk).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    if tx.send(chunk).await.is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-    })
+/// The one pipe a command's stdout and stderr both write to, so its output
+/// reaches the model in the order it was written, and alcove reads it in the
+/// task that waits for the command (one descriptor to watch, no reader tasks
+/// to start and no channel between them: bench/notes.md, point 37).
+fn output_pipe() -> std::io::Result<(tokio::net::unix::pipe::Receiver, OwnedFd)> {
+    let (read, write) = std::io::pipe()?;
+    let read = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(read))?;
+    Ok((read, OwnedFd::from(write)))
 }
 
 /// Starts `command` as alcove's own child (through the launcher when
@@ -338,17 +293,18 @@ fn spawn_own(
     cwd: &Path,
     remove: &[String],
     launch: Option<&Launch>,
+    output: &OwnedFd,
 ) -> Result<Child, ToolOutput> {
     let shell_args = [OsString::from("-c"), OsString::from(command)];
     let (program, args) = match launch {
         Some(launch) => (launch.program.as_path(), launch.args.as_slice()),
         None => (Path::new("bash"), shell_args.as_slice()),
     };
-    match spawn(program, args, cwd, remove, launch) {
+    match spawn(program, args, cwd, remove, launch, output) {
         Err(err)
             if err.kind() == std::io::ErrorKind::NotFound && cwd.is_dir() && launch.is_none() =>
         {
-            spawn(Path::new("sh"), args, cwd, remove, None).map_err(|err| {
+            spawn(Path::new("sh"), args, cwd, remove, None, output).map_err(|err| {
                 ToolOutput::error(format!("Cannot start a shell (bash or sh): {err}"))
             })
         }
@@ -371,10 +327,21 @@ async fn run(
     cancel: &CancellationToken,
     launch: Option<&Launch>,
 ) -> (ToolOutput, Option<i32>) {
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
-    let held = launch.and_then(|launch| start_held(launch, cwd, env, &tx));
-    let (mut shell, readers) = match held {
-        Some(Ok((child, readers))) => (Shell::Held(child), readers),
+    let (mut output, write_end) = match output_pipe() {
+        Ok(pipe) => pipe,
+        Err(err) => {
+            return (
+                ToolOutput::error(format!(
+                    "Cannot make a pipe for the command's output: {err}"
+                )),
+                None,
+            );
+        }
+    };
+    let held =
+        launch.and_then(|launch| launch.start_held(cwd, env.kept.clone(), &write_end, &write_end));
+    let mut shell = match held {
+        Some(Ok(child)) => Shell::Held(child),
         Some(Err(reason)) => {
             return (
                 ToolOutput::error(format!(
@@ -384,21 +351,13 @@ async fn run(
                 None,
             );
         }
-        None => match spawn_own(command, cwd, &env.removed, launch) {
-            Ok(mut child) => {
-                let mut readers = Vec::with_capacity(2);
-                if let Some(stdout) = child.stdout.take() {
-                    readers.push(forward(stdout, tx.clone()));
-                }
-                if let Some(stderr) = child.stderr.take() {
-                    readers.push(forward(stderr, tx.clone()));
-                }
-                (Shell::Own(child), readers)
-            }
+        None => match spawn_own(command, cwd, &env.removed, launch, &write_end) {
+            Ok(child) => Shell::Own(child),
             Err(output) => return (output, None),
         },
     };
-    drop(tx);
+    // Only the command holds the write end now: its end is the pipe's end.
+    drop(write_end);
     // The shell leads its own group, whose id is its pid; the pid also
     // names its pids cgroup, if any.
     let shell_pid = shell.id();
@@ -408,11 +367,19 @@ async fn run(
     };
 
     let mut capture = Capture::default();
+    let mut chunk = Vec::with_capacity(8192);
+    let mut open = true;
     let deadline = tokio::time::sleep(Duration::from_millis(timeout_ms));
     tokio::pin!(deadline);
     let outcome = loop {
         tokio::select! {
-            Some(chunk) = rx.recv() => capture.push(&chunk),
+            read = output.read_buf(&mut chunk), if open => match read {
+                Ok(0) | Err(_) => open = false,
+                Ok(_) => {
+                    capture.push(&chunk);
+                    chunk.clear();
+                }
+            },
             status = shell.wait() => break Outcome::Exited(status),
             () = &mut deadline => break Outcome::TimedOut,
             () = cancel.cancelled() => break Outcome::Cancelled,
@@ -430,11 +397,14 @@ async fn run(
         alcove_sandbox::limits::remove_cgroup(pid);
     }
     let drain_until = tokio::time::Instant::now() + DRAIN_GRACE;
-    while let Ok(Some(chunk)) = tokio::time::timeout_at(drain_until, rx.recv()).await {
-        capture.push(&chunk);
-    }
-    for reader in readers {
-        reader.abort();
+    while open {
+        match tokio::time::timeout_at(drain_until, output.read_buf(&mut chunk)).await {
+            Ok(Ok(read)) if read > 0 => {
+                capture.push(&chunk);
+                chunk.clear();
+            }
+            _ => open = false,
+        }
     }
     guard.disarm();
 

@@ -187,7 +187,11 @@ fn bash_runs_in_the_workspace_and_reports_exit_codes() {
         "run commands",
         vec![
             Step::tool_call("Bash", json!({"command": "echo hello > made.txt && pwd"})),
-            Step::tool_call("Bash", json!({"command": "echo failing >&2; exit 7"})),
+            // Interleaved: stdout and stderr share one pipe, in order.
+            Step::tool_call(
+                "Bash",
+                json!({"command": "echo out1; echo failing >&2; echo out2; echo err2 >&2; exit 7"}),
+            ),
             Step::text("ran"),
         ],
     ));
@@ -212,7 +216,9 @@ fn bash_runs_in_the_workspace_and_reports_exit_codes() {
     );
     let second = requests[2].tool_results().pop().unwrap();
     assert!(
-        second.2 && second.1.contains("failing") && second.1.contains("Exit code: 7"),
+        second.2
+            && second.1.starts_with("out1\nfailing\nout2\nerr2")
+            && second.1.contains("Exit code: 7"),
         "{second:?}"
     );
 }

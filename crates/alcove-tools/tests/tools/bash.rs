@@ -66,6 +66,21 @@ async fn runs_in_the_workspace_with_merged_output() {
 }
 
 #[tokio::test]
+async fn stdout_and_stderr_arrive_in_the_order_they_were_written() {
+    let env = Env::new();
+    let out = env
+        .ok(
+            &Bash::default(),
+            json!({"command": "for i in 1 2 3 4 5 6 7 8; do echo out$i; echo err$i >&2; done"}),
+        )
+        .await;
+    let expected: Vec<String> = (1..=8)
+        .flat_map(|i| [format!("out{i}"), format!("err{i}")])
+        .collect();
+    assert_eq!(out, expected.join("\n"));
+}
+
+#[tokio::test]
 async fn non_zero_exit_is_an_error_with_the_code() {
     let env = Env::new();
     let bash = Bash::default();
