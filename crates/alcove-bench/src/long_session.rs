@@ -200,7 +200,7 @@ fn history() -> Vec<Message> {
             role: Role::User,
             content: vec![ContentBlock::ToolResult {
                 tool_use_id: format!("toolu_{n}"),
-                content: body.clone(),
+                content: body.clone().into(),
                 is_error: false,
             }],
         });

@@ -105,7 +105,7 @@ pub(crate) fn repair_history(history: &mut Vec<Message>, ended_by_overflow: bool
             .tool_uses()
             .map(|(id, _, _)| ContentBlock::ToolResult {
                 tool_use_id: id.to_owned(),
-                content: "The session stopped before this call returned a result.".to_owned(),
+                content: "The session stopped before this call returned a result.".into(),
                 is_error: true,
             })
             .collect();

@@ -280,7 +280,7 @@ fn finish(
     };
     ContentBlock::ToolResult {
         tool_use_id: call.id.clone(),
-        content,
+        content: content.into(),
         is_error: output.is_error,
     }
 }

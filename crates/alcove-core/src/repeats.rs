@@ -57,9 +57,10 @@ impl Repeats {
             let streak = self.streaks.get(&signature).copied().unwrap_or(0) + 1;
             streaks.insert(signature, streak);
             if streak == NOTE_AFTER {
-                content.push_str(&format!(
-                    "\n\n[alcove] This exact call has failed the same way {streak} turns in a row. Do not repeat it: change the arguments, read the file again, or try another approach."
-                ));
+                *content = format!(
+                    "{content}\n\n[alcove] This exact call has failed the same way {streak} turns in a row. Do not repeat it: change the arguments, read the file again, or try another approach."
+                )
+                .into();
             }
             if streak >= STOP_AFTER && stop.is_none() {
                 let first_line = content.lines().next().unwrap_or("");

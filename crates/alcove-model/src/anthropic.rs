@@ -11,13 +11,15 @@
 //! so each turn reads the prefix the turn before wrote. The prefix is byte
 //! stable: the body is a pure function of the request.
 
-use alcove_protocol::{ContentBlock, Message, Role, ToolSpec};
+use alcove_protocol::{ContentBlock, Message, Role, SharedText, ToolSpec};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::http::Http;
-use crate::serialized::{Piece, SerializedCache, Shared, hash_value, text_digest, tools_piece};
+use crate::serialized::{
+    Piece, SerializedCache, Shared, hash_value, shared_digest, text_digest, tools_piece,
+};
 use crate::{Model, ModelError, ModelRequest, ModelResponse, ProviderConfig, StreamDelta};
 
 /// The API version this client speaks.
@@ -295,7 +297,7 @@ enum BlockJson<'a> {
     },
     ToolResult {
         tool_use_id: &'a str,
-        content: &'a str,
+        content: &'a SharedText,
         is_error: bool,
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<Ephemeral>,
@@ -361,7 +363,7 @@ impl<'a> MessageJson<'a> {
                     is_error,
                     cache_control,
                 } => {
-                    let content = text_digest(content);
+                    let content = shared_digest(content);
                     (2u8, tool_use_id, content, is_error, cache_control.is_some()).hash(&mut state)
                 }
             }

@@ -296,7 +296,7 @@ fn cached_messages_give_the_same_bytes_as_fresh_ones() {
             role: Role::User,
             content: vec![ContentBlock::ToolResult {
                 tool_use_id: format!("u{turn}"),
-                content: format!("listing \"{turn}\"\n\ttab"),
+                content: format!("listing \"{turn}\"\n\ttab").into(),
                 is_error: false,
             }],
         });

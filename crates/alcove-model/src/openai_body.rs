@@ -8,12 +8,14 @@
 
 use std::borrow::Cow;
 
-use alcove_protocol::{ContentBlock, Message, Role, Schema, ToolSpec};
+use alcove_protocol::{ContentBlock, Message, Role, Schema, SharedText, ToolSpec};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use crate::ModelRequest;
-use crate::serialized::{Piece, SerializedCache, hash_value, text_digest, tools_piece};
+use crate::serialized::{
+    Piece, SerializedCache, hash_value, shared_digest, text_digest, tools_piece,
+};
 
 /// The body of one request.
 #[derive(Serialize)]
@@ -86,6 +88,9 @@ pub(super) struct ChatMessage<'a> {
     tool_call_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tool_calls: Vec<CallJson<'a>>,
+    /// The tool result `content` was taken from, which keeps its digest.
+    #[serde(skip)]
+    result: Option<&'a SharedText>,
 }
 
 #[derive(Serialize)]
@@ -124,6 +129,7 @@ impl<'a> ChatMessage<'a> {
             content: Some(text.into()),
             tool_call_id: None,
             tool_calls: Vec::new(),
+            result: None,
         }
     }
 
@@ -131,7 +137,10 @@ impl<'a> ChatMessage<'a> {
     fn fingerprint(&self) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut state = crate::serialized::hasher();
-        let content = self.content.as_deref().map(text_digest);
+        let content = match self.result {
+            Some(result) => Some(shared_digest(result)),
+            None => self.content.as_deref().map(text_digest),
+        };
         (self.role, content, self.tool_call_id).hash(&mut state);
         for call in &self.tool_calls {
             (call.id, call.function.name).hash(&mut state);
@@ -159,6 +168,7 @@ fn push_message<'a>(out: &mut Vec<ChatMessage<'a>>, message: &'a Message) {
                         ..
                     } => out.push(ChatMessage {
                         tool_call_id: Some(tool_use_id.as_str()),
+                        result: Some(content),
                         ..ChatMessage::text("tool", content.as_str())
                     }),
                     ContentBlock::ToolUse { .. } => {}
@@ -199,6 +209,7 @@ fn push_message<'a>(out: &mut Vec<ChatMessage<'a>>, message: &'a Message) {
                 content,
                 tool_call_id: None,
                 tool_calls: calls,
+                result: None,
             });
         }
     }

@@ -21,7 +21,7 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use alcove_protocol::ToolSpec;
+use alcove_protocol::{SharedText, ToolSpec};
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -217,6 +217,13 @@ pub(crate) fn text_digest(text: &str) -> (u64, usize) {
         xxhash_rust::xxh3::xxh3_64_with_seed(text.as_bytes(), seed()),
         text.len(),
     )
+}
+
+/// [`text_digest`] of a tool result, whose bytes are hashed once in its
+/// life: the text cannot change, and keeps its digest
+/// ([`SharedText::digest`]); every request after the first finds it there.
+pub(crate) fn shared_digest(text: &SharedText) -> (u64, usize) {
+    (text.digest(|text| text_digest(text).0), text.len())
 }
 
 /// Feeds a JSON value to a hasher, structure included (a string and an

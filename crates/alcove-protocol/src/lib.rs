@@ -16,7 +16,9 @@
 mod event;
 mod message;
 mod schema;
+mod text;
 
 pub use event::{AgentEvent, AgentPath, Effects, EventKind, RunStatus};
 pub use message::{ContentBlock, Message, Role, StopReason, ToolSpec, Usage};
 pub use schema::Schema;
+pub use text::SharedText;

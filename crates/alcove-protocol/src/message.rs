@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::Schema;
+use crate::{Schema, SharedText};
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,8 +51,9 @@ pub enum ContentBlock {
     ToolResult {
         /// The id of the `ToolUse` this answers.
         tool_use_id: String,
-        /// The result text the model reads.
-        content: String,
+        /// The result text the model reads (shared: every request sends it
+        /// again, and its digest is kept with it).
+        content: SharedText,
         /// Whether the call failed, was denied or was cancelled.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,

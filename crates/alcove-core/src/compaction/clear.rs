@@ -75,7 +75,8 @@ pub(crate) fn clear(messages: &mut [Message], ids: &[String]) {
                 *content = format!(
                     "{STUB_MARK} to save context: {name}({args}) returned {} bytes; re-run the call to see it]",
                     content.len()
-                );
+                )
+                .into();
             }
         }
     }
@@ -114,7 +115,7 @@ mod tests {
                 role: Role::User,
                 content: vec![ContentBlock::ToolResult {
                     tool_use_id: id.to_owned(),
-                    content: result.to_owned(),
+                    content: result.to_owned().into(),
                     is_error: false,
                 }],
             },

@@ -140,7 +140,7 @@ mod tests {
                 role: Role::User,
                 content: vec![ContentBlock::ToolResult {
                     tool_use_id: format!("t{n}"),
-                    content: "y".repeat(400),
+                    content: "y".repeat(400).into(),
                     is_error: false,
                 }],
             });
