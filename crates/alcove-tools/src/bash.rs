@@ -49,10 +49,10 @@ const MAX_TIMEOUT_MS: u64 = 600_000;
 /// How long a SIGTERMed group gets before SIGKILL.
 const TERM_GRACE: Duration = Duration::from_millis(200);
 /// How long to keep reading the output pipe after the group was killed (a
-/// process that escaped the group with `setsid` could hold it open forever).
-/// Once every writer is gone the pipe ends at once, so this is only waited in full for
-/// such an escapee; 500 ms lost a command's whole output when the readers
-/// were starved on a loaded machine.
+/// process that escaped the group with `setsid` could hold it open
+/// forever). Once every writer is gone the pipe ends at once, so this is
+/// only waited in full for such an escapee; 500 ms lost a command's whole
+/// output when its readers were starved on a loaded machine.
 const DRAIN_GRACE: Duration = Duration::from_secs(3);
 
 /// Arguments of `Bash`.
