@@ -223,7 +223,10 @@ pub(crate) fn text_digest(text: &str) -> (u64, usize) {
 /// life: the text cannot change, and keeps its digest
 /// ([`SharedText::digest`]); every request after the first finds it there.
 pub(crate) fn shared_digest(text: &SharedText) -> (u64, usize) {
-    (text.digest(|text| text_digest(text).0), text.len())
+    let digest = text.digest(seed(), |text, seed| {
+        xxhash_rust::xxh3::xxh3_64_with_seed(text.as_bytes(), seed)
+    });
+    (digest, text.len())
 }
 
 /// Feeds a JSON value to a hasher, structure included (a string and an

@@ -22,8 +22,8 @@ pub struct SharedText(Arc<Inner>);
 
 struct Inner {
     text: Box<str>,
-    /// Set at most once, by [`SharedText::digest`].
-    digest: OnceLock<u64>,
+    /// The seed and digest, set at most once, by [`SharedText::digest`].
+    digest: OnceLock<(u64, u64)>,
 }
 
 impl SharedText {
@@ -32,12 +32,23 @@ impl SharedText {
         &self.0.text
     }
 
-    /// The digest `compute` gives for this text, computed at the first call
-    /// and remembered. Every caller must pass the same function (the model
-    /// client's, seeded once per process): the text cannot change, so the
+    /// The digest `compute` gives for this text under `seed`, computed at
+    /// the first call and remembered with the seed. `compute` and `seed`
+    /// together are the digest function: every caller passes the model
+    /// client's (xxh3, seeded once per process), and a digest remembered
+    /// under another seed is not used. The text cannot change, so the
     /// remembered value stays the digest of what it holds.
-    pub fn digest(&self, compute: impl FnOnce(&str) -> u64) -> u64 {
-        *self.0.digest.get_or_init(|| compute(&self.0.text))
+    pub fn digest(&self, seed: u64, compute: impl FnOnce(&str, u64) -> u64) -> u64 {
+        if let Some(&(kept_seed, digest)) = self.0.digest.get() {
+            if kept_seed == seed {
+                return digest;
+            }
+            return compute(&self.0.text, seed);
+        }
+        let digest = compute(&self.0.text, seed);
+        // Another thread may have set it meanwhile: to the same value.
+        let _ = self.0.digest.set((seed, digest));
+        digest
     }
 }
 
@@ -129,17 +140,20 @@ mod tests {
         let text = SharedText::from("a file's lines");
         let copy = text.clone();
         let mut calls = 0;
-        let first = text.digest(|text| {
+        let first = text.digest(1, |text, seed| {
             calls += 1;
-            text.len() as u64
+            text.len() as u64 + seed
         });
-        let again = copy.digest(|_| {
+        let again = copy.digest(1, |_, _| {
             calls += 1;
             0
         });
-        assert_eq!((first, again, calls), (14, 14, 1));
+        assert_eq!((first, again, calls), (15, 15, 1));
+        // Under another seed the kept digest is not used.
+        assert_eq!(copy.digest(2, |_, seed| seed * 100), 200);
+        assert_eq!(copy.digest(1, |_, _| 0), 15);
         // A text made anew, even equal, has its own digest to compute.
-        assert_eq!(SharedText::from("a file's lines").digest(|_| 7), 7);
+        assert_eq!(SharedText::from("a file's lines").digest(1, |_, _| 7), 7);
     }
 
     #[test]

@@ -286,6 +286,42 @@ fn output_pipe() -> std::io::Result<(tokio::net::unix::pipe::Receiver, OwnedFd)>
     Ok((read, OwnedFd::from(write)))
 }
 
+/// The reading end of a command's output pipe and the buffer each read
+/// fills.
+struct Output {
+    /// `None` once the pipe has ended, or failed and been dropped.
+    pipe: Option<tokio::net::unix::pipe::Receiver>,
+    chunk: Vec<u8>,
+}
+
+impl Output {
+    /// The next read into `chunk`; never ready once the pipe is gone.
+    /// Cancel-safe: a read dropped unfinished has read nothing.
+    async fn next(&mut self) -> std::io::Result<usize> {
+        match &mut self.pipe {
+            Some(pipe) => pipe.read_buf(&mut self.chunk).await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Keeps what a read gave. At the pipe's end, or when reading failed
+    /// (said in the output), the pipe is dropped: a writer still there
+    /// gets EPIPE instead of blocking on a pipe no one reads.
+    fn took(&mut self, read: std::io::Result<usize>, capture: &mut Capture) {
+        match read {
+            Ok(0) => self.pipe = None,
+            Ok(_) => {
+                capture.push(&self.chunk);
+                self.chunk.clear();
+            }
+            Err(err) => {
+                capture.push(format!("\n[alcove: reading the output failed: {err}]\n").as_bytes());
+                self.pipe = None;
+            }
+        }
+    }
+}
+
 /// Starts `command` as alcove's own child (through the launcher when
 /// `launch` is given); the error is the tool's answer.
 fn spawn_own(
@@ -327,7 +363,7 @@ async fn run(
     cancel: &CancellationToken,
     launch: Option<&Launch>,
 ) -> (ToolOutput, Option<i32>) {
-    let (mut output, write_end) = match output_pipe() {
+    let (output, write_end) = match output_pipe() {
         Ok(pipe) => pipe,
         Err(err) => {
             return (
@@ -367,26 +403,31 @@ async fn run(
     };
 
     let mut capture = Capture::default();
-    let mut chunk = Vec::with_capacity(8192);
-    let mut open = true;
+    let mut output = Output {
+        pipe: Some(output),
+        chunk: Vec::with_capacity(8192),
+    };
     let deadline = tokio::time::sleep(Duration::from_millis(timeout_ms));
     tokio::pin!(deadline);
     let outcome = loop {
         tokio::select! {
-            read = output.read_buf(&mut chunk), if open => match read {
-                Ok(0) | Err(_) => open = false,
-                Ok(_) => {
-                    capture.push(&chunk);
-                    chunk.clear();
-                }
-            },
+            read = output.next() => output.took(read, &mut capture),
             status = shell.wait() => break Outcome::Exited(status),
             () = &mut deadline => break Outcome::TimedOut,
             () = cancel.cancelled() => break Outcome::Cancelled,
         }
     };
     if !matches!(outcome, Outcome::Exited(_)) {
-        shell.terminate(&guard).await;
+        // Read on while it ends: output it prints on SIGTERM must not
+        // fill the pipe and block it past its grace.
+        let terminated = shell.terminate(&guard);
+        tokio::pin!(terminated);
+        loop {
+            tokio::select! {
+                () = &mut terminated => break,
+                read = output.next() => output.took(read, &mut capture),
+            }
+        }
     }
     // Whatever is left of the group (background jobs included) dies now.
     guard.kill();
@@ -397,13 +438,10 @@ async fn run(
         alcove_sandbox::limits::remove_cgroup(pid);
     }
     let drain_until = tokio::time::Instant::now() + DRAIN_GRACE;
-    while open {
-        match tokio::time::timeout_at(drain_until, output.read_buf(&mut chunk)).await {
-            Ok(Ok(read)) if read > 0 => {
-                capture.push(&chunk);
-                chunk.clear();
-            }
-            _ => open = false,
+    while output.pipe.is_some() {
+        match tokio::time::timeout_at(drain_until, output.next()).await {
+            Ok(read) => output.took(read, &mut capture),
+            Err(_) => break,
         }
     }
     guard.disarm();

@@ -127,6 +127,29 @@ async fn timeout_kills_the_whole_group() {
 }
 
 #[tokio::test]
+async fn what_a_command_prints_as_it_is_stopped_is_kept() {
+    let env = Env::new();
+    // On SIGTERM it prints 128 KiB, more than a pipe holds, then a last
+    // line: the pipe must be read while the command ends.
+    let command = "s=x; for i in $(seq 17); do s=$s$s; done; \
+                   trap 'echo \"$s\"; echo stopped-cleanly; exit 0' TERM; \
+                   echo started; sleep 30 & wait";
+    let err = env
+        .err(
+            &Bash::default(),
+            json!({"command": command, "timeout": 1000}),
+        )
+        .await;
+    assert!(err.contains("Command timed out after 1000 ms"), "{err}");
+    assert!(err.starts_with("started"), "{}", &err[..err.len().min(200)]);
+    assert!(
+        err.contains("stopped-cleanly"),
+        "{}",
+        &err[err.len().saturating_sub(300)..]
+    );
+}
+
+#[tokio::test]
 async fn cancel_kills_the_whole_group() {
     let env = Env::new();
     let bash = Bash::default();

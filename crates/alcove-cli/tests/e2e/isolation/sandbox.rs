@@ -423,12 +423,17 @@ fn a_command_cannot_kill_its_holder_and_a_dead_holder_never_means_unconfined() {
     // holder that died while starting the command. The holder sleeps only
     // in its poll, so once it sleeps the reply is on its way.
     let status = format!("/proc/{holder}/status");
-    while std::time::Instant::now() < deadline
-        && !std::fs::read_to_string(&status)
-            .unwrap()
+    let sleeping = || {
+        std::fs::read_to_string(&status)
+            .unwrap_or_else(|err| panic!("the holder {holder} is gone too soon: {err}"))
             .lines()
             .any(|line| line.starts_with("State:") && line.contains("(sleeping)"))
-    {
+    };
+    while !sleeping() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the holder {holder} never went back to its poll"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     nix::sys::signal::kill(
