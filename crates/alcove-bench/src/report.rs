@@ -154,6 +154,24 @@ pub(crate) fn render(results: &Results, context: &Context) -> String {
                 own / 1000.0,
                 met(own <= 1000.0)
             );
+            // Each run's band less the shells of its own Bash calls, timed
+            // right after it: the machine's drift between the two drops out.
+            if !session.band_shells_runs_ms.is_empty() {
+                let paired: Vec<f64> = forty
+                    .cpu_runs_ms
+                    .iter()
+                    .zip(&last.cpu_runs_ms)
+                    .zip(&session.band_shells_runs_ms)
+                    .map(|((from, to), shells)| to - from - shells)
+                    .collect();
+                let paired =
+                    crate::measure::median(&paired) * 1000.0 / (last.turns - forty.turns) as f64;
+                let _ = writeln!(
+                    md,
+                    "| per-turn CPU | the same, each run's band less its own Bash calls' shells timed right after it (paired; not the target's measure) | {paired:.0} µs/turn | 1000 µs | {:.2}× | — | |",
+                    paired / 1000.0
+                );
+            }
             let whole = marginal_us(first, last);
             let _ = writeln!(
                 md,

@@ -191,6 +191,11 @@ pub(crate) struct Session {
     /// CPU of the 50-turn session's Bash commands run directly by `bash -c`
     /// (part of the session's CPU, since the wrapper counts waited children).
     pub(crate) bash_cpu_ms: f64,
+    /// Per run, the CPU of the last band's Bash commands (turns 41–50) run
+    /// directly right after that run's sessions: paired with the run's
+    /// band, it shows how much of the band's drift from run to run is the
+    /// machine's (bench/notes.md, point 37).
+    pub(crate) band_shells_runs_ms: Vec<f64>,
 }
 
 pub(crate) const LENGTHS: [usize; 6] = [1, 10, 20, 30, 40, 50];
@@ -211,6 +216,9 @@ pub(crate) fn session(bench: &Bench) -> anyhow::Result<Session> {
         }
     }
     let server = FakeServer::start(script);
+    let shells_env = TestEnv::new();
+    session_workspace(&shells_env);
+    let mut band_shells = Vec::new();
     let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); LENGTHS.len()];
     let mut rss: Vec<Vec<f64>> = vec![Vec::new(); LENGTHS.len()];
     let mut turnaround: Vec<Vec<f64>> = vec![Vec::new(); LENGTHS.len()];
@@ -244,6 +252,9 @@ pub(crate) fn session(bench: &Bench) -> anyhow::Result<Session> {
                 }
             }
         }
+        if run > 0 {
+            band_shells.push(shells_cpu_ms(&shells_env, 40..50)?);
+        }
     }
     let points = LENGTHS
         .iter()
@@ -261,6 +272,7 @@ pub(crate) fn session(bench: &Bench) -> anyhow::Result<Session> {
         points,
         runs,
         bash_cpu_ms: bash_share(runs, 50)?,
+        band_shells_runs_ms: band_shells,
     })
 }
 
@@ -270,20 +282,26 @@ fn bash_share(runs: usize, turns: usize) -> anyhow::Result<f64> {
     session_workspace(&env);
     let mut samples = Vec::new();
     for _ in 0..runs {
-        let before = measure::children_cpu()?;
-        for k in (1..turns).filter(|k| k % 4 == 0) {
-            let status = Command::new("bash")
-                .args(["-c", &bash_command(k)])
-                .current_dir(env.workspace())
-                .stdout(Stdio::null())
-                .status()?;
-            if !status.success() {
-                bail!("bash -c {} failed", bash_command(k));
-            }
-        }
-        samples.push(ms(measure::children_cpu()? - before));
+        samples.push(shells_cpu_ms(&env, 1..turns)?);
     }
     Ok(median(&samples))
+}
+
+/// The CPU of the Bash commands the tool turns `turns` call, run directly
+/// with `bash -c` in `env`'s workspace.
+fn shells_cpu_ms(env: &TestEnv, turns: std::ops::Range<usize>) -> anyhow::Result<f64> {
+    let before = measure::children_cpu()?;
+    for k in turns.filter(|k| k % 4 == 0) {
+        let status = Command::new("bash")
+            .args(["-c", &bash_command(k)])
+            .current_dir(env.workspace())
+            .stdout(Stdio::null())
+            .status()?;
+        if !status.success() {
+            bail!("bash -c {} failed", bash_command(k));
+        }
+    }
+    Ok(ms(measure::children_cpu()? - before))
 }
 
 /// Peak RSS with 16 children alive at once.
