@@ -5,8 +5,8 @@
 //! conversation's bytes, and every request sends it again. The model
 //! client keys the JSON it keeps for a message by a digest of the
 //! message's content; computing that digest from the bytes on every
-//! request was about a third of a turn's instructions at 100 messages
-//! (bench/notes.md, point 37). A [`SharedText`] cannot be changed in place
+//! request made fingerprints a seventh of a turn's instructions at 100
+//! messages (168 K of 1,094 K; bench/notes.md, point 37). A [`SharedText`] cannot be changed in place
 //! (a rewrite makes a new one), so a digest computed once stays true for
 //! as long as the text lives, and is kept beside it.
 
@@ -60,12 +60,6 @@ impl Deref for SharedText {
     }
 }
 
-impl AsRef<str> for SharedText {
-    fn as_ref(&self) -> &str {
-        &self.0.text
-    }
-}
-
 impl From<String> for SharedText {
     fn from(text: String) -> SharedText {
         SharedText(Arc::new(Inner {
@@ -81,12 +75,6 @@ impl From<&str> for SharedText {
     }
 }
 
-impl Default for SharedText {
-    fn default() -> SharedText {
-        SharedText::from(String::new())
-    }
-}
-
 impl PartialEq for SharedText {
     fn eq(&self, other: &SharedText) -> bool {
         self.as_str() == other.as_str()
@@ -94,12 +82,6 @@ impl PartialEq for SharedText {
 }
 
 impl Eq for SharedText {}
-
-impl PartialEq<str> for SharedText {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
 
 impl PartialEq<&str> for SharedText {
     fn eq(&self, other: &&str) -> bool {

@@ -26,7 +26,7 @@
 //! is `spawned PID`, `failed REASON` or `exited PID STATUS`.
 
 use std::collections::HashMap;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::io::IoSlice;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -169,17 +169,17 @@ impl Spawner {
     }
 
     /// Asks the holder to run `argv` in `cwd` with exactly `env`, confined
-    /// by `policy` (JSON), its stdout and stderr going to the two pipe
-    /// ends. `None` when the request is too large to send (the caller uses
-    /// the launcher instead).
+    /// by `policy` (JSON), its stdout and stderr both going to `output`
+    /// (the holder's protocol takes the two apart; alcove gives one pipe).
+    /// `None` when the request is too large to send (the caller uses the
+    /// launcher instead).
     pub(crate) fn spawn(
         &self,
         policy: &str,
         cwd: &Path,
         argv: &[&OsStr],
-        env: &[(OsString, OsString)],
-        stdout: &OwnedFd,
-        stderr: &OwnedFd,
+        env: &[(&OsStr, &OsStr)],
+        output: &OwnedFd,
     ) -> Option<Result<HeldChild, String>> {
         let request = encode(policy, cwd, argv, env);
         if request.len() > MAX_REQUEST {
@@ -195,7 +195,7 @@ impl Spawner {
                 Err(reason) => return Some(Err(reason)),
             },
         };
-        let fds = [stdout.as_raw_fd(), stderr.as_raw_fd()];
+        let fds = [output.as_raw_fd(), output.as_raw_fd()];
         if let Err(err) = sendmsg::<()>(
             self.socket.as_raw_fd(),
             &[IoSlice::new(&request)],
@@ -261,7 +261,7 @@ pub(crate) fn encode(
     policy: &str,
     cwd: &Path,
     argv: &[&OsStr],
-    env: &[(OsString, OsString)],
+    env: &[(&OsStr, &OsStr)],
 ) -> Vec<u8> {
     let mut request = Vec::with_capacity(4096);
     let mut field = |parts: &[&[u8]]| {
@@ -287,10 +287,9 @@ mod tests {
     use super::*;
     use std::os::unix::process::CommandExt;
 
-    fn pipe_ends() -> (OwnedFd, OwnedFd) {
+    fn pipe_end() -> OwnedFd {
         let (_, out) = std::io::pipe().unwrap();
-        let (_, err) = std::io::pipe().unwrap();
-        (out.into(), err.into())
+        out.into()
     }
 
     #[tokio::test]
@@ -309,10 +308,10 @@ mod tests {
             }
             holders
         });
-        let (out, err) = pipe_ends();
+        let out = pipe_end();
         let argv = [OsStr::new("bash"), OsStr::new("-c")];
         let mut child = spawner
-            .spawn("{}", Path::new("/w"), &argv, &[], &out, &err)
+            .spawn("{}", Path::new("/w"), &argv, &[], &out)
             .unwrap()
             .unwrap();
         assert_eq!(child.id(), 4242);
@@ -351,11 +350,11 @@ mod tests {
             send("spawned 4343".to_owned());
             holders
         });
-        let (out, err) = pipe_ends();
+        let out = pipe_end();
         let argv = [OsStr::new("true")];
-        let first = spawner.spawn("{}", Path::new("/"), &argv, &[], &out, &err);
+        let first = spawner.spawn("{}", Path::new("/"), &argv, &[], &out);
         assert!(first.unwrap().unwrap_err().contains("did not answer"));
-        let second = spawner.spawn("{}", Path::new("/"), &argv, &[], &out, &err);
+        let second = spawner.spawn("{}", Path::new("/"), &argv, &[], &out);
         assert_eq!(second.unwrap().unwrap().id(), 4343);
         let status = late.wait().unwrap();
         assert_eq!(status.signal(), Some(9), "{status:?}");
@@ -366,20 +365,18 @@ mod tests {
     async fn a_holder_that_is_gone_is_an_error_and_a_huge_request_goes_elsewhere() {
         let (ours, holders) = socket_pair().unwrap();
         let spawner = Spawner::new(ours);
-        let (out, err) = pipe_ends();
-        let huge = vec![(
-            OsString::from("BIG"),
-            OsString::from("x".repeat(MAX_REQUEST)),
-        )];
+        let out = pipe_end();
+        let big = "x".repeat(MAX_REQUEST);
+        let huge = [(OsStr::new("BIG"), OsStr::new(&big))];
         let argv = [OsStr::new("true")];
         assert!(
             spawner
-                .spawn("{}", Path::new("/"), &argv, &huge, &out, &err)
+                .spawn("{}", Path::new("/"), &argv, &huge, &out)
                 .is_none()
         );
         drop(holders);
         let refused = spawner
-            .spawn("{}", Path::new("/"), &argv, &[], &out, &err)
+            .spawn("{}", Path::new("/"), &argv, &[], &out)
             .unwrap()
             .unwrap_err();
         assert!(refused.contains("holder"), "{refused}");

@@ -393,7 +393,17 @@ mod tests {
             (OsString::from("EMPTY"), OsString::new()),
             (OsString::from("X"), OsString::from_vec(b"a=\xff".to_vec())),
         ];
-        let request = decode(&encode(&json, std::path::Path::new("/w s"), &argv, &env)).unwrap();
+        let borrowed: Vec<(&OsStr, &OsStr)> = env
+            .iter()
+            .map(|(name, value)| (name.as_os_str(), value.as_os_str()))
+            .collect();
+        let request = decode(&encode(
+            &json,
+            std::path::Path::new("/w s"),
+            &argv,
+            &borrowed,
+        ))
+        .unwrap();
         assert_eq!(request.policy, policy);
         assert_eq!(request.cwd, "/w s");
         assert_eq!(request.argv, ["bash", "-c", "echo a=b\n"]);

@@ -113,16 +113,15 @@ impl Launch {
     /// Starts the command as a child of the session's holder, which
     /// applies the same policy the launcher would and saves the launcher's
     /// own start ([`held`]). `env` is the command's whole environment (the
-    /// launch's own [`Launch::env`] not yet applied); `stdout` and `stderr`
-    /// are the write ends of its pipes. `None` when this launch has no
-    /// holder to go through (or its request is too large): run
-    /// [`Launch::program`] instead.
+    /// launch's own [`Launch::env`] is applied over it); `output` is the
+    /// write end of the pipe its stdout and stderr both go to. `None` when
+    /// this launch has no holder to go through (or its request is too
+    /// large): run [`Launch::program`] instead.
     pub fn start_held(
         &self,
         cwd: &Path,
-        mut env: Vec<(OsString, OsString)>,
-        stdout: &std::os::fd::OwnedFd,
-        stderr: &std::os::fd::OwnedFd,
+        env: &[(OsString, OsString)],
+        output: &std::os::fd::OwnedFd,
     ) -> Option<Result<HeldChild, String>> {
         let holder = self.holder.as_ref()?.get()?.as_ref()?;
         let policy = self.policy()?;
@@ -131,13 +130,19 @@ impl Launch {
             .iter()
             .map(OsString::as_os_str)
             .collect();
-        for (name, value) in &self.env {
-            env.retain(|(present, _)| present != name.as_str());
-            env.push((name.into(), value.into()));
-        }
-        holder
-            .spawner()
-            .spawn(policy, cwd, &argv, &env, stdout, stderr)
+        let overridden =
+            |name: &std::ffi::OsStr| self.env.iter().any(|(own, _)| name == own.as_str());
+        let env: Vec<(&std::ffi::OsStr, &std::ffi::OsStr)> = env
+            .iter()
+            .filter(|(name, _)| !overridden(name))
+            .map(|(name, value)| (name.as_os_str(), value.as_os_str()))
+            .chain(
+                self.env
+                    .iter()
+                    .map(|(name, value)| (std::ffi::OsStr::new(name), value.as_os_str())),
+            )
+            .collect();
+        holder.spawner().spawn(policy, cwd, &argv, &env, output)
     }
 }
 

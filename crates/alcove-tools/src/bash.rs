@@ -374,8 +374,7 @@ async fn run(
             );
         }
     };
-    let held =
-        launch.and_then(|launch| launch.start_held(cwd, env.kept.clone(), &write_end, &write_end));
+    let held = launch.and_then(|launch| launch.start_held(cwd, &env.kept, &write_end));
     let mut shell = match held {
         Some(Ok(child)) => Shell::Held(child),
         Some(Err(reason)) => {
@@ -394,8 +393,8 @@ async fn run(
     };
     // Only the command holds the write end now: its end is the pipe's end.
     drop(write_end);
-    // The shell leads its own group, whose id is its pid; the pid also
-    // names its pids cgroup, if any.
+    // The shell leads its own group, whose id is its pid; a launcher's
+    // pid also names its pids cgroup, if any.
     let shell_pid = shell.id();
     let mut guard = match shell_pid.and_then(|pid| i32::try_from(pid).ok()) {
         Some(pid) => ProcessGroup::led_by(pid),
