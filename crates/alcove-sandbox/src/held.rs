@@ -25,7 +25,7 @@
 //! entries) with the command's stdout and stderr as `SCM_RIGHTS`; a reply
 //! is `spawned PID`, `failed REASON` or `exited PID STATUS`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::OsStr;
 use std::io::IoSlice;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -33,7 +33,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::ExitStatus;
-use std::sync::{Mutex, mpsc};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
@@ -41,6 +41,8 @@ use nix::sys::socket::{
     AddressFamily, ControlMessage, MsgFlags, SockFlag, SockType, recv, sendmsg, socketpair,
 };
 use nix::unistd::Pid;
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
 use tokio::sync::oneshot;
 
 /// The largest request: a `SOCK_SEQPACKET` message must fit the socket's
@@ -93,52 +95,36 @@ impl HeldChild {
 /// What the reader hands to the request waiting for its answer.
 type Answer = Result<(u32, oneshot::Receiver<i32>), String>;
 
-/// Alcove's side of the socket: sends requests one at a time and routes
-/// the holder's reports (a thread reads them).
+/// Alcove's side of the socket: sends requests and routes the holder's
+/// reports, which a task reads as they come (the socket is one more
+/// descriptor in the runtime's poll: a report wakes no thread of its own,
+/// and no worker waits in a blocking call while the holder starts a
+/// command, which can take milliseconds: bench/notes.md, point 38).
 #[derive(Debug)]
 pub(crate) struct Spawner {
     socket: OwnedFd,
-    /// Held while a request waits for its answer, so answers come in order;
-    /// `None` until the first request starts the thread reading reports (a
-    /// session that runs no command pays for no thread).
-    answers: Mutex<Option<Answers>>,
+    /// Who waits for what; shared with the reading task.
+    routes: Arc<Mutex<Routes>>,
     /// How long a request waits for its answer.
     timeout: Duration,
 }
 
-/// The answers to come, in the order of the requests.
-#[derive(Debug)]
-struct Answers {
-    received: mpsc::Receiver<Answer>,
-    /// Requests that stopped waiting (the holder can wait on a child's
-    /// `chdir` into a hung mount): their answers come first and are not
-    /// the next request's.
-    late: usize,
-}
-
-impl Answers {
-    /// The answer to the request just sent, or why there is none.
-    fn next(&mut self, timeout: Duration) -> Result<Answer, String> {
-        loop {
-            match self.received.recv_timeout(timeout) {
-                Ok(stale) if self.late > 0 => {
-                    self.late -= 1;
-                    // Its call has given up: nobody would wait for it.
-                    if let Ok((pid, _)) = stale {
-                        let _ = killpg(Pid::from_raw(pid.cast_signed()), Signal::SIGKILL);
-                    }
-                }
-                Ok(answer) => return Ok(answer),
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    self.late += 1;
-                    return Err("the session's sandbox holder did not answer".to_owned());
-                }
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err("the session's sandbox holder has ended".to_owned());
-                }
-            }
-        }
-    }
+/// Where the holder's reports go.
+#[derive(Debug, Default)]
+struct Routes {
+    /// One per request sent and not yet answered, oldest first: the holder
+    /// answers in the order it was asked. A request that stopped waiting
+    /// (the holder can wait on a child's `chdir` into a hung mount) leaves
+    /// its sender here; its late answer goes nowhere and its command is
+    /// ended.
+    waiting: VecDeque<oneshot::Sender<Answer>>,
+    /// The exits to report, by pid.
+    exits: HashMap<u32, oneshot::Sender<i32>>,
+    /// Whether the reading task has started (a session that runs no
+    /// command starts none).
+    reading: bool,
+    /// Whether the holder has ended: no answer will come.
+    ended: bool,
 }
 
 impl Spawner {
@@ -146,26 +132,25 @@ impl Spawner {
     pub(crate) fn new(socket: OwnedFd) -> Spawner {
         Spawner {
             socket,
-            answers: Mutex::new(None),
+            routes: Arc::default(),
             timeout: ANSWER_TIMEOUT,
         }
     }
 
-    /// Starts the thread reading the holder's reports.
-    fn start_reader(&self) -> Result<Answers, String> {
+    /// Starts the task reading the holder's reports (on the current
+    /// runtime).
+    fn start_reader(&self) -> Result<(), String> {
         let reading = self
             .socket
             .try_clone()
             .map_err(|err| format!("cannot share the holder's socket: {err}"))?;
-        let (answer, answers) = mpsc::channel();
-        std::thread::Builder::new()
-            .name("sandbox-holder".to_owned())
-            .spawn(move || read_reports(&reading, &answer))
-            .map_err(|err| format!("cannot start the holder's reader: {err}"))?;
-        Ok(Answers {
-            received: answers,
-            late: 0,
-        })
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|err| format!("cannot read the holder's reports: {err}"))?;
+        let _entered = runtime.enter();
+        let reading =
+            register(reading).map_err(|err| format!("cannot read the holder's reports: {err}"))?;
+        runtime.spawn(read_reports(reading, self.routes.clone()));
+        Ok(())
     }
 
     /// Asks the holder to run `argv` in `cwd` with exactly `env`, confined
@@ -173,7 +158,7 @@ impl Spawner {
     /// (the holder's protocol takes the two apart; alcove gives one pipe).
     /// `None` when the request is too large to send (the caller uses the
     /// launcher instead).
-    pub(crate) fn spawn(
+    pub(crate) async fn spawn(
         &self,
         policy: &str,
         cwd: &Path,
@@ -185,75 +170,131 @@ impl Spawner {
         if request.len() > MAX_REQUEST {
             return None;
         }
-        let Ok(mut answers) = self.answers.lock() else {
-            return Some(Err("the sandbox holder's lock is poisoned".to_owned()));
+        let answer = match self.send(&request, output) {
+            Ok(answer) => answer,
+            Err(reason) => return Some(Err(reason)),
         };
-        let answers = match &mut *answers {
-            Some(answers) => answers,
-            empty @ None => match self.start_reader() {
-                Ok(reader) => empty.insert(reader),
-                Err(reason) => return Some(Err(reason)),
-            },
-        };
-        let fds = [output.as_raw_fd(), output.as_raw_fd()];
-        if let Err(err) = sendmsg::<()>(
-            self.socket.as_raw_fd(),
-            &[IoSlice::new(&request)],
-            &[ControlMessage::ScmRights(&fds)],
-            MsgFlags::MSG_NOSIGNAL,
-            None,
-        ) {
-            return Some(Err(format!(
-                "cannot reach the session's sandbox holder: {err}"
-            )));
-        }
-        Some(match answers.next(self.timeout) {
-            Ok(Ok((pid, exit))) => Ok(HeldChild {
+        Some(match tokio::time::timeout(self.timeout, answer).await {
+            Ok(Ok(Ok((pid, exit)))) => Ok(HeldChild {
                 pid,
                 exit,
                 status: None,
             }),
-            Ok(Err(reason)) | Err(reason) => Err(reason),
+            Ok(Ok(Err(reason))) => Err(reason),
+            Ok(Err(_)) => Err(HOLDER_ENDED.to_owned()),
+            Err(_) => Err("the session's sandbox holder did not answer".to_owned()),
         })
+    }
+
+    /// Sends `request` with `output` (twice: stdout and stderr) and
+    /// returns where its answer will come.
+    fn send(&self, request: &[u8], output: &OwnedFd) -> Result<oneshot::Receiver<Answer>, String> {
+        let Ok(mut routes) = self.routes.lock() else {
+            return Err("the sandbox holder's lock is poisoned".to_owned());
+        };
+        if routes.ended {
+            return Err(HOLDER_ENDED.to_owned());
+        }
+        if !routes.reading {
+            self.start_reader()?;
+            routes.reading = true;
+        }
+        let fds = [output.as_raw_fd(), output.as_raw_fd()];
+        // Sent under the lock: answers come in the order of `waiting`.
+        sendmsg::<()>(
+            self.socket.as_raw_fd(),
+            &[IoSlice::new(request)],
+            &[ControlMessage::ScmRights(&fds)],
+            MsgFlags::MSG_NOSIGNAL,
+            None,
+        )
+        .map_err(|err| format!("cannot reach the session's sandbox holder: {err}"))?;
+        let (answer, answered) = oneshot::channel();
+        routes.waiting.push_back(answer);
+        Ok(answered)
     }
 }
 
-/// The reader thread: answers go to the waiting request, exits to the
-/// command's [`HeldChild`]. Ends when the holder does.
-fn read_reports(socket: &OwnedFd, answers: &mpsc::Sender<Answer>) {
-    let mut exits: HashMap<u32, oneshot::Sender<i32>> = HashMap::new();
+/// `socket` in the current runtime's poll, for reading.
+#[allow(unsafe_code)]
+fn register(socket: OwnedFd) -> std::io::Result<AsyncFd<OwnedFd>> {
+    // SAFETY: an `OwnedFd` is open and names the same open file until it
+    // is dropped, and the `AsyncFd` owns it for its whole life.
+    unsafe { AsyncFd::register_with_interest(socket, Interest::READABLE) }
+        .map_err(|err| err.into_parts().1)
+}
+
+/// Why a request got no answer.
+const HOLDER_ENDED: &str = "the session's sandbox holder has ended";
+
+/// The reading task: answers go to the waiting request, exits to the
+/// command's [`HeldChild`]. Ends when the holder does, and with it every
+/// wait.
+async fn read_reports(socket: AsyncFd<OwnedFd>, routes: Arc<Mutex<Routes>>) {
     let mut buffer = vec![0u8; 4096];
     loop {
-        let read = match recv(socket.as_raw_fd(), &mut buffer, MsgFlags::empty()) {
-            Ok(0) | Err(_) => return,
-            Ok(read) => read,
+        let Ok(mut ready) = socket.readable().await else {
+            break;
         };
-        let report = String::from_utf8_lossy(&buffer[..read]);
-        let mut words = report.splitn(3, ' ');
-        let number = |word: Option<&str>| word.and_then(|word| word.trim().parse::<i64>().ok());
-        match words.next() {
-            Some("spawned") => {
-                let Some(pid) = number(words.next()).and_then(|pid| u32::try_from(pid).ok()) else {
-                    continue;
-                };
-                let (exit, exited) = oneshot::channel();
-                exits.insert(pid, exit);
-                let _ = answers.send(Ok((pid, exited)));
-            }
-            Some("failed") => {
-                let reason = report.strip_prefix("failed ").unwrap_or_default();
-                let _ = answers.send(Err(reason.to_owned()));
-            }
-            Some("exited") => {
-                let pid = number(words.next()).and_then(|pid| u32::try_from(pid).ok());
-                let status = number(words.next()).and_then(|status| i32::try_from(status).ok());
-                if let (Some(exit), Some(status)) = (pid.and_then(|pid| exits.remove(&pid)), status)
-                {
-                    let _ = exit.send(status);
-                }
-            }
-            _ => {}
+        let read = ready.try_io(|socket| {
+            recv(socket.as_raw_fd(), &mut buffer, MsgFlags::MSG_DONTWAIT)
+                .map_err(std::io::Error::from)
+        });
+        match read {
+            // Nothing there after all: readiness is cleared, wait again.
+            Err(_would_block) => {}
+            Ok(Ok(0) | Err(_)) => break,
+            Ok(Ok(read)) => route(&buffer[..read], &routes),
         }
+    }
+    if let Ok(mut routes) = routes.lock() {
+        routes.ended = true;
+        routes.waiting.clear();
+        routes.exits.clear();
+    }
+}
+
+/// Hands one report to whoever waits for it.
+fn route(report: &[u8], routes: &Mutex<Routes>) {
+    let Ok(mut routes) = routes.lock() else {
+        return;
+    };
+    let report = String::from_utf8_lossy(report);
+    let mut words = report.splitn(3, ' ');
+    let number = |word: Option<&str>| word.and_then(|word| word.trim().parse::<i64>().ok());
+    match words.next() {
+        Some("spawned") => {
+            let Some(pid) = number(words.next()).and_then(|pid| u32::try_from(pid).ok()) else {
+                return;
+            };
+            let (exit, exited) = oneshot::channel();
+            let answered = routes
+                .waiting
+                .pop_front()
+                .is_some_and(|waiting| waiting.send(Ok((pid, exited))).is_ok());
+            if answered {
+                routes.exits.insert(pid, exit);
+            } else {
+                // Its request has given up: nobody would wait for it.
+                let _ = killpg(Pid::from_raw(pid.cast_signed()), Signal::SIGKILL);
+            }
+        }
+        Some("failed") => {
+            let reason = report.strip_prefix("failed ").unwrap_or_default();
+            if let Some(waiting) = routes.waiting.pop_front() {
+                let _ = waiting.send(Err(reason.to_owned()));
+            }
+        }
+        Some("exited") => {
+            let pid = number(words.next()).and_then(|pid| u32::try_from(pid).ok());
+            let status = number(words.next()).and_then(|status| i32::try_from(status).ok());
+            if let (Some(exit), Some(status)) =
+                (pid.and_then(|pid| routes.exits.remove(&pid)), status)
+            {
+                let _ = exit.send(status);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -312,6 +353,7 @@ mod tests {
         let argv = [OsStr::new("bash"), OsStr::new("-c")];
         let mut child = spawner
             .spawn("{}", Path::new("/w"), &argv, &[], &out)
+            .await
             .unwrap()
             .unwrap();
         assert_eq!(child.id(), 4242);
@@ -352,9 +394,9 @@ mod tests {
         });
         let out = pipe_end();
         let argv = [OsStr::new("true")];
-        let first = spawner.spawn("{}", Path::new("/"), &argv, &[], &out);
+        let first = spawner.spawn("{}", Path::new("/"), &argv, &[], &out).await;
         assert!(first.unwrap().unwrap_err().contains("did not answer"));
-        let second = spawner.spawn("{}", Path::new("/"), &argv, &[], &out);
+        let second = spawner.spawn("{}", Path::new("/"), &argv, &[], &out).await;
         assert_eq!(second.unwrap().unwrap().id(), 4343);
         let status = late.wait().unwrap();
         assert_eq!(status.signal(), Some(9), "{status:?}");
@@ -372,11 +414,13 @@ mod tests {
         assert!(
             spawner
                 .spawn("{}", Path::new("/"), &argv, &huge, &out)
+                .await
                 .is_none()
         );
         drop(holders);
         let refused = spawner
             .spawn("{}", Path::new("/"), &argv, &[], &out)
+            .await
             .unwrap()
             .unwrap_err();
         assert!(refused.contains("holder"), "{refused}");

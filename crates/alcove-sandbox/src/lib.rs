@@ -117,7 +117,7 @@ impl Launch {
     /// write end of the pipe its stdout and stderr both go to. `None` when
     /// this launch has no holder to go through (or its request is too
     /// large): run [`Launch::program`] instead.
-    pub fn start_held(
+    pub async fn start_held(
         &self,
         cwd: &Path,
         env: &[(OsString, OsString)],
@@ -142,7 +142,10 @@ impl Launch {
                     .map(|(name, value)| (std::ffi::OsStr::new(name), value.as_os_str())),
             )
             .collect();
-        holder.spawner().spawn(policy, cwd, &argv, &env, output)
+        holder
+            .spawner()
+            .spawn(policy, cwd, &argv, &env, output)
+            .await
     }
 }
 

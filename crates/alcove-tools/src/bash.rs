@@ -374,7 +374,10 @@ async fn run(
             );
         }
     };
-    let held = launch.and_then(|launch| launch.start_held(cwd, &env.kept, &write_end));
+    let held = match launch {
+        Some(launch) => launch.start_held(cwd, &env.kept, &write_end).await,
+        None => None,
+    };
     let mut shell = match held {
         Some(Ok(child)) => Shell::Held(child),
         Some(Err(reason)) => {
