@@ -365,6 +365,41 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn waiting_for_the_holder_leaves_the_runtime_free_for_other_tasks() {
+        let (ours, holders) = socket_pair().unwrap();
+        let mut spawner = Spawner::new(ours);
+        spawner.timeout = Duration::from_secs(5);
+        // A stand-in holder that answers only once another task of this
+        // (single-threaded) runtime has run: a request that blocked its
+        // thread while waiting would never let that task run.
+        let (ran, other_task_ran) = std::sync::mpsc::channel::<()>();
+        let holder = std::thread::spawn(move || {
+            let mut buffer = vec![0u8; MAX_REQUEST];
+            recv(holders.as_raw_fd(), &mut buffer, MsgFlags::empty()).unwrap();
+            other_task_ran
+                .recv_timeout(Duration::from_secs(10))
+                .unwrap();
+            nix::sys::socket::send(holders.as_raw_fd(), b"spawned 4545", MsgFlags::empty())
+                .unwrap();
+            holders
+        });
+        let other = tokio::spawn(async move {
+            // Runs only when the request's task yields the thread.
+            ran.send(()).unwrap();
+        });
+        let out = pipe_end();
+        let argv = [OsStr::new("true")];
+        let child = spawner
+            .spawn("{}", Path::new("/"), &argv, &[], &out)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(child.id(), 4545);
+        other.await.unwrap();
+        drop(holder.join().unwrap());
+    }
+
+    #[tokio::test]
     async fn an_answer_that_comes_too_late_is_not_the_next_requests_and_its_command_is_ended() {
         let (ours, holders) = socket_pair().unwrap();
         let mut spawner = Spawner::new(ours);
