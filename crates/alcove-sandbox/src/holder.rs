@@ -28,7 +28,7 @@ use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg, send};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use crate::cgroups::CgroupPool;
+use crate::cgroups::{CgroupPool, Taken};
 use crate::fs_rules;
 use crate::held::MAX_REQUEST;
 use crate::launcher::FAILURE_PREFIX;
@@ -90,6 +90,9 @@ struct Kept {
     programs: HashMap<(OsString, OsString), OsString>,
     limits: ResourceLimits,
     cgroups: CgroupPool,
+    /// The process limit of the last command given a cgroup: the holder
+    /// settles, while idle, in an empty cgroup allowing as many.
+    last_max: Option<u64>,
     /// What each command's child starts from ([`spawn`]), made with the
     /// first request.
     starter: Option<spawn::Starter>,
@@ -104,6 +107,7 @@ pub(crate) fn serve(socket: &OwnedFd, check: &LaunchPolicy) -> Result<(), String
         programs: HashMap::new(),
         limits: check.limits,
         cgroups: CgroupPool::new(),
+        last_max: None,
         starter: None,
     };
     let mut child_exits = SigSet::empty();
@@ -131,6 +135,9 @@ pub(crate) fn serve(socket: &OwnedFd, check: &LaunchPolicy) -> Result<(), String
         if exits {
             while let Ok(Some(_)) = signals.read_signal() {}
             reap(socket, &mut live, &mut kept.cgroups);
+            if let (true, Some(max)) = (live.is_empty(), kept.last_max) {
+                kept.cgroups.settle(max);
+            }
         }
         if !request {
             continue;
@@ -264,8 +271,14 @@ fn start(request: Request, fds: Vec<OwnedFd>, kept: &mut Kept) -> Result<Pid, St
     };
     let limits = request.policy.limits;
     let cgroup = match limits.processes_limit().filter(|_| starter.own_cgroups) {
-        Some(max) => kept.cgroups.take(max)?,
-        None => None,
+        Some(max) => {
+            kept.last_max = Some(max);
+            kept.cgroups.take(max)?
+        }
+        None => {
+            kept.cgroups.go_home();
+            None
+        }
     };
     let command = spawn::Command {
         argv: &request.argv,
@@ -273,7 +286,7 @@ fn start(request: Request, fds: Vec<OwnedFd>, kept: &mut Kept) -> Result<Pid, St
         cwd: &request.cwd,
         found,
         sh,
-        cgroup: cgroup.as_ref().map(crate::cgroups::Cgroup::procs),
+        cgroup: cgroup.as_ref().and_then(Taken::procs_to_join),
         limits: (kept.limits != limits).then_some(limits),
         ruleset,
     };
@@ -349,6 +362,7 @@ mod tests {
             programs: HashMap::new(),
             limits: ResourceLimits::NONE,
             cgroups: CgroupPool::new(),
+            last_max: None,
             starter: None,
         };
         let policy = LaunchPolicy {
