@@ -240,6 +240,15 @@ pub(crate) fn render(results: &Results, context: &Context) -> String {
             b.shell_us,
             b.turn_us
         );
+        let _ = writeln!(
+            md,
+            "| Bash call at a model's pace | {} turns each running `true`, replies {} ms apart: a turn's wall time from the reply to the next request, less the reply's delay | {:.2} ms | a turn with a Read of a small file at the same pace: {:.2} ms | the call's own {:.2} ms | none set | |",
+            b.paced_calls,
+            b.pace_ms,
+            b.paced_bash_ms,
+            b.paced_read_ms,
+            b.paced_bash_ms - b.paced_read_ms
+        );
     }
     if let Some(m) = &results.mcp_overhead {
         let _ = writeln!(
