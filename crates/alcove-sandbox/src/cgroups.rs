@@ -110,6 +110,9 @@ enum Spot {
     Resident(Cgroup),
     /// In the cgroup of the running command `Pid`, which started there.
     With(Pid),
+    /// In a cgroup where what a command left runs on, having failed to
+    /// leave it: no command starts there (they join cgroups of their own).
+    Stuck(Cgroup),
 }
 
 /// The holder's cgroups: empty ones ready for a command, those of running
@@ -176,6 +179,7 @@ impl CgroupPool {
                 self.holder = Spot::With(pid);
                 self.go_home();
             }
+            stuck @ Spot::Stuck(_) => self.holder = stuck,
             Spot::Home => {}
         }
         let mut cgroup = match self.idle.pop() {
@@ -235,11 +239,13 @@ impl CgroupPool {
             return;
         }
         // What the command left runs on: the holder leaves it to them.
-        self.holder = Spot::Home;
-        if !self.leave(&mut cgroup) {
+        if self.leave(&mut cgroup) {
+            self.holder = Spot::Home;
+            self.give_back(cgroup);
+        } else {
             self.stay = true;
+            self.holder = Spot::Stuck(cgroup);
         }
-        self.give_back(cgroup);
     }
 
     /// With no command running, moves the holder into an empty cgroup
@@ -277,6 +283,13 @@ impl CgroupPool {
                 } else {
                     self.stay = true;
                     self.holder = Spot::Resident(cgroup);
+                }
+            }
+            Spot::Stuck(cgroup) => {
+                if self.move_home().is_ok() {
+                    self.give_back(cgroup);
+                } else {
+                    self.holder = Spot::Stuck(cgroup);
                 }
             }
             Spot::With(pid) => {
@@ -355,9 +368,17 @@ fn home_procs(mover: &str) -> std::io::Result<PathBuf> {
                 .then_some(path)
         })
         .ok_or_else(|| std::io::Error::other("not in a pids cgroup"))?;
-    Ok(PathBuf::from(PIDS_ROOT)
+    let procs = PathBuf::from(PIDS_ROOT)
         .join(path.trim_start_matches('/'))
-        .join("cgroup.procs"))
+        .join("cgroup.procs");
+    // In a cgroup namespace the listed path is not the mount's: then the
+    // holder does not move at all, lest it could not come back.
+    if !procs.exists() {
+        return Err(std::io::Error::other(
+            "its pids cgroup is not under the mount",
+        ));
+    }
+    Ok(procs)
 }
 
 impl Drop for CgroupPool {
@@ -373,6 +394,10 @@ impl Drop for CgroupPool {
             }
             Spot::With(_) => {
                 let _ = self.move_home();
+            }
+            Spot::Stuck(cgroup) => {
+                let _ = self.move_home();
+                cgroup.remove();
             }
         }
         let running = self.running.drain().map(|(_, cgroup)| cgroup);

@@ -33,9 +33,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::ExitStatus;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::sys::socket::{
     AddressFamily, ControlMessage, MsgFlags, SockFlag, SockType, recv, sendmsg, socketpair,
@@ -93,13 +94,46 @@ impl HeldChild {
 }
 
 /// What the reader hands to the request waiting for its answer.
-type Answer = Result<(u32, oneshot::Receiver<i32>), String>;
+type Answer = Result<Started, String>;
+
+/// A started command on its way to its request. Dropped unclaimed (the
+/// request gave up, or was itself dropped, before it read the answer), it
+/// ends the command's process group: nobody would wait for it or stop it.
+#[derive(Debug)]
+struct Started {
+    pid: u32,
+    exit: Option<oneshot::Receiver<i32>>,
+}
+
+impl Started {
+    /// The command, now its request's to wait for and stop.
+    fn claim(mut self) -> Option<HeldChild> {
+        let exit = self.exit.take()?;
+        Some(HeldChild {
+            pid: self.pid,
+            exit,
+            status: None,
+        })
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        if self.exit.is_some() {
+            let _ = killpg(Pid::from_raw(self.pid.cast_signed()), Signal::SIGKILL);
+        }
+    }
+}
 
 /// Alcove's side of the socket: sends requests and routes the holder's
 /// reports, which a task reads as they come (the socket is one more
 /// descriptor in the runtime's poll: a report wakes no thread of its own,
 /// and no worker waits in a blocking call while the holder starts a
-/// command, which can take milliseconds: bench/notes.md, point 38).
+/// command, which can take milliseconds: bench/notes.md, point 38). A
+/// request is sent without waiting for room: a holder whose socket is full
+/// is not taking requests, and the launcher runs the command instead. A
+/// started command whose request is gone by the time its answer comes
+/// (timed out, or dropped with its agent) is ended.
 #[derive(Debug)]
 pub(crate) struct Spawner {
     socket: OwnedFd,
@@ -171,15 +205,14 @@ impl Spawner {
             return None;
         }
         let answer = match self.send(&request, output) {
-            Ok(answer) => answer,
+            Ok(Some(answer)) => answer,
+            // The holder has not taken the requests before (it may be stuck
+            // on one): the launcher runs this command.
+            Ok(None) => return None,
             Err(reason) => return Some(Err(reason)),
         };
         Some(match tokio::time::timeout(self.timeout, answer).await {
-            Ok(Ok(Ok((pid, exit)))) => Ok(HeldChild {
-                pid,
-                exit,
-                status: None,
-            }),
+            Ok(Ok(Ok(started))) => started.claim().ok_or_else(|| HOLDER_ENDED.to_owned()),
             Ok(Ok(Err(reason))) => Err(reason),
             Ok(Err(_)) => Err(HOLDER_ENDED.to_owned()),
             Err(_) => Err("the session's sandbox holder did not answer".to_owned()),
@@ -187,11 +220,14 @@ impl Spawner {
     }
 
     /// Sends `request` with `output` (twice: stdout and stderr) and
-    /// returns where its answer will come.
-    fn send(&self, request: &[u8], output: &OwnedFd) -> Result<oneshot::Receiver<Answer>, String> {
-        let Ok(mut routes) = self.routes.lock() else {
-            return Err("the sandbox holder's lock is poisoned".to_owned());
-        };
+    /// returns where its answer will come; `None` when the socket is full
+    /// (the send never blocks: a stuck holder must not hold a worker).
+    fn send(
+        &self,
+        request: &[u8],
+        output: &OwnedFd,
+    ) -> Result<Option<oneshot::Receiver<Answer>>, String> {
+        let mut routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
         if routes.ended {
             return Err(HOLDER_ENDED.to_owned());
         }
@@ -201,17 +237,22 @@ impl Spawner {
         }
         let fds = [output.as_raw_fd(), output.as_raw_fd()];
         // Sent under the lock: answers come in the order of `waiting`.
-        sendmsg::<()>(
+        let sent = sendmsg::<()>(
             self.socket.as_raw_fd(),
             &[IoSlice::new(request)],
             &[ControlMessage::ScmRights(&fds)],
-            MsgFlags::MSG_NOSIGNAL,
+            MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT,
             None,
-        )
-        .map_err(|err| format!("cannot reach the session's sandbox holder: {err}"))?;
-        let (answer, answered) = oneshot::channel();
-        routes.waiting.push_back(answer);
-        Ok(answered)
+        );
+        match sent {
+            Err(Errno::EAGAIN) => Ok(None),
+            Err(err) => Err(format!("cannot reach the session's sandbox holder: {err}")),
+            Ok(_) => {
+                let (answer, answered) = oneshot::channel();
+                routes.waiting.push_back(answer);
+                Ok(Some(answered))
+            }
+        }
     }
 }
 
@@ -231,6 +272,9 @@ const HOLDER_ENDED: &str = "the session's sandbox holder has ended";
 /// command's [`HeldChild`]. Ends when the holder does, and with it every
 /// wait.
 async fn read_reports(socket: AsyncFd<OwnedFd>, routes: Arc<Mutex<Routes>>) {
+    // However the task ends (the holder gone, its runtime shut down), no
+    // request or wait is left waiting for it.
+    let _ended = ReaderEnded(routes.clone());
     let mut buffer = vec![0u8; 4096];
     loop {
         let Ok(mut ready) = socket.readable().await else {
@@ -247,7 +291,14 @@ async fn read_reports(socket: AsyncFd<OwnedFd>, routes: Arc<Mutex<Routes>>) {
             Ok(Ok(read)) => route(&buffer[..read], &routes),
         }
     }
-    if let Ok(mut routes) = routes.lock() {
+}
+
+/// Ends every wait on the reader when it goes.
+struct ReaderEnded(Arc<Mutex<Routes>>);
+
+impl Drop for ReaderEnded {
+    fn drop(&mut self) {
+        let mut routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         routes.ended = true;
         routes.waiting.clear();
         routes.exits.clear();
@@ -256,9 +307,7 @@ async fn read_reports(socket: AsyncFd<OwnedFd>, routes: Arc<Mutex<Routes>>) {
 
 /// Hands one report to whoever waits for it.
 fn route(report: &[u8], routes: &Mutex<Routes>) {
-    let Ok(mut routes) = routes.lock() else {
-        return;
-    };
+    let mut routes = routes.lock().unwrap_or_else(PoisonError::into_inner);
     let report = String::from_utf8_lossy(report);
     let mut words = report.splitn(3, ' ');
     let number = |word: Option<&str>| word.and_then(|word| word.trim().parse::<i64>().ok());
@@ -268,15 +317,15 @@ fn route(report: &[u8], routes: &Mutex<Routes>) {
                 return;
             };
             let (exit, exited) = oneshot::channel();
-            let answered = routes
-                .waiting
-                .pop_front()
-                .is_some_and(|waiting| waiting.send(Ok((pid, exited))).is_ok());
-            if answered {
-                routes.exits.insert(pid, exit);
-            } else {
-                // Its request has given up: nobody would wait for it.
-                let _ = killpg(Pid::from_raw(pid.cast_signed()), Signal::SIGKILL);
+            let started = Started {
+                pid,
+                exit: Some(exited),
+            };
+            routes.exits.insert(pid, exit);
+            // A request that has given up drops it, and with it the command.
+            match routes.waiting.pop_front() {
+                Some(waiting) => drop(waiting.send(Ok(started))),
+                None => drop(started),
             }
         }
         Some("failed") => {
@@ -436,6 +485,79 @@ mod tests {
         let status = late.wait().unwrap();
         assert_eq!(status.signal(), Some(9), "{status:?}");
         drop(holder.join().unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_command_whose_request_was_dropped_before_its_answer_is_ended() {
+        let (ours, holders) = socket_pair().unwrap();
+        let spawner = Spawner::new(ours);
+        let started = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = started.id();
+        // A stand-in holder that answers after the request is gone.
+        let holder = std::thread::spawn(move || {
+            let mut buffer = vec![0u8; MAX_REQUEST];
+            recv(holders.as_raw_fd(), &mut buffer, MsgFlags::empty()).unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            let report = format!("spawned {pid}");
+            nix::sys::socket::send(holders.as_raw_fd(), report.as_bytes(), MsgFlags::empty())
+                .unwrap();
+            holders
+        });
+        let out = pipe_end();
+        let argv = [OsStr::new("true")];
+        // The call is dropped (its agent stopped, say) while it waits.
+        let dropped = tokio::time::timeout(
+            Duration::from_millis(50),
+            spawner.spawn("{}", Path::new("/"), &argv, &[], &out),
+        )
+        .await;
+        assert!(dropped.is_err());
+        // Waited for off the runtime, which the reader needs meanwhile.
+        let status = tokio::task::spawn_blocking(move || {
+            let mut started = started;
+            started.wait()
+        })
+        .await
+        .unwrap()
+        .unwrap();
+        assert_eq!(status.signal(), Some(9), "{status:?}");
+        drop(holder.join().unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_holder_that_takes_no_requests_leaves_them_to_the_launcher() {
+        let (ours, holders) = socket_pair().unwrap();
+        let mut spawner = Spawner::new(ours);
+        spawner.timeout = Duration::from_millis(20);
+        let out = pipe_end();
+        let big = "x".repeat(MAX_REQUEST / 2);
+        let env = [(OsStr::new("BIG"), OsStr::new(&big))];
+        let argv = [OsStr::new("true")];
+        // Nothing reads `holders`: the socket fills, and a request that
+        // would wait for room goes to the launcher instead.
+        let mut answers = Vec::new();
+        for _ in 0..16 {
+            let answer = spawner.spawn("{}", Path::new("/"), &argv, &env, &out).await;
+            let full = answer.is_none();
+            answers.push(answer);
+            if full {
+                break;
+            }
+        }
+        assert!(answers.last().is_some_and(Option::is_none), "{answers:?}");
+        assert!(
+            answers[..answers.len() - 1]
+                .iter()
+                .all(|answer| answer.as_ref().is_some_and(|answer| answer
+                    .as_ref()
+                    .is_err_and(|reason| reason.contains("did not answer")))),
+            "{answers:?}"
+        );
+        drop(holders);
     }
 
     #[tokio::test]

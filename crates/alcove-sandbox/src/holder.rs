@@ -220,13 +220,15 @@ fn reap(socket: &OwnedFd, live: &mut Vec<Pid>, cgroups: &mut CgroupPool) {
             Ok(_) => continue,
         };
         live.retain(|live| *live != pid);
-        cgroups.ended(pid);
         let report = format!("exited {pid} {status}");
         let _ = send(
             socket.as_raw_fd(),
             report.as_bytes(),
             MsgFlags::MSG_NOSIGNAL,
         );
+        // After the report: the holder may move out of the command's
+        // cgroup, which can wait (`CgroupPool::settle`).
+        cgroups.ended(pid);
     }
 }
 

@@ -390,6 +390,42 @@ fn the_sessions_holder_starts_confined_commands_each_in_a_user_namespace_of_its_
 }
 
 #[test]
+fn as_root_a_command_starts_in_the_pids_cgroup_its_holder_waits_in() {
+    let pids = std::path::Path::new("/sys/fs/cgroup/pids/cgroup.procs");
+    if !(nix::unistd::geteuid().is_root() && pids.exists()) {
+        eprintln!("skipped: needs root and a v1 pids hierarchy");
+        return;
+    }
+    let (env, server) = setup(Script::new().conversation(
+        "resident",
+        vec![
+            Step::reply(vec![bash("grep :pids: /proc/self/cgroup")]),
+            // By the next command the holder waits in the cgroup it gets.
+            Step::reply(vec![bash(
+                "grep :pids: /proc/self/cgroup; grep :pids: /proc/$PPID/cgroup",
+            )]),
+            Step::text("done"),
+        ],
+    ));
+    let out = exec(&env, &server, &["resident"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = server.requests().last().unwrap().tool_results();
+    let (first, second) = (&results[0], &results[1]);
+    assert!(!first.2 && first.1.contains(":pids:/alcove-"), "{first:?}");
+    let lines: Vec<&str> = second
+        .1
+        .lines()
+        .filter(|line| line.contains(":pids:"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{second:?}");
+    assert!(lines[0].contains(":pids:/alcove-"), "{second:?}");
+    assert_eq!(
+        lines[0], lines[1],
+        "the command and its holder share the cgroup"
+    );
+}
+
+#[test]
 fn a_command_cannot_kill_its_holder_and_a_dead_holder_never_means_unconfined() {
     let (env, server) = setup(Script::new().conversation(
         "holder dies",
