@@ -531,6 +531,9 @@ mod tests {
     #[tokio::test]
     async fn a_holder_that_takes_no_requests_leaves_them_to_the_launcher() {
         let (ours, holders) = socket_pair().unwrap();
+        // A small send buffer: a few requests fill it on any machine.
+        nix::sys::socket::setsockopt(&ours, nix::sys::socket::sockopt::SndBuf, &(256 * 1024))
+            .unwrap();
         let mut spawner = Spawner::new(ours);
         spawner.timeout = Duration::from_millis(20);
         let out = pipe_end();
