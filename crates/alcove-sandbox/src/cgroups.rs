@@ -277,18 +277,12 @@ impl CgroupPool {
     pub(crate) fn go_home(&mut self) {
         match std::mem::replace(&mut self.holder, Spot::Home) {
             Spot::Home => {}
-            Spot::Resident(cgroup) => {
+            Spot::Resident(cgroup) | Spot::Stuck(cgroup) => {
                 if self.move_home().is_ok() {
                     self.give_back(cgroup);
                 } else {
+                    // Failing to leave, it is no command's to start in.
                     self.stay = true;
-                    self.holder = Spot::Resident(cgroup);
-                }
-            }
-            Spot::Stuck(cgroup) => {
-                if self.move_home().is_ok() {
-                    self.give_back(cgroup);
-                } else {
                     self.holder = Spot::Stuck(cgroup);
                 }
             }
