@@ -14,7 +14,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use alcove_testkit::{FakeServer, Script, Step, TestEnv};
+use alcove_testkit::{FakeServer, RecordedRequest, Script, Step, TestEnv};
 use anyhow::bail;
 use serde_json::json;
 
@@ -75,12 +75,8 @@ pub(crate) fn bash_call(bench: &Bench) -> anyhow::Result<BashCall> {
                 &["--permission-mode", "bypassPermissions", &prompt],
             );
             cpu[slot] = ms(measure::run_measured(&command, &bench.scratch)?.cpu);
-            let results = server.requests_for(&prompt);
-            let failed = results
-                .last()
-                .map(|last| last.tool_results().iter().any(|(_, _, error)| *error));
             let requests = if turns == 1 { 1 } else { turns + 1 };
-            if results.len() != requests || failed != Some(false) {
+            if !ran_every_call(&server.requests_for(&prompt), requests) {
                 bail!("the {turns}-call Bash session did not run every call");
             }
         }
@@ -146,10 +142,7 @@ fn paced(bench: &Bench) -> anyhow::Result<(f64, f64)> {
             );
             measure::run_measured(&command, &bench.scratch)?;
             let requests = server.requests_for(&prompt);
-            let failed = requests
-                .last()
-                .map(|last| last.tool_results().iter().any(|(_, _, error)| *error));
-            if requests.len() != PACED_CALLS + 1 || failed != Some(false) {
+            if !ran_every_call(&requests, PACED_CALLS + 1) {
                 bail!("the paced {tool} session did not run every call");
             }
             if run == 0 {
@@ -163,4 +156,12 @@ fn paced(bench: &Bench) -> anyhow::Result<(f64, f64)> {
         }
     }
     Ok((median(&turns[0]), median(&turns[1])))
+}
+
+/// Whether a session made `expected` requests and no tool call in it failed.
+fn ran_every_call(requests: &[RecordedRequest], expected: usize) -> bool {
+    let failed = requests
+        .last()
+        .map(|last| last.tool_results().iter().any(|(_, _, error)| *error));
+    requests.len() == expected && failed == Some(false)
 }

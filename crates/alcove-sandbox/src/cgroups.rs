@@ -135,6 +135,9 @@ pub(crate) struct CgroupPool {
     /// Set when a move failed: the holder then stays where it is and
     /// every command joins its cgroup, as it did before this mattered.
     stay: bool,
+    /// The process limit of the last command taken for: the holder
+    /// settles in a cgroup allowing as many.
+    last_max: Option<u64>,
 }
 
 impl CgroupPool {
@@ -149,6 +152,7 @@ impl CgroupPool {
             mover: "0".to_owned(),
             home: None,
             stay: false,
+            last_max: None,
         }
     }
 
@@ -157,9 +161,8 @@ impl CgroupPool {
     /// when one cannot be made (the command is then left to RLIMIT_NPROC,
     /// as the launcher leaves it).
     pub(crate) fn take(&mut self, max: u64) -> Result<Option<Taken>, String> {
-        for cgroup in std::mem::take(&mut self.left_busy) {
-            self.give_back(cgroup);
-        }
+        self.last_max = Some(max);
+        self.recheck_left_busy();
         match std::mem::replace(&mut self.holder, Spot::Home) {
             Spot::Resident(mut cgroup) => {
                 return match cgroup.limit(max.saturating_add(1)) {
@@ -249,18 +252,19 @@ impl CgroupPool {
     }
 
     /// With no command running, moves the holder into an empty cgroup
-    /// allowing `max` processes (and itself), where the next command's
-    /// child then starts. A move into a cgroup waits for an RCU grace
+    /// allowing as many processes as the last command (and itself), where
+    /// the next command's child then starts. A move into a cgroup waits for an RCU grace
     /// period when no move came just before (6–8 ms on this class of VM,
     /// bench/notes.md, point 38): made while idle, it is off the path of
     /// a command's start.
-    pub(crate) fn settle(&mut self, max: u64) {
+    pub(crate) fn settle(&mut self) {
+        let Some(max) = self.last_max else {
+            return;
+        };
         if self.stay || !matches!(self.holder, Spot::Home) || !self.running.is_empty() {
             return;
         }
-        for cgroup in std::mem::take(&mut self.left_busy) {
-            self.give_back(cgroup);
-        }
+        self.recheck_left_busy();
         let Some(mut cgroup) = self.idle.pop().or_else(|| self.make()) else {
             return;
         };
@@ -331,6 +335,13 @@ impl CgroupPool {
             self.home = Some(home_procs(&self.mover)?);
         }
         std::fs::write(std::ffi::OsStr::from_bytes(procs.to_bytes()), &self.mover)
+    }
+
+    /// Gives back, to be reused, the cgroups whose leftovers are gone.
+    fn recheck_left_busy(&mut self) {
+        for cgroup in std::mem::take(&mut self.left_busy) {
+            self.give_back(cgroup);
+        }
     }
 
     fn give_back(&mut self, cgroup: Cgroup) {
@@ -483,8 +494,10 @@ mod tests {
         pool.mover = holder.id().to_string();
         let pid_of = |child: &std::process::Child| Pid::from_raw(child.id().cast_signed());
 
-        // Idle, it settles in a cgroup with room for itself beside a command.
-        pool.settle(8);
+        // Idle, it settles in a cgroup with room for itself beside a command
+        // (allowing what the last command was allowed, and itself).
+        pool.last_max = Some(8);
+        pool.settle();
         let taken = pool.take(8).unwrap().unwrap();
         let resident = taken.cgroup.dir.clone();
         assert!(
@@ -528,7 +541,7 @@ mod tests {
         assert!(joined.procs_to_join().is_some());
         assert_ne!(joined.cgroup.dir, resident);
         pool.unused(joined);
-        pool.settle(8);
+        pool.settle();
         assert_ne!(pids_cgroup_of(holder.id()), home);
         assert_ne!(pids_cgroup_of(holder.id()), format!("/{name}"));
 

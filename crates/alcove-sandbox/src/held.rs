@@ -382,6 +382,28 @@ mod tests {
         out.into()
     }
 
+    /// A stand-in holder takes one request and returns its bytes.
+    fn take_request(holders: &OwnedFd) -> Vec<u8> {
+        let mut buffer = vec![0u8; MAX_REQUEST];
+        let read = recv(holders.as_raw_fd(), &mut buffer, MsgFlags::empty()).unwrap();
+        buffer.truncate(read);
+        buffer
+    }
+
+    /// A stand-in holder sends one report.
+    fn report(holders: &OwnedFd, text: &str) {
+        nix::sys::socket::send(holders.as_raw_fd(), text.as_bytes(), MsgFlags::empty()).unwrap();
+    }
+
+    /// A command an answer can name: a process group of its own.
+    fn command_of_its_own() -> std::process::Child {
+        std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap()
+    }
+
     #[tokio::test]
     async fn a_started_command_reports_its_pid_and_then_its_exit() {
         let (ours, holders) = socket_pair().unwrap();
@@ -389,12 +411,10 @@ mod tests {
         // A stand-in holder: takes the request (and its two descriptors),
         // answers, and reports the exit after a while.
         let holder = std::thread::spawn(move || {
-            let mut buffer = vec![0u8; MAX_REQUEST];
-            let read = recv(holders.as_raw_fd(), &mut buffer, MsgFlags::empty()).unwrap();
-            assert!(buffer[..read].starts_with(b"{}\0/w\x002\0bash\0-c\0"));
-            for report in ["spawned 4242", "exited 4242 768"] {
-                nix::sys::socket::send(holders.as_raw_fd(), report.as_bytes(), MsgFlags::empty())
-                    .unwrap();
+            let request = take_request(&holders);
+            assert!(request.starts_with(b"{}\0/w\x002\0bash\0-c\0"));
+            for text in ["spawned 4242", "exited 4242 768"] {
+                report(&holders, text);
             }
             holders
         });
@@ -423,13 +443,11 @@ mod tests {
         // thread while waiting would never let that task run.
         let (ran, other_task_ran) = std::sync::mpsc::channel::<()>();
         let holder = std::thread::spawn(move || {
-            let mut buffer = vec![0u8; MAX_REQUEST];
-            recv(holders.as_raw_fd(), &mut buffer, MsgFlags::empty()).unwrap();
+            take_request(&holders);
             other_task_ran
                 .recv_timeout(Duration::from_secs(10))
                 .unwrap();
-            nix::sys::socket::send(holders.as_raw_fd(), b"spawned 4545", MsgFlags::empty())
-                .unwrap();
+            report(&holders, "spawned 4545");
             holders
         });
         let other = tokio::spawn(async move {
@@ -454,26 +472,17 @@ mod tests {
         let mut spawner = Spawner::new(ours);
         spawner.timeout = Duration::from_millis(500);
         // The command the late answer names: a group of its own.
-        let mut late = std::process::Command::new("sleep")
-            .arg("30")
-            .process_group(0)
-            .spawn()
-            .unwrap();
+        let mut late = command_of_its_own();
         let late_pid = late.id();
         // A stand-in holder stuck on its first request past the timeout,
         // then answering both in order.
         let holder = std::thread::spawn(move || {
-            let mut buffer = vec![0u8; MAX_REQUEST];
-            recv(holders.as_raw_fd(), &mut buffer, MsgFlags::empty()).unwrap();
+            take_request(&holders);
             // Past the first wait, well inside the second.
             std::thread::sleep(Duration::from_millis(750));
-            let send = |report: String| {
-                nix::sys::socket::send(holders.as_raw_fd(), report.as_bytes(), MsgFlags::empty())
-                    .unwrap()
-            };
-            send(format!("spawned {late_pid}"));
-            recv(holders.as_raw_fd(), &mut buffer, MsgFlags::empty()).unwrap();
-            send("spawned 4343".to_owned());
+            report(&holders, &format!("spawned {late_pid}"));
+            take_request(&holders);
+            report(&holders, "spawned 4343");
             holders
         });
         let out = pipe_end();
@@ -491,20 +500,13 @@ mod tests {
     async fn a_command_whose_request_was_dropped_before_its_answer_is_ended() {
         let (ours, holders) = socket_pair().unwrap();
         let spawner = Spawner::new(ours);
-        let started = std::process::Command::new("sleep")
-            .arg("30")
-            .process_group(0)
-            .spawn()
-            .unwrap();
+        let started = command_of_its_own();
         let pid = started.id();
         // A stand-in holder that answers after the request is gone.
         let holder = std::thread::spawn(move || {
-            let mut buffer = vec![0u8; MAX_REQUEST];
-            recv(holders.as_raw_fd(), &mut buffer, MsgFlags::empty()).unwrap();
+            take_request(&holders);
             std::thread::sleep(Duration::from_millis(300));
-            let report = format!("spawned {pid}");
-            nix::sys::socket::send(holders.as_raw_fd(), report.as_bytes(), MsgFlags::empty())
-                .unwrap();
+            report(&holders, &format!("spawned {pid}"));
             holders
         });
         let out = pipe_end();

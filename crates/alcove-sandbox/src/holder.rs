@@ -90,9 +90,6 @@ struct Kept {
     programs: HashMap<(OsString, OsString), OsString>,
     limits: ResourceLimits,
     cgroups: CgroupPool,
-    /// The process limit of the last command given a cgroup: the holder
-    /// settles, while idle, in an empty cgroup allowing as many.
-    last_max: Option<u64>,
     /// What each command's child starts from ([`spawn`]), made with the
     /// first request.
     starter: Option<spawn::Starter>,
@@ -107,7 +104,6 @@ pub(crate) fn serve(socket: &OwnedFd, check: &LaunchPolicy) -> Result<(), String
         programs: HashMap::new(),
         limits: check.limits,
         cgroups: CgroupPool::new(),
-        last_max: None,
         starter: None,
     };
     let mut child_exits = SigSet::empty();
@@ -135,8 +131,8 @@ pub(crate) fn serve(socket: &OwnedFd, check: &LaunchPolicy) -> Result<(), String
         if exits {
             while let Ok(Some(_)) = signals.read_signal() {}
             reap(socket, &mut live, &mut kept.cgroups);
-            if let (true, Some(max)) = (live.is_empty(), kept.last_max) {
-                kept.cgroups.settle(max);
+            if live.is_empty() {
+                kept.cgroups.settle();
             }
         }
         if !request {
@@ -273,10 +269,7 @@ fn start(request: Request, fds: Vec<OwnedFd>, kept: &mut Kept) -> Result<Pid, St
     };
     let limits = request.policy.limits;
     let cgroup = match limits.processes_limit().filter(|_| starter.own_cgroups) {
-        Some(max) => {
-            kept.last_max = Some(max);
-            kept.cgroups.take(max)?
-        }
+        Some(max) => kept.cgroups.take(max)?,
         None => {
             kept.cgroups.go_home();
             None
@@ -364,7 +357,6 @@ mod tests {
             programs: HashMap::new(),
             limits: ResourceLimits::NONE,
             cgroups: CgroupPool::new(),
-            last_max: None,
             starter: None,
         };
         let policy = LaunchPolicy {

@@ -2,12 +2,21 @@
 //! children's files (worktrees), with the kernel's real facilities and real
 //! git.
 
+mod holder;
 mod limits;
 mod sandbox;
 mod worktrees;
 
 use std::path::Path;
 use std::process::Command;
+
+use alcove_testkit::Block;
+use serde_json::json;
+
+/// A `Bash` call of `command`.
+pub(crate) fn bash(command: &str) -> Block {
+    Block::tool_call("Bash", json!({ "command": command }))
+}
 
 /// Runs git in `dir`; panics with its stderr on failure.
 pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
