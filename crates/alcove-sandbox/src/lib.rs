@@ -286,7 +286,7 @@ impl Confinement {
     /// error says what is missing.
     ///
     /// It starts the session's network holder ([`shared_net`]) with the
-    /// default scope's policy to apply to itself: when it starts, commands
+    /// default scope's policy to prove: when it starts, commands
     /// can be confined and will join its namespace. Otherwise commands make
     /// their own namespaces, and the launcher is run once on `true` to find
     /// out whether they can and, if not, why.

@@ -9,7 +9,7 @@ use alcove_testkit::{Block, Script, Step};
 use serde_json::json;
 
 use super::bash;
-use crate::support::{exec, exec_command, setup};
+use crate::support::{exec, exec_command, finish, setup};
 
 #[test]
 fn the_sessions_holder_starts_confined_commands_each_in_a_user_namespace_of_its_own() {
@@ -165,4 +165,49 @@ fn a_command_cannot_kill_its_holder_and_a_dead_holder_never_means_unconfined() {
         "{results:?}"
     );
     assert!(!env.workspace().join("ran.txt").exists());
+}
+
+#[test]
+fn a_file_made_after_the_holder_started_is_readable_as_the_policy_says() {
+    // A denied path's folders are granted entry by entry, so a file that
+    // appears beside it later is covered only by a domain built after it
+    // appeared: each command's own. The holder enters none, so no domain
+    // from the session's start stands in the way.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir(outside.path().join("secret")).unwrap();
+    std::fs::write(outside.path().join("secret/key"), "hidden").unwrap();
+    let fresh = outside.path().join("fresh.txt");
+    let (env, server) = setup(Script::new().conversation(
+        "made later",
+        vec![
+            Step::reply(vec![bash("true")]),
+            // Answered late: the file is made while this reply waits.
+            Step::reply(vec![bash(&format!(
+                "cat {}; cat {}",
+                fresh.display(),
+                outside.path().join("secret/key").display()
+            ))])
+            .delay(1_000),
+            Step::text("done"),
+        ],
+    ));
+    let deny = format!(
+        "sandbox.deny_read=[\"{}\"]",
+        outside.path().join("secret").display()
+    );
+    let child = exec_command(&env, &server, &["-c", &deny, "made later"])
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while server.request_count() < 2 && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::fs::write(&fresh, "written after the start").unwrap();
+    let out = finish(child);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = server.requests().last().unwrap().tool_results();
+    assert!(
+        results[1].1.contains("written after the start") && !results[1].1.contains("hidden"),
+        "{results:?}"
+    );
 }
