@@ -1,7 +1,7 @@
 //! `alcove-sandbox`: the sandbox launcher as a binary of its own.
 //!
 //! alcove runs it once per session as the holder of the session's network
-//! namespace, which forks the confined commands, and per command as the
+//! namespace, which starts the confined commands, and per command as the
 //! launcher where the holder cannot start one (`alcove_sandbox::launcher`).
 //! It links nothing but the sandbox, so it starts in a fraction of the time
 //! alcove's own binary takes; alcove re-executes itself (`alcove

@@ -95,8 +95,8 @@ struct Kept {
     starter: Option<spawn::Starter>,
 }
 
-/// The holder's side, once its namespace is ready and `check` applied to
-/// itself: serves requests on `socket` until alcove closes it, then kills
+/// The holder's side, once its namespace is ready, `check`'s domain proven
+/// and its limits applied to itself: serves requests on `socket` until alcove closes it, then kills
 /// what is left and returns.
 pub(crate) fn serve(socket: &OwnedFd, check: &LaunchPolicy) -> Result<(), String> {
     let mut kept = Kept {
@@ -234,26 +234,27 @@ fn start(request: Request, fds: Vec<OwnedFd>, kept: &mut Kept) -> Result<Pid, St
     let [stdout, stderr]: [OwnedFd; 2] = fds
         .try_into()
         .map_err(|_| "a request needs exactly two descriptors".to_owned())?;
-    let ruleset = if request.policy.mode == SandboxMode::Off {
-        None
-    } else {
-        let fits = kept
-            .rulesets
-            .get(&request.policy_json)
-            .is_some_and(fs_rules::Prepared::still_fits);
-        if !fits {
-            let prepared = fs_rules::prepare(&request.policy)?;
-            kept.keep_ruleset(request.policy_json.clone(), prepared);
-        }
-        let copy = kept
-            .rulesets
-            .get(&request.policy_json)
-            .map(|prepared| prepared.ruleset.try_clone())
-            .transpose()
-            .map_err(|err| format!("Landlock: {err}"))?
-            .and_then(Option::<OwnedFd>::from);
-        Some(copy.ok_or("this kernel does not enforce Landlock")?)
-    };
+    // The holder is in no Landlock domain of its own, so a command it
+    // starts must enter one (alcove sends it confined commands only).
+    if request.policy.mode == SandboxMode::Off {
+        return Err("the holder starts confined commands only".to_owned());
+    }
+    let fits = kept
+        .rulesets
+        .get(&request.policy_json)
+        .is_some_and(fs_rules::Prepared::still_fits);
+    if !fits {
+        let prepared = fs_rules::prepare(&request.policy)?;
+        kept.keep_ruleset(request.policy_json.clone(), prepared);
+    }
+    let ruleset = kept
+        .rulesets
+        .get(&request.policy_json)
+        .map(|prepared| prepared.ruleset.try_clone())
+        .transpose()
+        .map_err(|err| format!("Landlock: {err}"))?
+        .and_then(Option::<OwnedFd>::from)
+        .ok_or("this kernel does not enforce Landlock")?;
     let found = request
         .argv
         .first()
@@ -283,7 +284,7 @@ fn start(request: Request, fds: Vec<OwnedFd>, kept: &mut Kept) -> Result<Pid, St
         sh,
         cgroup: cgroup.as_ref().and_then(Taken::procs_to_join),
         limits: (kept.limits != limits).then_some(limits),
-        ruleset,
+        ruleset: Some(ruleset),
     };
     let started = starter.start(command, &stdout, &stderr);
     match (&started, cgroup) {
@@ -377,6 +378,39 @@ mod tests {
             kept.rulesets
                 .contains_key(&format!("policy {}", 3 * KEPT_AT_MOST - 1))
         );
+    }
+
+    #[test]
+    fn the_holder_refuses_a_command_without_a_landlock_domain() {
+        // The holder is in no domain of its own: it must not start a
+        // command that would enter none either.
+        let mut kept = Kept {
+            rulesets: HashMap::new(),
+            programs: HashMap::new(),
+            limits: ResourceLimits::NONE,
+            cgroups: CgroupPool::new(),
+            starter: None,
+        };
+        let policy = LaunchPolicy {
+            mode: crate::SandboxMode::Off,
+            network: false,
+            allow_loopback: false,
+            network_holder: None,
+            writable: Vec::new(),
+            deny_read: Vec::new(),
+            limits: ResourceLimits::NONE,
+        };
+        let request = Request {
+            policy_json: serde_json::to_string(&policy).unwrap(),
+            policy,
+            cwd: OsString::from("/"),
+            argv: vec![OsString::from("true")],
+            env: Vec::new(),
+        };
+        let (read, write) = nix::unistd::pipe().unwrap();
+        let refused = start(request, vec![read, write], &mut kept).unwrap_err();
+        assert!(refused.contains("confined commands only"), "{refused}");
+        assert!(kept.starter.is_none(), "nothing was started");
     }
 
     #[test]

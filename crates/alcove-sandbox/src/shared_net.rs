@@ -123,14 +123,15 @@ impl Drop for NetworkHolder {
     }
 }
 
-/// The holder's side: makes the namespace, applies `check`'s limits to
-/// itself (each command inherits them), proves that a process can enter
-/// `check`'s Landlock domain, says so, and starts commands as asked on its
+/// The holder's side: makes the namespace, proves that a process can enter
+/// `check`'s Landlock domain, applies `check`'s limits to itself (each
+/// command inherits them), says so, and starts commands as asked on its
 /// stdin (a socket) until it closes.
 pub(crate) fn hold(allow_loopback: bool, check: &LaunchPolicy) -> Result<(), String> {
     net::isolate(allow_loopback)?;
-    check.limits.apply()?;
+    // Before the limits: a process limit of one would refuse the fork.
     prove_landlock(check)?;
+    check.limits.apply()?;
     let socket = std::io::stdin()
         .as_fd()
         .try_clone_to_owned()
@@ -162,16 +163,16 @@ fn prove_landlock(check: &LaunchPolicy) -> Result<(), String> {
         ForkResult::Child => {
             let entered = fs_rules::enforce(prepared.ruleset);
             if let Err(reason) = &entered {
-                eprintln!("{}{reason}", launcher::FAILURE_PREFIX);
+                // Its stderr is the holder's: alcove reads it on failure.
+                let line = format!("{}{reason}\n", launcher::FAILURE_PREFIX);
+                let _ = nix::unistd::write(std::io::stderr(), line.as_bytes());
             }
             // SAFETY: ends the child at once, as a forked child should.
             unsafe { nix::libc::_exit(i32::from(entered.is_err())) }
         }
         ForkResult::Parent { child } => match waitpid(child, None) {
             Ok(WaitStatus::Exited(_, 0)) => Ok(()),
-            Ok(status) => Err(format!(
-                "a process could not enter the Landlock domain ({status:?})"
-            )),
+            Ok(_) => Err("a process could not enter the Landlock domain".to_owned()),
             Err(err) => Err(format!("cannot wait for the Landlock check: {err}")),
         },
     }

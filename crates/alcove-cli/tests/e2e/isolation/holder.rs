@@ -180,14 +180,16 @@ fn a_file_made_after_the_holder_started_is_readable_as_the_policy_says() {
     let (env, server) = setup(Script::new().conversation(
         "made later",
         vec![
-            Step::reply(vec![bash("true")]),
-            // Answered late: the file is made while this reply waits.
+            // The first command runs in the holder, then waits (at most
+            // 30 s) until the test has made the file.
+            Step::reply(vec![bash(
+                "touch started; for i in $(seq 1500); do [ -f go ] && break; sleep 0.02; done",
+            )]),
             Step::reply(vec![bash(&format!(
-                "cat {}; cat {}",
-                fresh.display(),
-                outside.path().join("secret/key").display()
-            ))])
-            .delay(1_000),
+                "cat {}; tr '\\0' ' ' < /proc/$PPID/cmdline; echo; cat {}",
+                outside.path().join("secret/key").display(),
+                fresh.display()
+            ))]),
             Step::text("done"),
         ],
     ));
@@ -199,15 +201,20 @@ fn a_file_made_after_the_holder_started_is_readable_as_the_policy_says() {
         .spawn()
         .unwrap();
     let started = std::time::Instant::now();
-    while server.request_count() < 2 && started.elapsed() < Duration::from_secs(30) {
+    while !env.path("started").exists() && started.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(5));
     }
     std::fs::write(&fresh, "written after the start").unwrap();
+    std::fs::write(env.path("go"), "").unwrap();
     let out = finish(child);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let results = server.requests().last().unwrap().tool_results();
+    let (_, second, failed) = &results[1];
     assert!(
-        results[1].1.contains("written after the start") && !results[1].1.contains("hidden"),
+        !failed
+            && second.contains("--hold-network")
+            && second.contains("written after the start")
+            && !second.contains("hidden"),
         "{results:?}"
     );
 }

@@ -401,7 +401,7 @@ fn the_launcher_joins_the_sessions_network_namespace_or_makes_its_own() {
         deny_read: Vec::new(),
         limits: ResourceLimits::default(),
     };
-    // The holder checks the policy on itself first, as the session's probe.
+    // The holder proves the policy first, as the session's probe.
     let check = serde_json::to_string(&policy(None)).unwrap();
     let holder = NetworkHolder::start(launcher, &[], false, &check).unwrap();
     let namespace_of = |holder: Option<u32>| {
