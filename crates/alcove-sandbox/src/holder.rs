@@ -351,24 +351,34 @@ mod tests {
     use super::*;
     use crate::held::encode;
 
-    #[test]
-    fn the_holder_keeps_a_bounded_number_of_rulesets() {
-        let mut kept = Kept {
+    /// A holder's state before its first request.
+    fn nothing_kept() -> Kept {
+        Kept {
             rulesets: HashMap::new(),
             programs: HashMap::new(),
             limits: ResourceLimits::NONE,
             cgroups: CgroupPool::new(),
             starter: None,
-        };
-        let policy = LaunchPolicy {
-            mode: crate::SandboxMode::ReadOnly,
+        }
+    }
+
+    /// A policy of `mode` with no network, folders or limits.
+    fn bare_policy(mode: SandboxMode) -> LaunchPolicy {
+        LaunchPolicy {
+            mode,
             network: false,
             allow_loopback: false,
             network_holder: None,
             writable: Vec::new(),
             deny_read: Vec::new(),
             limits: ResourceLimits::NONE,
-        };
+        }
+    }
+
+    #[test]
+    fn the_holder_keeps_a_bounded_number_of_rulesets() {
+        let mut kept = nothing_kept();
+        let policy = bare_policy(crate::SandboxMode::ReadOnly);
         for n in 0..3 * KEPT_AT_MOST {
             let prepared = fs_rules::prepare(&policy).unwrap();
             kept.keep_ruleset(format!("policy {n}"), prepared);
@@ -384,22 +394,8 @@ mod tests {
     fn the_holder_refuses_a_command_without_a_landlock_domain() {
         // The holder is in no domain of its own: it must not start a
         // command that would enter none either.
-        let mut kept = Kept {
-            rulesets: HashMap::new(),
-            programs: HashMap::new(),
-            limits: ResourceLimits::NONE,
-            cgroups: CgroupPool::new(),
-            starter: None,
-        };
-        let policy = LaunchPolicy {
-            mode: crate::SandboxMode::Off,
-            network: false,
-            allow_loopback: false,
-            network_holder: None,
-            writable: Vec::new(),
-            deny_read: Vec::new(),
-            limits: ResourceLimits::NONE,
-        };
+        let mut kept = nothing_kept();
+        let policy = bare_policy(crate::SandboxMode::Off);
         let request = Request {
             policy_json: serde_json::to_string(&policy).unwrap(),
             policy,
