@@ -96,8 +96,8 @@ struct Kept {
 }
 
 /// The holder's side, once its namespace is ready, `check`'s domain proven
-/// and its limits applied to itself: serves requests on `socket` until alcove closes it, then kills
-/// what is left and returns.
+/// and its limits applied to itself: serves requests on `socket` until
+/// alcove closes it, then kills what is left and returns.
 pub(crate) fn serve(socket: &OwnedFd, check: &LaunchPolicy) -> Result<(), String> {
     let mut kept = Kept {
         rulesets: HashMap::new(),
@@ -284,7 +284,7 @@ fn start(request: Request, fds: Vec<OwnedFd>, kept: &mut Kept) -> Result<Pid, St
         sh,
         cgroup: cgroup.as_ref().and_then(Taken::procs_to_join),
         limits: (kept.limits != limits).then_some(limits),
-        ruleset: Some(ruleset),
+        ruleset,
     };
     let started = starter.start(command, &stdout, &stderr);
     match (&started, cgroup) {
@@ -362,23 +362,10 @@ mod tests {
         }
     }
 
-    /// A policy of `mode` with no network, folders or limits.
-    fn bare_policy(mode: SandboxMode) -> LaunchPolicy {
-        LaunchPolicy {
-            mode,
-            network: false,
-            allow_loopback: false,
-            network_holder: None,
-            writable: Vec::new(),
-            deny_read: Vec::new(),
-            limits: ResourceLimits::NONE,
-        }
-    }
-
     #[test]
     fn the_holder_keeps_a_bounded_number_of_rulesets() {
         let mut kept = nothing_kept();
-        let policy = bare_policy(crate::SandboxMode::ReadOnly);
+        let policy = LaunchPolicy::bare(SandboxMode::ReadOnly);
         for n in 0..3 * KEPT_AT_MOST {
             let prepared = fs_rules::prepare(&policy).unwrap();
             kept.keep_ruleset(format!("policy {n}"), prepared);
@@ -395,7 +382,7 @@ mod tests {
         // The holder is in no domain of its own: it must not start a
         // command that would enter none either.
         let mut kept = nothing_kept();
-        let policy = bare_policy(crate::SandboxMode::Off);
+        let policy = LaunchPolicy::bare(SandboxMode::Off);
         let request = Request {
             policy_json: serde_json::to_string(&policy).unwrap(),
             policy,

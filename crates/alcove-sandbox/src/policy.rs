@@ -129,6 +129,22 @@ pub struct LaunchPolicy {
 }
 
 #[cfg(test)]
+impl LaunchPolicy {
+    /// A policy of `mode` with no network, folders or limits (tests).
+    pub(crate) fn bare(mode: SandboxMode) -> LaunchPolicy {
+        LaunchPolicy {
+            mode,
+            network: false,
+            allow_loopback: false,
+            network_holder: None,
+            writable: Vec::new(),
+            deny_read: Vec::new(),
+            limits: crate::ResourceLimits::NONE,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

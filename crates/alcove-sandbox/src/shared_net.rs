@@ -54,11 +54,11 @@ pub struct NetworkHolder {
 impl NetworkHolder {
     /// Starts `launcher launcher_args…` (alcove's subcommand when the
     /// launcher is alcove itself) as a holder and waits until its namespace
-    /// is ready. The holder first applies `check`'s limits (a
-    /// [`LaunchPolicy`] as JSON) to itself and has a child of its own enter
-    /// `check`'s Landlock domain, so a holder that starts proves the
-    /// machine can confine commands (the session's probe). The error is
-    /// the holder's own.
+    /// is ready. The holder first has a child of its own enter `check`'s
+    /// Landlock domain (`check` is a [`LaunchPolicy`] as JSON) and applies
+    /// its limits to itself, so a holder that starts proves the machine can
+    /// confine commands (the session's probe). The error is the holder's
+    /// own.
     pub fn start(
         launcher: &Path,
         launcher_args: &[OsString],

@@ -164,8 +164,9 @@ struct Launch<'a> {
     cgroup: Option<&'a CStr>,
     /// Limits to set, when they are not the holder's own.
     limits: Option<ResourceLimits>,
-    /// A copy of the Landlock ruleset's descriptor (none with the mode off).
-    ruleset: Option<OwnedFd>,
+    /// A copy of the Landlock ruleset's descriptor: every command the
+    /// holder starts enters a domain (the holder is in none of its own).
+    ruleset: OwnedFd,
     /// Why the child did not become the command, set by the child.
     failure: Cell<Option<String>>,
 }
@@ -179,7 +180,7 @@ pub(crate) struct Command<'a> {
     pub(crate) sh: Option<OsString>,
     pub(crate) cgroup: Option<&'a CStr>,
     pub(crate) limits: Option<ResourceLimits>,
-    pub(crate) ruleset: Option<OwnedFd>,
+    pub(crate) ruleset: OwnedFd,
 }
 
 fn c_string(bytes: &[u8], what: &str) -> Result<CString, String> {
@@ -326,15 +327,18 @@ impl<'a> Launch<'a> {
         if let Some(limits) = &self.limits {
             limits.apply()?;
         }
-        if let Some(ruleset) = &self.ruleset {
-            step("no_new_privs", unsafe {
-                libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-            })?;
-            let restricted =
-                unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0) };
-            if restricted != 0 {
-                return Err(format!("Landlock: {}", Errno::last()));
-            }
+        step("no_new_privs", unsafe {
+            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        })?;
+        let restricted = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_restrict_self,
+                self.ruleset.as_raw_fd(),
+                0,
+            )
+        };
+        if restricted != 0 {
+            return Err(format!("Landlock: {}", Errno::last()));
         }
         Ok(())
     }
@@ -459,6 +463,13 @@ fn join_pids_cgroup(procs: &CStr) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    /// The descriptor of a read-only policy's Landlock ruleset.
+    fn bare_ruleset() -> OwnedFd {
+        let policy = crate::LaunchPolicy::bare(crate::SandboxMode::ReadOnly);
+        let prepared = crate::fs_rules::prepare(&policy).unwrap();
+        Option::<OwnedFd>::from(prepared.ruleset).unwrap()
+    }
+
     fn launch_of<'a>(
         fixed: &'a Fixed,
         argv: &'a [OsString],
@@ -474,7 +485,7 @@ mod tests {
             sh: sh.map(OsString::from),
             cgroup: None,
             limits: None,
-            ruleset: None,
+            ruleset: bare_ruleset(),
         };
         Launch::new(command, &out, &out, fixed).unwrap()
     }
