@@ -12,7 +12,7 @@
 
 use std::time::{Duration, Instant};
 
-use alcove_protocol::{AgentEvent, ContentBlock, EventKind};
+use alcove_protocol::{AgentEvent, ContentBlock, EventKind, SharedText};
 use alcove_tools::{Access, HiddenPaths, Invocation, Tool, ToolContext, ToolOutput, Workspace};
 use futures::future::join_all;
 use serde_json::Value;
@@ -260,27 +260,23 @@ fn finish(
     output: ToolOutput,
     started: Instant,
 ) -> ContentBlock {
-    // The event lends the result to the sinks and gives it back, as
-    // `agent_loop::append` does with messages.
+    // The event and the result's message share one text (and its JSON).
+    let content = SharedText::from(cap(output.content, runtime.limits.result_cap));
     let event = AgentEvent {
         agent: run.path.clone(),
         kind: EventKind::ToolCallFinished {
             id: call.id.clone(),
             name: call.name.clone(),
-            content: cap(output.content, runtime.limits.result_cap),
+            content: content.clone(),
             is_error: output.is_error,
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             effects: output.effects,
         },
     };
     runtime.events.emit(&event);
-    let content = match event.kind {
-        EventKind::ToolCallFinished { content, .. } => content,
-        _ => String::new(),
-    };
     ContentBlock::ToolResult {
         tool_use_id: call.id.clone(),
-        content: content.into(),
+        content,
         is_error: output.is_error,
     }
 }

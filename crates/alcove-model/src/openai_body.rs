@@ -83,14 +83,21 @@ impl<'a> Body<'a> {
 pub(super) struct ChatMessage<'a> {
     role: &'static str,
     /// Null for an assistant message that only calls tools.
-    content: Option<Cow<'a, str>>,
+    content: Option<Content<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_call_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tool_calls: Vec<CallJson<'a>>,
-    /// The tool result `content` was taken from, which keeps its digest.
-    #[serde(skip)]
-    result: Option<&'a SharedText>,
+}
+
+/// A message's text: a tool result is sent as the shared text itself,
+/// which keeps its digest and its JSON (made once, for the transcript
+/// first).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Content<'a> {
+    Text(Cow<'a, str>),
+    Result(&'a SharedText),
 }
 
 #[derive(Serialize)]
@@ -126,10 +133,9 @@ impl<'a> ChatMessage<'a> {
     fn text(role: &'static str, text: impl Into<Cow<'a, str>>) -> ChatMessage<'a> {
         ChatMessage {
             role,
-            content: Some(text.into()),
+            content: Some(Content::Text(text.into())),
             tool_call_id: None,
             tool_calls: Vec::new(),
-            result: None,
         }
     }
 
@@ -137,10 +143,10 @@ impl<'a> ChatMessage<'a> {
     fn fingerprint(&self) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut state = crate::serialized::hasher();
-        let content = match self.result {
-            Some(result) => Some(shared_digest(result)),
-            None => self.content.as_deref().map(text_digest),
-        };
+        let content = self.content.as_ref().map(|content| match content {
+            Content::Text(text) => text_digest(text),
+            Content::Result(result) => shared_digest(result),
+        });
         (self.role, content, self.tool_call_id).hash(&mut state);
         for call in &self.tool_calls {
             (call.id, call.function.name).hash(&mut state);
@@ -167,9 +173,10 @@ fn push_message<'a>(out: &mut Vec<ChatMessage<'a>>, message: &'a Message) {
                         content,
                         ..
                     } => out.push(ChatMessage {
+                        role: "tool",
+                        content: Some(Content::Result(content)),
                         tool_call_id: Some(tool_use_id.as_str()),
-                        result: Some(content),
-                        ..ChatMessage::text("tool", content.as_str())
+                        tool_calls: Vec::new(),
                     }),
                     ContentBlock::ToolUse { .. } => {}
                 }
@@ -206,10 +213,9 @@ fn push_message<'a>(out: &mut Vec<ChatMessage<'a>>, message: &'a Message) {
             };
             out.push(ChatMessage {
                 role: "assistant",
-                content,
+                content: content.map(Content::Text),
                 tool_call_id: None,
                 tool_calls: calls,
-                result: None,
             });
         }
     }

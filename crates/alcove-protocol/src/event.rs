@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Message, Usage};
+use crate::{Message, SharedText, Usage};
 
 /// What one tool call did, as data next to the text the model reads.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -234,8 +234,10 @@ pub enum EventKind {
         id: String,
         /// The tool's name.
         name: String,
-        /// The result text the model will read.
-        content: String,
+        /// The result text the model will read: the same text the
+        /// result's message holds (shared, so its JSON is made once for
+        /// both lines and the next request).
+        content: SharedText,
         /// Whether it failed, was denied or was cancelled.
         is_error: bool,
         /// Wall time of the call.

@@ -79,7 +79,7 @@ impl Conversation {
                     ToolStatus::Ok
                 };
                 tool.duration_ms = Some(*duration_ms);
-                tool.result = Some(content.clone());
+                tool.result = Some(content.to_string());
                 vec![Cell::Tool(tool)]
             }
             EventKind::ModelRetry {

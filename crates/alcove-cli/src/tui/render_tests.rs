@@ -108,7 +108,7 @@ fn tool_finished(agent: &str, id: &str, name: &str, content: &str, ms: u64) -> A
         EventKind::ToolCallFinished {
             id: id.to_owned(),
             name: name.to_owned(),
-            content: content.to_owned(),
+            content: content.into(),
             is_error: false,
             duration_ms: ms,
             effects: Default::default(),

@@ -328,7 +328,7 @@ mod tests {
             kind: EventKind::ToolCallFinished {
                 id: id.to_owned(),
                 name: "Anything".to_owned(),
-                content: "Exit code: 9".to_owned(),
+                content: "Exit code: 9".into(),
                 is_error: false,
                 duration_ms: 1,
                 effects,
