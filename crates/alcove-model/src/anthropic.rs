@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::http::Http;
 use crate::serialized::{
-    Piece, SerializedCache, Shared, hash_value, shared_digest, text_digest, tools_piece,
+    Piece, SerializedCache, hash_value, shared_digest, text_digest, tools_piece,
 };
 use crate::{Model, ModelError, ModelRequest, ModelResponse, ProviderConfig, StreamDelta};
 
@@ -146,8 +146,8 @@ impl<'a> Body<'a> {
     /// (and left in it) as JSON. A message carrying a breakpoint is keyed
     /// apart from the same message without one (its fingerprint counts the
     /// mark), so the newest user message, marked again as the previous one
-    /// on the next request, is sent from the cache the second time; its
-    /// JSON is made from the unmarked JSON (`marked_piece`).
+    /// on the next request, is sent from the cache the second time
+    /// (`marked_piece`).
     fn new(model: &'a str, request: &'a ModelRequest, cache: Option<&SerializedCache>) -> Body<'a> {
         // Consecutive messages of one role are joined: the API wants roles
         // to alternate.
@@ -191,27 +191,18 @@ impl<'a> Body<'a> {
     }
 }
 
-/// A message whose last block carries a breakpoint. Its JSON is made from
-/// the JSON of the same message without one, which the requests after
-/// next send (and `cache` keeps), so each message is escaped once: the
-/// mark goes after the last block's last field, just before the closing
-/// `}]}`.
+/// A message whose last block carries a breakpoint, keyed apart from the
+/// same message without one. Its JSON is serialized anew rather than made
+/// from the unmarked JSON: a tool result's text brings its JSON along
+/// (`SharedText` keeps it), so this is a copy, while checking a hand-made
+/// JSON text parsed the whole message, a sixth of a long session's
+/// per-turn instructions (bench/notes.md, point 40).
 fn marked_piece<'a>(cache: &SerializedCache, message: MessageJson<'a>) -> Piece<MessageJson<'a>> {
-    let plain_key = message.fingerprint();
     let mut marked = message.clone();
     if !marked.mark_last() {
-        return cache.piece_of(plain_key, message);
+        return cache.piece_of(message.fingerprint(), message);
     }
-    cache
-        .get_or_make(marked.fingerprint(), || {
-            let plain = cache.get_or_insert(plain_key, &message)?;
-            let head = plain.json().strip_suffix("}]}")?;
-            Shared::from_json(format!(
-                "{head},\"cache_control\":{{\"type\":\"ephemeral\"}}}}]}}"
-            ))
-            .or_else(|| SerializedCache::piece(&marked))
-        })
-        .map_or(Piece::Fresh(marked), Piece::Cached)
+    cache.piece_of(marked.fingerprint(), marked)
 }
 
 /// The system block for `text`, from `cache` when an earlier request sent

@@ -34,20 +34,6 @@ pub(crate) const GENERATION_BYTES: usize = 1 << 20;
 #[derive(Clone)]
 pub(crate) struct Shared(Arc<RawValue>);
 
-impl Shared {
-    /// The JSON text.
-    pub(crate) fn json(&self) -> &str {
-        self.0.get()
-    }
-
-    /// JSON text made by hand (checked, not trusted).
-    pub(crate) fn from_json(json: String) -> Option<Shared> {
-        RawValue::from_string(json)
-            .ok()
-            .map(|raw| Shared(Arc::from(raw)))
-    }
-}
-
 impl Serialize for Shared {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.0.serialize(serializer)
