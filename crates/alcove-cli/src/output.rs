@@ -174,16 +174,15 @@ fn collab_trace(tool: &str, content: &str, is_error: bool) -> Option<String> {
 /// The default: one short line per tool call, retry and warning on stderr.
 pub(crate) struct Progress;
 
-/// Writes one line to stderr in one write: `eprintln!` writes each piece
-/// of its format separately, several system calls per line, and a wide
-/// fan-out prints a line per child tool call.
-macro_rules! stderr_line {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let mut line = format!($($arg)*);
-        line.push('\n');
-        let _ = std::io::stderr().write_all(line.as_bytes());
-    }};
+/// Writes `lines` to stderr in one write: `eprintln!` writes each piece of
+/// its format separately, several system calls per line, and a wide
+/// fan-out prints a line per child tool call (and announces a reply's
+/// calls together, [`EventSink::emit_all`]).
+fn write_stderr(lines: &str) {
+    use std::io::Write as _;
+    if !lines.is_empty() {
+        let _ = std::io::stderr().write_all(lines.as_bytes());
+    }
 }
 
 /// `[agent] ` before a line about another agent than the main one.
@@ -198,13 +197,19 @@ impl std::fmt::Display for AgentPrefix<'_> {
     }
 }
 
-impl EventSink for Progress {
-    fn emit(&self, event: &AgentEvent) {
-        // Written only into a line that is printed: most events print none.
+impl Progress {
+    /// Appends `event`'s line to `out`, if it has one: most events print
+    /// none.
+    fn push_line(event: &AgentEvent, out: &mut String) {
+        use std::fmt::Write as _;
         let prefix = AgentPrefix(&event.agent);
         match &event.kind {
             EventKind::ToolCallStarted { name, input, .. } => {
-                stderr_line!("{prefix}• {name} {}", one_line(&input.to_string(), 100));
+                _ = writeln!(
+                    out,
+                    "{prefix}• {name} {}",
+                    one_line(&input.to_string(), 100)
+                );
             }
             EventKind::ToolCallFinished {
                 name,
@@ -212,19 +217,23 @@ impl EventSink for Progress {
                 is_error: true,
                 ..
             } => {
-                stderr_line!("{prefix}  ✗ {name}: {}", one_line(content, 160));
+                _ = writeln!(out, "{prefix}  ✗ {name}: {}", one_line(content, 160));
             }
             EventKind::ModelRetry {
                 attempt,
                 delay_ms,
                 reason,
             } => {
-                stderr_line!(
+                _ = writeln!(
+                    out,
                     "{prefix}model request failed (attempt {attempt}): {reason}; retrying in {delay_ms} ms"
                 );
             }
             EventKind::StreamRestarted { reason } => {
-                stderr_line!("{prefix}model stream broke ({reason}); sending the request again");
+                _ = writeln!(
+                    out,
+                    "{prefix}model stream broke ({reason}); sending the request again"
+                );
             }
             EventKind::AgentStarted {
                 child,
@@ -232,7 +241,8 @@ impl EventSink for Progress {
                 agent_type,
                 ..
             } => {
-                stderr_line!(
+                _ = writeln!(
+                    out,
                     "{prefix}▸ {child} ({agent_type}) started: {}",
                     one_line(description, 80)
                 );
@@ -244,7 +254,8 @@ impl EventSink for Progress {
                 usage,
                 ..
             } => {
-                stderr_line!(
+                _ = writeln!(
+                    out,
                     "{prefix}◂ {child} {} after {turns} turns, {} tokens",
                     status.as_str(),
                     usage.total()
@@ -262,13 +273,32 @@ impl EventSink for Progress {
                 } else {
                     "old tool results cleared"
                 };
-                stderr_line!(
+                _ = writeln!(
+                    out,
                     "{prefix}context compacted ({trigger}, {how}): about {tokens_before} → {tokens_after} tokens"
                 );
             }
-            EventKind::Warning { message } => stderr_line!("{prefix}warning: {message}"),
+            EventKind::Warning { message } => {
+                _ = writeln!(out, "{prefix}warning: {message}");
+            }
             _ => {}
         }
+    }
+}
+
+impl EventSink for Progress {
+    fn emit(&self, event: &AgentEvent) {
+        let mut line = String::new();
+        Progress::push_line(event, &mut line);
+        write_stderr(&line);
+    }
+
+    fn emit_all(&self, events: &[AgentEvent]) {
+        let mut lines = String::new();
+        for event in events {
+            Progress::push_line(event, &mut lines);
+        }
+        write_stderr(&lines);
     }
 }
 

@@ -158,6 +158,19 @@ impl Runtime {
             kind,
         });
     }
+
+    /// Emits `agent`'s events that happen together, at once
+    /// ([`EventSink::emit_all`]).
+    pub fn emit_all(&self, agent: &AgentPath, kinds: impl IntoIterator<Item = EventKind>) {
+        let events: Vec<AgentEvent> = kinds
+            .into_iter()
+            .map(|kind| AgentEvent {
+                agent: agent.clone(),
+                kind,
+            })
+            .collect();
+        self.events.emit_all(&events);
+    }
 }
 
 /// What one agent run owns.

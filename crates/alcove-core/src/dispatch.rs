@@ -42,16 +42,14 @@ pub(crate) async fn run_tool_calls(
     for group in groups(run, calls) {
         // A group's calls are announced together, then run together.
         let started = Instant::now();
-        for call in group {
-            runtime.emit(
-                &run.path,
-                EventKind::ToolCallStarted {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    input: call.input_value(),
-                },
-            );
-        }
+        runtime.emit_all(
+            &run.path,
+            group.iter().map(|call| EventKind::ToolCallStarted {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                input: call.input_value(),
+            }),
+        );
         if run.cancel.is_cancelled() {
             for call in group {
                 let output =

@@ -12,6 +12,16 @@ use alcove_protocol::AgentEvent;
 pub trait EventSink: Send + Sync {
     /// Handles one event. Must not block for long.
     fn emit(&self, event: &AgentEvent);
+
+    /// Handles events that happen together (a reply's tool calls announced
+    /// before any runs), in order. A sink that writes may write them at
+    /// once: a reply of 64 `Agent` calls wrote 128 lines one system call
+    /// each before its first child started (bench/notes.md, point 41).
+    fn emit_all(&self, events: &[AgentEvent]) {
+        for event in events {
+            self.emit(event);
+        }
+    }
 }
 
 /// Sends each event to several sinks, in order.
@@ -32,6 +42,12 @@ impl EventSink for FanOut {
     fn emit(&self, event: &AgentEvent) {
         for sink in &self.sinks {
             sink.emit(event);
+        }
+    }
+
+    fn emit_all(&self, events: &[AgentEvent]) {
+        for sink in &self.sinks {
+            sink.emit_all(events);
         }
     }
 }

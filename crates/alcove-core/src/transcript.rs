@@ -10,7 +10,9 @@
 //! follows with another event before it waits for anything ([`held`]):
 //! their line goes out in the same `write` as the next one's. A turn of a
 //! child took ten writes, and in a 64-wide fan-out they were a tenth of
-//! alcove's CPU (bench/notes.md). Lines
+//! alcove's CPU (bench/notes.md). Events emitted together
+//! ([`EventSink::emit_all`]: a reply's tool calls, announced before any
+//! runs) go out in one `write` too. Lines
 //! carry a `ts` (Unix milliseconds) beside the event's own fields. Replaying
 //! the `message` events of an agent rebuilds its conversation. Secret values
 //! given with [`Transcript::with_redactions`] are written as `[REDACTED]`.
@@ -115,7 +117,8 @@ impl Transcript {
         if let Ok(mut writer) = self.writer.lock() {
             if !writer.line.is_empty() {
                 let Writer { file, line } = &mut *writer;
-                if let Err(err) = self.write_out(file, line) {
+                let due = line.len();
+                if let Err(err) = self.write_out(file, line, due) {
                     self.note_failure(&err);
                 }
             }
@@ -128,7 +131,10 @@ impl Transcript {
         self.failure.lock().ok().and_then(|failure| failure.clone())
     }
 
-    fn write(&self, event: &AgentEvent) -> std::io::Result<()> {
+    /// Writes the lines of `events` (those a transcript keeps) in one
+    /// write, after any held ones; held events after the last one that is
+    /// not wait for the next.
+    fn write(&self, events: &[AgentEvent]) -> std::io::Result<()> {
         let ts = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_millis())
@@ -138,6 +144,27 @@ impl Transcript {
             .lock()
             .map_err(|_| std::io::Error::other("transcript lock poisoned"))?;
         let Writer { file, line } = &mut *writer;
+        // The lines up to here go out now.
+        let mut due = 0;
+        let mut failed = Ok(());
+        for event in events {
+            if matches!(event.kind, EventKind::TextDelta { .. }) {
+                continue;
+            }
+            match self.push_line(event, ts, line) {
+                Ok(()) if !held(&event.kind) => due = line.len(),
+                Ok(()) => {}
+                Err(err) => failed = failed.and(Err(err)),
+            }
+        }
+        if due > 0 {
+            self.write_out(file, line, due)?;
+        }
+        failed
+    }
+
+    /// Appends `event`'s line (with `ts`, redacted) to `line`.
+    fn push_line(&self, event: &AgentEvent, ts: u128, line: &mut Vec<u8>) -> std::io::Result<()> {
         let start = line.len();
         // The event is serialized once, straight to text, and `ts` is added
         // before its closing brace: going through a `serde_json::Value` to
@@ -163,14 +190,17 @@ impl Transcript {
             }
         }
         line.push(b'\n');
-        if held(&event.kind) {
-            return Ok(());
-        }
-        self.write_out(file, line)
+        Ok(())
     }
 
-    /// Writes the pending lines, reopening a released file.
-    fn write_out(&self, file: &mut Option<File>, line: &mut Vec<u8>) -> std::io::Result<()> {
+    /// Writes the first `due` bytes of the pending lines (whole lines),
+    /// reopening a released file; the rest stay pending.
+    fn write_out(
+        &self,
+        file: &mut Option<File>,
+        line: &mut Vec<u8>,
+        due: usize,
+    ) -> std::io::Result<()> {
         let file = match file {
             Some(file) => file,
             released @ None => released.insert(
@@ -180,9 +210,9 @@ impl Transcript {
                     .open(&self.path)?,
             ),
         };
-        let written = file.write_all(line).and_then(|()| file.flush());
-        line.clear();
-        if line.capacity() > LINE_KEPT {
+        let written = file.write_all(&line[..due]).and_then(|()| file.flush());
+        line.drain(..due);
+        if line.is_empty() && line.capacity() > LINE_KEPT {
             *line = Vec::new();
         }
         written
@@ -206,10 +236,13 @@ impl Drop for Transcript {
 
 impl EventSink for Transcript {
     fn emit(&self, event: &AgentEvent) {
-        if matches!(event.kind, EventKind::TextDelta { .. }) {
-            return;
+        if !matches!(event.kind, EventKind::TextDelta { .. }) {
+            self.emit_all(std::slice::from_ref(event));
         }
-        if let Err(err) = self.write(event) {
+    }
+
+    fn emit_all(&self, events: &[AgentEvent]) {
+        if let Err(err) = self.write(events) {
             self.note_failure(&err);
         }
     }
@@ -300,6 +333,49 @@ mod tests {
         let events = read_transcript(&path).unwrap();
         assert_eq!(events.last(), Some(&context));
         assert_eq!(events.len(), 4);
+    }
+
+    #[test]
+    fn events_emitted_together_are_on_disk_together_unless_the_last_is_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let transcript = Transcript::create(&path).unwrap();
+        let started = |id: &str| AgentEvent {
+            agent: AgentPath::main(),
+            kind: EventKind::ToolCallStarted {
+                id: id.to_owned(),
+                name: "Read".to_owned(),
+                input: serde_json::json!({"file_path": id}),
+            },
+        };
+        let usage = AgentEvent {
+            agent: AgentPath::main(),
+            kind: EventKind::Usage {
+                usage: alcove_protocol::Usage::default(),
+            },
+        };
+        let delta = AgentEvent {
+            agent: AgentPath::main(),
+            kind: EventKind::TextDelta {
+                text: "never kept".to_owned(),
+            },
+        };
+        // A held line from before goes out first; a text piece is skipped.
+        transcript.emit(&usage);
+        transcript.emit_all(&[started("a"), delta, started("b")]);
+        assert_eq!(
+            read_transcript(&path).unwrap(),
+            vec![usage.clone(), started("a"), started("b")]
+        );
+        // A held event at a batch's end waits for the next event.
+        transcript.emit_all(&[started("c"), usage.clone()]);
+        assert_eq!(read_transcript(&path).unwrap().len(), 4);
+        transcript.emit(&user_says_hi());
+        assert_eq!(
+            read_transcript(&path).unwrap()[3..],
+            [started("c"), usage, user_says_hi()]
+        );
+        assert!(transcript.failure().is_none());
     }
 
     #[test]
