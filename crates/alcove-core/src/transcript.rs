@@ -274,6 +274,15 @@ mod tests {
     use super::*;
     use alcove_protocol::{AgentPath, EventKind, Message};
 
+    fn usage() -> AgentEvent {
+        AgentEvent {
+            agent: AgentPath::main(),
+            kind: EventKind::Usage {
+                usage: alcove_protocol::Usage::default(),
+            },
+        }
+    }
+
     fn user_says_hi() -> AgentEvent {
         AgentEvent {
             agent: AgentPath::main(),
@@ -306,12 +315,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
         let transcript = Transcript::create(&path).unwrap();
-        let usage = AgentEvent {
-            agent: AgentPath::main(),
-            kind: EventKind::Usage {
-                usage: alcove_protocol::Usage::default(),
-            },
-        };
+        let usage = usage();
         let context = AgentEvent {
             agent: AgentPath::main(),
             kind: EventKind::Context {
@@ -348,12 +352,7 @@ mod tests {
                 input: serde_json::json!({"file_path": id}),
             },
         };
-        let usage = AgentEvent {
-            agent: AgentPath::main(),
-            kind: EventKind::Usage {
-                usage: alcove_protocol::Usage::default(),
-            },
-        };
+        let usage = usage();
         let delta = AgentEvent {
             agent: AgentPath::main(),
             kind: EventKind::TextDelta {
