@@ -132,8 +132,9 @@ impl Transcript {
     }
 
     /// Writes the lines of `events` (those a transcript keeps) in one
-    /// write, after any held ones; held events after the last one that is
-    /// not wait for the next.
+    /// write, after any held ones. Held events at the end, after the last
+    /// event that is not held, wait for the next write. The first line
+    /// that cannot be made is the error; the others are still written.
     fn write(&self, events: &[AgentEvent]) -> std::io::Result<()> {
         let ts = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -146,7 +147,7 @@ impl Transcript {
         let Writer { file, line } = &mut *writer;
         // The lines up to here go out now.
         let mut due = 0;
-        let mut failed = Ok(());
+        let mut failed = None;
         for event in events {
             if matches!(event.kind, EventKind::TextDelta { .. }) {
                 continue;
@@ -154,13 +155,15 @@ impl Transcript {
             match self.push_line(event, ts, line) {
                 Ok(()) if !held(&event.kind) => due = line.len(),
                 Ok(()) => {}
-                Err(err) => failed = failed.and(Err(err)),
+                Err(err) => {
+                    failed.get_or_insert(err);
+                }
             }
         }
         if due > 0 {
             self.write_out(file, line, due)?;
         }
-        failed
+        failed.map_or(Ok(()), Err)
     }
 
     /// Appends `event`'s line (with `ts`, redacted) to `line`.

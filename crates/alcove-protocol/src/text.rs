@@ -66,6 +66,20 @@ impl SharedText {
         let _ = self.0.digest.set((seed, digest));
         digest
     }
+
+    /// The text as a JSON string, escaped at the first call and kept; `None`
+    /// for a short text (or one serde_json cannot encode).
+    fn kept_json(&self) -> Option<&RawValue> {
+        if self.0.text.len() < JSON_KEPT_FROM {
+            return None;
+        }
+        if let Some(json) = self.0.json.get() {
+            return Some(json);
+        }
+        let json = serde_json::value::to_raw_value(self.as_str()).ok()?;
+        // Another thread may have set it meanwhile: to the same text.
+        Some(self.0.json.get_or_init(|| json))
+    }
 }
 
 impl Deref for SharedText {
@@ -115,22 +129,6 @@ impl fmt::Debug for SharedText {
 impl fmt::Display for SharedText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-impl SharedText {
-    /// The text as a JSON string, escaped at the first call and kept; `None`
-    /// for a short text (or one serde_json cannot encode).
-    fn kept_json(&self) -> Option<&RawValue> {
-        if self.0.text.len() < JSON_KEPT_FROM {
-            return None;
-        }
-        if let Some(json) = self.0.json.get() {
-            return Some(json);
-        }
-        let json = serde_json::value::to_raw_value(self.as_str()).ok()?;
-        // Another thread may have set it meanwhile: to the same text.
-        Some(self.0.json.get_or_init(|| json))
     }
 }
 
