@@ -59,13 +59,14 @@ pub(crate) fn enforce(ruleset: RulesetCreated) -> Result<(), String> {
 /// while [`Prepared::still_fits`] (about 150 system calls a command).
 pub(crate) struct Prepared {
     pub(crate) ruleset: RulesetCreated,
-    /// Each path the rules depend on, and what it was then.
+    /// Each path the rules depend on, and what it was then: the folders
+    /// whose entries were granted one by one only when unwatched.
     seen: Vec<(PathBuf, Seen)>,
     /// Watches on the folders whose entries were granted one by one, set
     /// before they were listed: any entry made, removed or renamed there
-    /// since shows as an event, so a fit needs no listing (each listing
-    /// cost ~100 µs of a confined command, bench/notes.md point 42).
-    /// `None` where inotify could not watch them all; they are listed then.
+    /// since shows as an event, so a fit lists nothing (8.6 system calls
+    /// fewer a confined command, bench/notes.md point 42). `None` where
+    /// inotify could not watch them all; `seen` holds their entries then.
     listed_watch: Option<Inotify>,
 }
 
@@ -123,26 +124,29 @@ impl Seen {
 impl Prepared {
     /// Whether building the rules now would give the same rules: every
     /// denied path and writable root is the file it was, and every folder
-    /// listed for them has the entries it had.
+    /// listed for them has the entries it had (no event on its watch).
     pub(crate) fn still_fits(&self) -> bool {
-        let watched = match &self.listed_watch {
-            // Nothing to read is the one answer that means no change.
-            Some(inotify) => match inotify.read_events() {
-                Err(Errno::EAGAIN) => true,
-                _ => return false,
-            },
-            None => false,
-        };
-        self.seen.iter().all(|(path, then)| match then {
-            Seen::Entries(_) if watched => true,
-            Seen::Entries(_) => Seen::now(path, true) == *then,
-            Seen::Inode(_) => Seen::now(path, false) == *then,
-        })
+        // Nothing to read is the one answer that means no change.
+        let quiet = self
+            .listed_watch
+            .as_ref()
+            .is_none_or(|inotify| matches!(inotify.read_events(), Err(Errno::EAGAIN)));
+        quiet
+            && self
+                .seen
+                .iter()
+                .all(|(path, then)| Seen::now(path, matches!(then, Seen::Entries(_))) == *then)
     }
 }
 
 /// Builds the ruleset for `policy` without applying it.
 pub(crate) fn prepare(policy: &LaunchPolicy) -> Result<Prepared, String> {
+    prepare_watching(policy, true)
+}
+
+/// [`prepare`], watching the listed folders when `watching` (and inotify
+/// can), listing them again to see changes otherwise.
+fn prepare_watching(policy: &LaunchPolicy, watching: bool) -> Result<Prepared, String> {
     let abi = ABI_WANTED;
     let fail = |err: landlock::RulesetError| format!("Landlock: {err}");
     // Most denied paths do not exist: one `lstat` says so, where resolving
@@ -162,7 +166,7 @@ pub(crate) fn prepare(policy: &LaunchPolicy) -> Result<Prepared, String> {
         .collect();
     holding.sort_unstable();
     holding.dedup();
-    let listed_watch = watch(&holding);
+    let listed_watch = watching.then(|| watch(&holding)).flatten();
     let read = AccessFs::from_read(abi);
     let all = AccessFs::from_all(abi);
     let mut grants = Vec::new();
@@ -173,12 +177,13 @@ pub(crate) fn prepare(policy: &LaunchPolicy) -> Result<Prepared, String> {
             expand(&root, folder, all, &deny, &mut grants);
         }
     }
-    // What the rules depend on: the denied paths and writable roots, and
-    // the folders listed above (their entries were granted one by one).
+    // What the rules depend on: the denied paths and writable roots, and,
+    // unless watched, the folders listed above (their entries were granted
+    // one by one).
     let named = policy.deny_read.iter().chain(&policy.writable);
-    let listed = grants
-        .iter()
-        .filter(|grant| grant.folder && grant.access == grant.access & AccessFs::ReadDir);
+    let listed = grants.iter().filter(|grant| {
+        listed_watch.is_none() && grant.folder && grant.access == grant.access & AccessFs::ReadDir
+    });
     let seen = named
         .map(|path| (path.clone(), false))
         .chain(listed.map(|grant| (grant.path.clone(), true)))
@@ -313,8 +318,7 @@ mod tests {
         std::fs::remove_file(root.join("home/notes2")).unwrap();
         assert!(!prepared.still_fits());
         // Without a watch, the listing says the same.
-        let mut unwatched = prepare(&listed).unwrap();
-        unwatched.listed_watch = None;
+        let unwatched = prepare_watching(&listed, false).unwrap();
         assert!(unwatched.still_fits());
         std::fs::write(root.join("home/notes"), "").unwrap();
         assert!(!unwatched.still_fits());
