@@ -205,11 +205,7 @@ impl Progress {
         let prefix = AgentPrefix(&event.agent);
         match &event.kind {
             EventKind::ToolCallStarted { name, input, .. } => {
-                _ = writeln!(
-                    out,
-                    "{prefix}• {name} {}",
-                    one_line(&input.to_string(), 100)
-                );
+                _ = writeln!(out, "{prefix}• {name} {}", json_line(input, 100));
             }
             EventKind::ToolCallFinished {
                 name,
@@ -303,14 +299,87 @@ impl EventSink for Progress {
 }
 
 fn one_line(text: &str, limit: usize) -> String {
-    let flat: String = text
-        .chars()
-        .map(|c| if c == '\n' { ' ' } else { c })
-        .collect();
-    if flat.chars().count() <= limit {
-        return flat;
+    let mut line = String::new();
+    for (count, c) in text.chars().enumerate() {
+        if count == limit {
+            line.push('…');
+            break;
+        }
+        line.push(if c == '\n' { ' ' } else { c });
     }
-    let mut cut: String = flat.chars().take(limit).collect();
-    cut.push('…');
-    cut
+    line
+}
+
+/// `value` as JSON on one line, cut at `limit` characters. Only the head
+/// the line shows is encoded: a `Write` call's whole file was encoded to
+/// show a hundred characters of it.
+fn json_line(value: &serde_json::Value, limit: usize) -> String {
+    // Four bytes a character at most, and one character more than shown,
+    // so a character cut at the end is never one the line shows.
+    let mut head = Head {
+        bytes: Vec::new(),
+        room: limit.saturating_add(1).saturating_mul(4),
+    };
+    // Encoding stops with an error once the head is full; what it wrote is kept.
+    let _ = serde_json::to_writer(&mut head, value);
+    one_line(&String::from_utf8_lossy(&head.bytes), limit)
+}
+
+/// A writer that keeps its first `room` bytes and then refuses more.
+struct Head {
+    bytes: Vec<u8>,
+    room: usize,
+}
+
+impl std::io::Write for Head {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.room == 0 {
+            return Err(std::io::Error::other("the line is full"));
+        }
+        let taken = buf.len().min(self.room);
+        self.bytes.extend_from_slice(&buf[..taken]);
+        self.room -= taken;
+        Ok(taken)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The line as it was made before: the whole value encoded, then cut.
+    fn whole_then_cut(value: &serde_json::Value, limit: usize) -> String {
+        let flat: String = value
+            .to_string()
+            .chars()
+            .map(|c| if c == '\n' { ' ' } else { c })
+            .collect();
+        if flat.chars().count() <= limit {
+            return flat;
+        }
+        flat.chars().take(limit).chain(['…']).collect()
+    }
+
+    #[test]
+    fn a_line_encodes_only_its_head_and_reads_as_the_whole_cut() {
+        let long: String = "é€😀a\n\"".repeat(5_000);
+        for value in [
+            serde_json::json!({"file_path": "a.txt"}),
+            serde_json::json!({"file_path": "a.txt", "content": long}),
+            serde_json::json!({"content": "😀".repeat(99)}),
+            serde_json::json!({"content": "😀".repeat(100)}),
+            serde_json::json!("x".repeat(100)),
+            serde_json::json!("x".repeat(98)),
+        ] {
+            for limit in [0, 1, 10, 100] {
+                assert_eq!(json_line(&value, limit), whole_then_cut(&value, limit));
+            }
+        }
+        assert_eq!(one_line("a\nb", 10), "a b");
+        assert_eq!(one_line("abc", 2), "ab…");
+    }
 }
