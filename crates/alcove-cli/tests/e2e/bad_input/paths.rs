@@ -216,6 +216,21 @@ fn file_names_that_are_not_utf8_are_listed_searched_and_refused_cleanly() {
     std::fs::create_dir(name(b"dir\xfe")).unwrap();
     std::fs::write(name(b"dir\xfe/inner.txt"), "needle inside\n").unwrap();
     case.write("good.txt", "needle in a good name\n");
+    // Glob and Grep list the newest first: ages set apart, so the order
+    // does not hang on which clock tick each write fell in.
+    let now = std::time::SystemTime::now();
+    for (bytes, age) in [
+        (&b"good.txt"[..], 0),
+        (b"bad\xff.txt", 10),
+        (b"dir\xfe/inner.txt", 20),
+    ] {
+        std::fs::File::options()
+            .write(true)
+            .open(name(bytes))
+            .unwrap()
+            .set_modified(now - std::time::Duration::from_secs(age))
+            .unwrap();
+    }
     let out = case.run(&[ACCEPT_EDITS[0], ACCEPT_EDITS[1], "odd names"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let results: Vec<String> = case
