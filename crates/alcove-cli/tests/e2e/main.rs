@@ -29,6 +29,7 @@ mod memory;
 mod permissions;
 mod real_models;
 mod reliability;
+mod report;
 mod roles;
 mod skills;
 mod support;
