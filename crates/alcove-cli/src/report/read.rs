@@ -100,6 +100,8 @@ struct Reader {
     children: BTreeMap<String, ChildStart>,
     footers: Vec<Footer>,
     files: Vec<PathBuf>,
+    /// Child transcripts named by starts read since the last file ended.
+    discovered: Vec<PathBuf>,
 }
 
 /// Reads session `main` (its transcript) and its children's transcripts
@@ -129,13 +131,7 @@ pub(crate) fn read_session(
                     .push(format!("cannot read {}: {err}", path.display())),
             }
             first = false;
-            for child in reader.children.values() {
-                if let Some(transcript) = &child.transcript
-                    && !seen.contains(transcript)
-                {
-                    queue.push_back(transcript.clone());
-                }
-            }
+            queue.extend(reader.discovered.drain(..));
         }
         // Transcripts of the session's folder no start named (a start lost
         // with a torn line, a child of a child process).
@@ -444,6 +440,7 @@ impl Reader {
                 let start = self.children.entry(child).or_default();
                 // A spawned agent's later submissions keep their first start.
                 if start.started == 0 {
+                    self.discovered.extend(transcript.clone());
                     *start = ChildStart {
                         parent: agent.clone(),
                         call_id,
@@ -867,6 +864,89 @@ fn collect_strings(value: &Value, out: &mut Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A transcript with events and blocks of kinds other helpers may add
+    /// (thinking, plans), a compaction, a retry, an unknown kind and a torn
+    /// last line, for a session that never ended.
+    #[test]
+    fn unknown_kinds_are_shown_and_a_session_without_an_end_is_interrupted() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("s.jsonl");
+        let lines = [
+            serde_json::json!({"agent": "main", "type": "session_started", "session_id": "s", "model": "m/x", "workspace": "/w", "ts": 1000}),
+            serde_json::json!({"agent": "main", "type": "message", "message": {"role": "user", "content": [{"type": "text", "text": "the task"}]}, "ts": 1001}),
+            serde_json::json!({"agent": "main", "type": "turn_started", "turn": 1, "ts": 1001}),
+            serde_json::json!({"agent": "main", "type": "model_request", "turn": 1, "messages": 1, "tools": 3, "ts": 1002}),
+            serde_json::json!({"agent": "main", "type": "model_retry", "attempt": 1, "delay_ms": 50, "reason": "HTTP 529", "ts": 1010}),
+            serde_json::json!({"agent": "main", "type": "thinking_delta", "text": "let me ", "ts": 1070}),
+            serde_json::json!({"agent": "main", "type": "thinking_delta", "text": "think", "ts": 1071}),
+            serde_json::json!({"agent": "main", "type": "usage", "usage": {"input_tokens": 10, "cache_read_tokens": 5, "cache_write_tokens": 2, "output_tokens": 3}, "ts": 1080}),
+            serde_json::json!({"agent": "main", "type": "message", "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}, {"type": "mystery", "payload": 1}]}, "ts": 1081}),
+            serde_json::json!({"agent": "main", "type": "plan_updated", "todos": [{"content": "step one", "status": "in_progress"}], "ts": 1082}),
+            serde_json::json!({"agent": "main", "type": "compacted", "trigger": "auto", "messages_before": 9, "messages_after": 3, "tokens_before": 900, "tokens_after": 300, "replaced": 6, "summary": "the gist", "ts": 1090}),
+            serde_json::json!({"agent": "main", "type": "tool_call_started", "id": "t1", "name": "Bash", "input": {"command": "sleep 100"}, "ts": 1100}),
+        ];
+        let mut text: String = lines.iter().map(|line| format!("{line}\n")).collect();
+        text.push_str("{\"agent\":\"main\",\"type\":\"mess");
+        std::fs::write(&main, text).unwrap();
+        let report = read_session(&main, &dir.path().join("s"), None).unwrap();
+        assert_eq!(report.outcome, "interrupted");
+        assert_eq!(report.task, "the task");
+        assert_eq!(report.unreadable_lines, 1);
+        let lane = &report.agents[0];
+        assert_eq!(lane.status, "interrupted");
+        assert_eq!(
+            (
+                lane.tokens.input,
+                lane.tokens.cache_read,
+                lane.tokens.cache_write,
+                lane.tokens.output
+            ),
+            (10, 5, 2, 3)
+        );
+        let kinds: Vec<String> = lane
+            .items
+            .iter()
+            .map(|item| match item {
+                Item::Message { role, .. } => role.clone(),
+                Item::Event { kind, .. } => kind.clone(),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "user",
+                "model_retry",
+                "thinking",
+                "assistant",
+                "plan_updated",
+                "compacted"
+            ]
+        );
+        let Item::Event { text, .. } = &lane.items[4] else {
+            panic!()
+        };
+        assert!(text.contains("step one"), "{text}");
+        let Item::Message { blocks, .. } = &lane.items[3] else {
+            panic!()
+        };
+        assert!(matches!(&blocks[1], Block::Other { kind, .. } if kind == "mystery"));
+        let spans: Vec<(SpanKind, bool)> = lane
+            .spans
+            .iter()
+            .map(|span| (span.kind, span.open))
+            .collect();
+        assert_eq!(
+            spans,
+            [
+                (SpanKind::Request, false),
+                (SpanKind::Retry, false),
+                (SpanKind::Compaction, false),
+                (SpanKind::Tool, true),
+            ]
+        );
+        assert_eq!(lane.spans[0].end, 1080);
+    }
 
     #[test]
     fn footers_are_found_in_text_and_in_json_results() {
