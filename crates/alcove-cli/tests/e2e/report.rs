@@ -193,9 +193,10 @@ fn expected_agents(env: &TestEnv) -> BTreeMap<String, (String, [u64; 4])> {
 }
 
 /// A tree: three parallel `Agent` children with two slots (one waits for
-/// a slot; one is cut short by its token budget), then a child that runs a
-/// nested child, a spawned child collected with `wait`, and a failing
-/// command whose output and the final answer look like markup.
+/// a slot; one is cut short by its token budget), then a child in its own
+/// worktree that runs a nested child (which edits a file), a spawned child
+/// collected with `wait`, and a failing command whose output and the final
+/// answer look like markup.
 fn tree_script() -> Script {
     Script::new()
         .conversation(
@@ -206,7 +207,10 @@ fn tree_script() -> Script {
                     Block::tool_call("Agent", agent("fast <b>one</b>", "FAST child")),
                     Block::tool_call("Agent", agent("third", "THIRD child")),
                 ]),
-                Step::tool_call("Agent", agent("middle", "MIDDLE child")),
+                Step::tool_call(
+                    "Agent",
+                    json!({"description": "middle", "prompt": "MIDDLE child", "isolation": "worktree"}),
+                ),
                 Step::tool_call("spawn_agent", json!({"message": "SPAWNED child"})),
                 Step::tool_call("wait", json!({"ids": ["agent-6"], "timeout_ms": 30_000})),
                 Step::tool_call(
@@ -259,6 +263,7 @@ fn a_tree_report_shows_every_lane_its_figures_and_each_conversation_on_click() {
     text.push_str(PRICE);
     std::fs::write(&config, text).unwrap();
     env.write_file("notes.txt", "old line\n");
+    crate::isolation::init_repo(env.workspace());
     let out = exec(
         &env,
         &server,
@@ -393,6 +398,22 @@ fn a_tree_report_shows_every_lane_its_figures_and_each_conversation_on_click() {
         "{bottom}"
     );
     assert!(bottom.contains("status: completed | turns: 2"), "{bottom}");
+    // The worktree child's branch, as its parent's result named it.
+    let branch = read_jsonl(&transcripts(&env)[0])
+        .iter()
+        .filter(|event| event["type"] == "tool_call_finished")
+        .filter_map(|event| {
+            let content = event["content"].as_str()?;
+            let rest = content.split("[alcove worktree] branch: ").nth(1)?;
+            Some(rest[..rest.find(' ').unwrap()].to_owned())
+        })
+        .next()
+        .expect("the middle child's changes were committed on a branch");
+    let middle = text(&path("middle"));
+    assert!(
+        middle.contains(&format!("branch{branch}")),
+        "{branch}: {middle}"
+    );
     let hungry = text(&path("hungry"));
     assert!(
         hungry.contains("status: incomplete: budget (tokens over 300)"),
