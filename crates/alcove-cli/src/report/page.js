@@ -152,6 +152,7 @@
   detail.id = "detail";
   app.appendChild(detail);
 
+  var toolNames = {};
   function renderBlock(block) {
     switch (block.t) {
       case "text": return el("div", "block text", [textBlock(block.text)]);
@@ -169,7 +170,8 @@
         return node;
       }
       case "tool_result": return el("div", "block tool-result" + (block.error ? " error" : ""),
-        [el("span", "muted", ["← result of " + block.id + (block.error ? " (error)" : "")]), textBlock(block.text)]);
+        [el("span", "muted", ["← result of " + (toolNames[block.id] ? toolNames[block.id] + " " : "") + block.id +
+          (block.error ? " (error)" : "")]), textBlock(block.text)]);
       default: return el("div", "block other", [el("span", "muted", [block.kind || "block"]), textBlock(block.text || "")]);
     }
   }
@@ -197,6 +199,10 @@
     fig("error", a.error);
     fig("transcript", a.transcript);
     detail.appendChild(figures);
+    toolNames = {};
+    a.items.forEach(function (item) {
+      (item.blocks || []).forEach(function (block) { if (block.t === "tool_use") toolNames[block.id] = block.name; });
+    });
     var conversation = el("div", "conversation", []);
     a.items.forEach(function (item, index) {
       var node;
