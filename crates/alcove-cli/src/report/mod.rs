@@ -46,9 +46,10 @@ pub(crate) struct ReportArgs {
 pub(crate) fn run(common: &CommonArgs, args: &ReportArgs) -> anyhow::Result<u8> {
     let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
     let workspace = common.workspace()?.root().to_owned();
-    let info = match &args.id {
-        Some(id) => find_session(&dirs.data, id)?,
-        None => list_sessions(&dirs.data, Some(&workspace))
+    // `--last` is what no id means; clap keeps the two apart.
+    let info = match (&args.id, args.last) {
+        (Some(id), _) => find_session(&dirs.data, id)?,
+        (None, _) => list_sessions(&dirs.data, Some(&workspace))
             .into_iter()
             .next()
             .ok_or_else(|| {
@@ -58,7 +59,6 @@ pub(crate) fn run(common: &CommonArgs, args: &ReportArgs) -> anyhow::Result<u8> 
                 ))
             })?,
     };
-    let _ = args.last;
     let sessions = dirs.data.join("sessions");
     let transcript = sessions.join(format!("{}.jsonl", info.id));
     // Prices come from today's config; a report without them shows tokens.

@@ -523,3 +523,22 @@ fn a_report_of_a_session_killed_mid_run_shows_what_was_cut_short() {
         "{top}"
     );
 }
+
+#[test]
+fn a_report_of_no_session_or_an_unknown_one_is_a_usage_error() {
+    let (env, server) = setup(Script::new());
+    for args in [
+        &["report"][..],
+        &["report", "--last"],
+        &["report", "no-such-id"],
+    ] {
+        let out = env.command(alcove(), &server).args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("no session"), "{args:?}: {stderr}");
+    }
+    assert!(
+        std::fs::read_dir(env.workspace()).unwrap().next().is_none(),
+        "no page written"
+    );
+}
