@@ -110,7 +110,7 @@
   var section = el("section", null, [el("h2", null, ["Timeline"])]);
   var legend = el("div", "legend", []);
   [["k-request", "model request"], ["k-tool", "tool call"], ["err", "failed"], ["k-wait", "waiting on agents"],
-    ["k-queued", "waiting to start (a slot, the budget)"], ["k-retry", "retry back-off"], ["k-compaction", "compaction"]].forEach(function (entry) {
+    ["k-queued", "waiting to start (a slot, the budget, a worktree)"], ["k-retry", "retry back-off"], ["k-compaction", "compaction"]].forEach(function (entry) {
     legend.appendChild(el("span", null, [el("i", entry[0], []), entry[1]]));
   });
   section.appendChild(legend);

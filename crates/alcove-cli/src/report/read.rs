@@ -25,8 +25,9 @@ const WAITING_TOOLS: &[&str] = &["Agent", "wait"];
 
 /// A child that began this long after its parent's call asked for it is
 /// drawn as waiting to start: `agent_started` comes once the child got its
-/// slot and its share of the tree budget, so the gap is that wait plus
-/// the building of the child (a shorter gap is only the building).
+/// slot, its share of the tree budget and its worktree when it has one, so
+/// the gap is that wait plus the building of the child (a shorter gap is
+/// only the building).
 const SLOT_WAIT_SHOWN_MS: u64 = 20;
 
 /// What the parent's transcript says about a child.
@@ -574,7 +575,7 @@ impl Reader {
                             kind: SpanKind::Queued,
                             start: requested,
                             end: child.started,
-                            label: "waiting to start (a slot, the budget)".to_owned(),
+                            label: "waiting to start (a slot, the budget, a worktree)".to_owned(),
                             error: false,
                             open: false,
                             item: None,
