@@ -7,6 +7,10 @@
 //! returned; for `alcove batch` it is the process's whole life (start-up and
 //! results included). Peak RSS is the alcove process's, from the wrapper.
 //! One measured run each: a run takes seconds and sends 2,000 requests.
+//!
+//! `alcove report` (issue 40) is measured on the `spawn_batch` session:
+//! its wall time and peak RSS from its process's rusage, and the page's
+//! size against the session's transcripts.
 
 use std::collections::HashSet;
 use std::time::Instant;
@@ -53,12 +57,82 @@ fn tasks_file(env: &TestEnv, tag: &str) -> String {
     env.path("tasks.jsonl").display().to_string()
 }
 
-/// Both figures.
-pub(crate) fn batch(bench: &Bench) -> anyhow::Result<Vec<BatchFigure>> {
-    Ok(vec![spawn_batch(bench)?, alcove_batch(bench)?])
+/// `alcove report` of the `spawn_batch` session.
+pub(crate) struct ReportFigure {
+    pub(crate) wall_ms: f64,
+    pub(crate) rss_mib: f64,
+    pub(crate) page_bytes: u64,
+    /// The session's transcripts (its own and every child's).
+    pub(crate) transcript_bytes: u64,
+    pub(crate) agents: usize,
 }
 
-fn spawn_batch(bench: &Bench) -> anyhow::Result<BatchFigure> {
+/// The batch figures (`with_batch`) and the report's (`with_report`).
+pub(crate) fn batch(
+    bench: &Bench,
+    with_batch: bool,
+    with_report: bool,
+) -> anyhow::Result<(Vec<BatchFigure>, Option<ReportFigure>)> {
+    let (figure, env) = spawn_batch(bench)?;
+    let report = if with_report {
+        Some(report(bench, &env)?)
+    } else {
+        None
+    };
+    let figures = if with_batch {
+        vec![figure, alcove_batch(bench)?]
+    } else {
+        Vec::new()
+    };
+    Ok((figures, report))
+}
+
+/// Runs `alcove report --last` in `env` (the batch session's) and sizes the page.
+fn report(bench: &Bench, env: &TestEnv) -> anyhow::Result<ReportFigure> {
+    let page = bench.scratch.join("report.html");
+    let mut command = std::process::Command::new(&bench.alcove);
+    command
+        .current_dir(env.workspace())
+        .env("ALCOVE_HOME", env.home())
+        .args(["report", "--last", "--out"])
+        .arg(&page)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let started = Instant::now();
+    let usage = measure::run_measured(&command, &bench.scratch)?;
+    let wall = started.elapsed();
+    let page_bytes = std::fs::metadata(&page)
+        .context("alcove report wrote no page")?
+        .len();
+    let text = std::fs::read_to_string(&page).context("cannot read the page")?;
+    let agents = text.matches("\"status\":\"completed\"").count();
+    let sessions = env.home().join("sessions");
+    let mut transcript_bytes = 0;
+    let mut folders = vec![sessions];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder)?.flatten() {
+            let meta = entry.metadata()?;
+            if meta.is_dir() {
+                folders.push(entry.path());
+            } else {
+                transcript_bytes += meta.len();
+            }
+        }
+    }
+    if agents < TASKS {
+        bail!("the report shows {agents} completed agents, not {TASKS} and more");
+    }
+    let _ = std::fs::remove_file(&page);
+    Ok(ReportFigure {
+        wall_ms: ms(wall),
+        rss_mib: usage.max_rss_kib as f64 / 1024.0,
+        page_bytes,
+        transcript_bytes,
+        agents,
+    })
+}
+
+fn spawn_batch(bench: &Bench) -> anyhow::Result<(BatchFigure, TestEnv)> {
     let mut script = Script::new().conversation(
         "BATCH PARENT.",
         vec![
@@ -104,12 +178,13 @@ fn spawn_batch(bench: &Bench) -> anyhow::Result<BatchFigure> {
     if completed != Some(TASKS as u64) {
         bail!("spawn_batch completed {completed:?} of {TASKS} tasks: {waited}");
     }
-    Ok(BatchFigure {
+    let figure = BatchFigure {
         workload: "`spawn_batch` from the model, in-process children",
         wall_ms: ms(parent[2].received_at.duration_since(parent[0].received_at)),
         ideal_ms: ideal_ms(),
         rss_mib: usage.max_rss_kib as f64 / 1024.0,
-    })
+    };
+    Ok((figure, env))
 }
 
 fn alcove_batch(bench: &Bench) -> anyhow::Result<BatchFigure> {

@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! alcove-bench [--alcove PATH] [--runs N] [--out FILE] [--tree DIR] [--rg PATH]
-//!              [--notes FILE] [--only startup,first,session,bashcall,children,fanout,economy,grep,cache,compaction,mcp,batch]
+//!              [--notes FILE] [--only startup,first,session,bashcall,children,fanout,economy,grep,cache,compaction,mcp,batch,report]
 //!              [--fanout 1,4,16,64]
 //! ```
 //!
@@ -212,9 +212,13 @@ fn run(options: Options) -> anyhow::Result<()> {
         results.mcp_overhead = Some(mcp::overhead(&bench)?);
         results.mcp_sharing = Some(mcp::sharing(&bench)?);
     }
-    if wanted("batch") {
-        step("batch: 1,000 tasks × 2 turns × 100 ms at concurrency 64");
-        results.batch = Some(batch::batch(&bench)?);
+    if wanted("batch") || wanted("report") {
+        step("batch: 1,000 tasks × 2 turns × 100 ms at concurrency 64, and its report");
+        let (figures, report) = batch::batch(&bench, wanted("batch"), wanted("report"))?;
+        if wanted("batch") {
+            results.batch = Some(figures);
+        }
+        results.report = report;
     }
     if wanted("grep") {
         step("Grep against rg");

@@ -22,6 +22,7 @@ mod model_options;
 mod output;
 mod permission_setup;
 mod provider;
+mod report;
 mod resume;
 mod sandbox_setup;
 mod session;
@@ -111,6 +112,9 @@ enum Command {
     Merge(worktrees_cmd::MergeArgs),
     /// List (and with --clean remove) the worktrees and branches children left.
     Worktrees(worktrees_cmd::WorktreesArgs),
+    /// Write one self-contained HTML page of a session: its tree over time, each agent's
+    /// figures and conversation.
+    Report(report::ReportArgs),
 }
 
 /// `alcove exec …` parsed alone: the common case of a start. Parsing it
@@ -192,6 +196,7 @@ fn main() -> ExitCode {
             Some(Command::Resume(args)) => tui::resume(&cli.common, args).await,
             Some(Command::Merge(args)) => worktrees_cmd::merge(&cli.common, &args),
             Some(Command::Worktrees(args)) => worktrees_cmd::worktrees(&cli.common, &args),
+            Some(Command::Report(args)) => report::run(&cli.common, &args),
             None => tui::run(&cli.common, cli.prompt).await,
         }
     });

@@ -11,6 +11,7 @@
 //! - `reliability`: faults, load, crashes and signals with nothing lost (issue 7).
 //! - `skills`, `memory`: skills, custom commands, `/init`, model aliases and the memory file (issue 15).
 //! - `real_models`: what real servers and small local models do (issue 17).
+//! - `report`: `alcove report`'s page, opened in headless Chromium (issue 40).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agent_limits;
@@ -29,6 +30,7 @@ mod memory;
 mod permissions;
 mod real_models;
 mod reliability;
+mod report;
 mod roles;
 mod skills;
 mod support;
