@@ -37,6 +37,24 @@ pub(crate) const DEFAULT_MAX_TOKENS: u32 = 8192;
 /// How many times stop hooks may send one run back to work.
 pub(crate) const STOP_HOOK_LIMIT: u32 = 3;
 
+/// Starts OpenTelemetry export when a collector is named (config or the
+/// standard variables); a session whose export cannot start goes on with a
+/// warning. A process-runner child continues the trace its parent passed.
+fn start_telemetry(
+    config: &Config,
+    warnings: &mut Vec<String>,
+) -> Option<crate::telemetry::Telemetry> {
+    let target = crate::telemetry::Target::resolve(&config.telemetry, env_var)?;
+    let parent = env_var(crate::telemetry::TRACEPARENT_ENV);
+    match crate::telemetry::Telemetry::start(&target, parent.as_deref()) {
+        Ok(telemetry) => Some(telemetry),
+        Err(message) => {
+            warnings.push(message);
+            None
+        }
+    }
+}
+
 /// What a front end adds to a session.
 pub(crate) struct FrontEnd {
     /// Where events go besides the transcript.
@@ -208,7 +226,11 @@ impl Session {
             &dirs.data.join("sessions").join(&id).join("mcp"),
             &env_remove,
         );
+        let telemetry = start_telemetry(&config, &mut setup_warnings);
         let mut observers = FanOut::default();
+        if let Some(telemetry) = &telemetry {
+            observers = observers.with(telemetry.sink());
+        }
         for sink in front_end.sinks {
             observers = observers.with(sink);
         }
@@ -220,6 +242,9 @@ impl Session {
                 .with(observers.clone())
                 .with(probe_start.clone()),
         );
+        if let Some(telemetry) = &telemetry {
+            telemetry.warn_to(events.clone());
+        }
         let hooks = hook_setup::build(
             hook_config,
             HookSession {
