@@ -83,6 +83,10 @@ pub(crate) struct Session {
     /// [`Session::main_run`] appends (re-read only when the file changed).
     pub(crate) system_prompt: String,
     pub(crate) max_turns: u32,
+    /// The main agent's token budget: what a parent alcove gave this one.
+    pub(crate) token_budget: Option<u64>,
+    /// The main agent's wall time: what a parent alcove gave this one.
+    pub(crate) deadline: Option<std::time::Duration>,
     pub(crate) skills: Arc<Skills>,
     pub(crate) commands: Arc<Commands>,
     pub(crate) memory: Arc<Memory>,
@@ -137,6 +141,11 @@ impl Session {
         let layers = config_show::layers(&dirs, workspace.root(), &common.overrides)
             .map_err(|err| UsageError(format!("{err:#}")))?;
         let parent = parent_policy(common)?;
+        // A parent alcove's budgets for this one are ceilings on its own.
+        let charter = parent
+            .as_ref()
+            .map(ParentPolicy::charter)
+            .unwrap_or_default();
         // A parent alcove's sandbox is a ceiling for this one's.
         let ceiling = parent.as_ref().and_then(ParentPolicy::sandbox);
         let sandbox = sandbox_setup::setup(&layers, common, workspace.root(), ceiling)?;
@@ -160,7 +169,8 @@ impl Session {
         let max_turns = front_end
             .max_turns
             .or(config.max_turns)
-            .unwrap_or(DEFAULT_MAX_TURNS);
+            .unwrap_or(DEFAULT_MAX_TURNS)
+            .min(charter.max_turns.unwrap_or(u32::MAX));
         if max_turns == 0 {
             return Err(UsageError("--max-turns must be at least 1".to_owned()).into());
         }
@@ -293,12 +303,7 @@ impl Session {
                 Some(context_setup::child_window(&factory_config, &provider_config).tokens);
             alcove_model::connect(provider_config).map_err(|err| err.to_string())
         });
-        let batch_runner = crate::batch_cmd::model_batch_runner(
-            common,
-            &config,
-            runtime.workspace.root(),
-            observers.clone(),
-        )?;
+        let batch_runner = crate::batch_cmd::model_batch_runner(common, &config)?;
         let supervisor = Arc::new(
             Supervisor::new(
                 agent_limits(&config.agents, tool_profile(&config)?),
@@ -356,6 +361,8 @@ impl Session {
             gate,
             transcript,
             max_turns,
+            token_budget: charter.max_tokens,
+            deadline: charter.wall_secs.map(std::time::Duration::from_secs),
             config,
             dirs,
             history: resumed.history,
@@ -439,7 +446,7 @@ impl Session {
             system_prompt: format!("{}{}", self.system_prompt, self.memory.section()),
             max_turns: self.max_turns,
             cancel,
-            token_budget: None,
+            token_budget: self.token_budget,
             lineage: None,
             sandbox: self.sandbox.scope,
         }

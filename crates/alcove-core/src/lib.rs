@@ -65,7 +65,7 @@ pub use context::{ProjectContext, system_prompt};
 pub use events::{EventSink, FanOut};
 pub use frontmatter::substitute_arguments;
 pub use gate::{
-    Approval, ApprovalRequest, Approver, Decision, NoApprover, POLICY_ENV, ParentPolicy,
+    Approval, ApprovalRequest, Approver, Charter, Decision, NoApprover, POLICY_ENV, ParentPolicy,
     PermissionGate, PermissionMode,
 };
 pub use gate::{Rule, RuleError, RuleKind, RuleSet};

@@ -115,11 +115,10 @@ pub struct Supervisor {
     pub(crate) batch_runner: Option<Arc<BatchRunnerFactory>>,
 }
 
-/// Builds the runner of a batch spawned by the agent at the given path.
-/// The parent's policy (its mode and rules) goes to every task.
-pub type BatchRunnerFactory = dyn Fn(&alcove_protocol::AgentPath, &crate::ParentPolicy) -> Arc<dyn super::batch::TaskRunner>
-    + Send
-    + Sync;
+/// Builds the command a batch's tasks run as (a process, a Slurm step): a
+/// layer below the child lifecycle, which gives every task its slot, lease,
+/// announcement, the parent's policy and charter, and one end record.
+pub type BatchRunnerFactory = dyn Fn() -> Arc<dyn super::batch::TaskCommand> + Send + Sync;
 
 impl Supervisor {
     /// A supervisor for a session's delegations. Child transcripts go under
