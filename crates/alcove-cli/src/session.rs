@@ -304,23 +304,27 @@ impl Session {
             alcove_model::connect(provider_config).map_err(|err| err.to_string())
         });
         let batch_runner = crate::batch_cmd::model_batch_runner(common, &config)?;
-        let supervisor = Arc::new(
-            Supervisor::new(
-                agent_limits(&config.agents, tool_profile(&config)?),
-                definitions,
-                Some(dirs.data.join("sessions").join(&id)),
-            )
-            .with_model_factory(model_factory.clone())
-            .with_project_instructions(project.text.clone())
-            .with_skills(skills.clone())
-            .with_redactions(redactions)
-            .with_observers(observers)
-            .with_first_child_number(next_child_number(&dirs.data.join("sessions").join(&id)))
-            .with_command(
-                env_var("ALCOVE_SUBAGENT_COMMAND").or_else(|| config.agents.command.clone()),
-            )
-            .with_batch_runner(batch_runner),
-        );
+        let mut supervisor = Supervisor::new(
+            agent_limits(&config.agents, tool_profile(&config)?),
+            definitions,
+            Some(dirs.data.join("sessions").join(&id)),
+        )
+        .with_model_factory(model_factory.clone())
+        .with_project_instructions(project.text.clone())
+        .with_skills(skills.clone())
+        .with_redactions(redactions)
+        .with_observers(observers)
+        .with_first_child_number(next_child_number(&dirs.data.join("sessions").join(&id)))
+        .with_command(env_var("ALCOVE_SUBAGENT_COMMAND").or_else(|| config.agents.command.clone()))
+        .with_batch_runner(batch_runner);
+        // With traces on, a process-runner child continues this trace.
+        if let Some(telemetry) = &telemetry {
+            let sink = telemetry.sink();
+            let env: Arc<alcove_core::ProcessEnv> =
+                Arc::new(move |agent, call_id, child| sink.child_env(agent, call_id, child));
+            supervisor = supervisor.with_process_env(env);
+        }
+        let supervisor = Arc::new(supervisor);
         runtime.emit(
             &AgentPath::main(),
             EventKind::SessionStarted {

@@ -150,6 +150,7 @@ impl Telemetry {
             sink: Arc::new(TraceSink {
                 spans: std::sync::Mutex::new(spans),
                 provider,
+                traces_url: target.traces_url.clone(),
             }),
             warnings,
         })
@@ -208,15 +209,35 @@ pub(crate) fn traceparent(span: &opentelemetry::trace::SpanContext) -> Option<St
 pub(crate) struct TraceSink {
     spans: std::sync::Mutex<Spans>,
     provider: SdkTracerProvider,
+    /// Where spans go: a remote child is told to send its own there.
+    traces_url: String,
 }
 
 impl TraceSink {
-    /// The `traceparent` for the process started by `call_id` of `agent` (a
-    /// process-runner child): its own spans then continue this trace, and
-    /// this session leaves that child's re-tagged events to them.
-    pub(crate) fn child_traceparent(&self, agent: &AgentPath, call_id: &str) -> Option<String> {
-        let mut spans = self.spans.lock().ok()?;
-        spans.remote_child(agent, call_id)
+    /// The variables for the process that runs `child`, started by
+    /// `call_id` of `agent` (a process-runner child or a batch task run as
+    /// a command): the `traceparent` of that call and where to send spans,
+    /// so its own spans continue this trace — and this session leaves that
+    /// child's re-tagged events to them.
+    pub(crate) fn child_env(
+        &self,
+        agent: &AgentPath,
+        call_id: &str,
+        child: &AgentPath,
+    ) -> Vec<(String, String)> {
+        let Ok(mut spans) = self.spans.lock() else {
+            return Vec::new();
+        };
+        match spans.remote_child(agent, call_id, child) {
+            Some(traceparent) => vec![
+                (TRACEPARENT_ENV.to_owned(), traceparent),
+                (
+                    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT".to_owned(),
+                    self.traces_url.clone(),
+                ),
+            ],
+            None => Vec::new(),
+        }
     }
 
     /// Ends what is still open and sends the last spans, waiting at most

@@ -47,13 +47,13 @@ pub use agent_loop::{
     AgentOutcome, AgentRun, DEFAULT_MAX_TOOL_CALLS_PER_REPLY, Inbox, Limits, Runtime, ToolSpecSets,
     run_agent,
 };
-pub use agents::BatchRunnerFactory;
 pub use agents::batch;
 pub use agents::{
     AgentDefinition, AgentLimits, DEFAULT_AGENT_TYPE, Definitions, ModelFactory, Supervisor,
     TreeBudget, TreeUsage,
 };
 pub use agents::{AgentPermissions, DefinitionError, load_definitions, parse_definition};
+pub use agents::{BatchRunnerFactory, ProcessEnv};
 pub use call::{CallInput, ToolCall};
 pub use commands::{Commands, CustomCommand, Expansion, expand, load_commands, parse_command};
 #[doc(hidden)]

@@ -6,7 +6,7 @@
 //! not name is under `alcove.*`. A span's start and end are the times its
 //! events were emitted: the sink runs on the emitting task.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::SystemTime;
 
 use alcove_protocol::{AgentEvent, AgentPath, ContentBlock, EventKind, Role, Usage};
@@ -32,6 +32,17 @@ struct AgentSpans {
     usage: Usage,
 }
 
+/// A child's span, not started yet: it is made at the child's first event
+/// (with the time it was announced), so a child that turns out to run as
+/// another alcove process — which exports its own spans — never gets one
+/// here as well.
+struct Pending {
+    name: String,
+    attributes: Vec<KeyValue>,
+    parent: Context,
+    start: SystemTime,
+}
+
 /// Every open span of a session.
 pub(crate) struct Spans {
     tracer: SdkTracer,
@@ -39,10 +50,10 @@ pub(crate) struct Spans {
     parent: Option<SpanContext>,
     log_content: bool,
     agents: HashMap<AgentPath, AgentSpans>,
-    /// Tool calls whose child is another alcove process that exports its
-    /// own spans into this trace: `(agent, call id)`.
-    remote_calls: HashSet<(AgentPath, String)>,
-    /// The paths of such children: their re-tagged events are theirs.
+    /// Children announced whose span is not made yet.
+    pending: HashMap<AgentPath, Pending>,
+    /// Children that are other alcove processes exporting their own spans
+    /// into this trace: their re-tagged events are theirs, not ours.
     remote_paths: Vec<AgentPath>,
     session_model: String,
 }
@@ -54,7 +65,7 @@ impl Spans {
             parent,
             log_content,
             agents: HashMap::new(),
-            remote_calls: HashSet::new(),
+            pending: HashMap::new(),
             remote_paths: Vec::new(),
             session_model: String::new(),
         }
@@ -66,6 +77,7 @@ impl Spans {
         if self.is_remote(path) {
             return;
         }
+        self.materialize(path);
         match &event.kind {
             EventKind::SessionStarted {
                 session_id, model, ..
@@ -101,11 +113,7 @@ impl Spans {
                 depth,
                 ..
             } => {
-                if self.remote_calls.contains(&(path.clone(), call_id.clone())) {
-                    self.remote_paths.push(child.clone());
-                    return;
-                }
-                if self.agents.contains_key(child) {
+                if self.agents.contains_key(child) || self.pending.contains_key(child) {
                     // A spawned agent's next submission: its span goes on.
                     return;
                 }
@@ -118,11 +126,15 @@ impl Spans {
                     KeyValue::new("alcove.agent.depth", i64::from(*depth)),
                     KeyValue::new("alcove.parent.tool_call.id", call_id.clone()),
                 ];
-                let name = format!("invoke_agent {agent_type}");
-                let span = self.start(&name, SpanKind::Internal, attributes, &parent, now);
-                let model = self.session_model.clone();
-                self.agents
-                    .insert(child.clone(), AgentSpans::new(span, model));
+                self.pending.insert(
+                    child.clone(),
+                    Pending {
+                        name: format!("invoke_agent {agent_type}"),
+                        attributes,
+                        parent,
+                        start: now,
+                    },
+                );
             }
             EventKind::AgentEnded {
                 child,
@@ -132,6 +144,7 @@ impl Spans {
                 usage,
                 ..
             } => {
+                self.materialize(child);
                 if let Some(mut agent) = self.agents.remove(child) {
                     agent.end_open(now);
                     agent.span.set_attributes(usage_attributes(usage));
@@ -347,28 +360,57 @@ impl Spans {
         }
     }
 
+    /// Makes the span of `path` if it is still pending.
+    fn materialize(&mut self, path: &AgentPath) {
+        let Some(pending) = self.pending.remove(path) else {
+            return;
+        };
+        let span = self.start(
+            &pending.name,
+            SpanKind::Internal,
+            pending.attributes,
+            &pending.parent,
+            pending.start,
+        );
+        let model = self.session_model.clone();
+        self.agents
+            .insert(path.clone(), AgentSpans::new(span, model));
+    }
+
     /// Ends every span still open (the session is ending).
     pub(crate) fn end_all(&mut self) {
         let now = SystemTime::now();
+        let pending: Vec<AgentPath> = self.pending.keys().cloned().collect();
+        for path in pending {
+            self.materialize(&path);
+        }
         for (_, mut agent) in self.agents.drain() {
             agent.end_open(now);
             agent.span.end_with_timestamp(now);
         }
     }
 
-    /// Marks `call_id` of `agent` as starting a child that exports its own
-    /// spans, and gives the `traceparent` it continues from: the call's span.
-    pub(crate) fn remote_child(&mut self, agent: &AgentPath, call_id: &str) -> Option<String> {
-        let context = self
-            .agents
-            .get(agent)?
-            .tools
-            .get(call_id)?
-            .span_context()
-            .clone();
-        self.remote_calls
-            .insert((agent.clone(), call_id.to_owned()));
-        super::traceparent(&context)
+    /// Marks `child`, started by `call_id` of `agent`, as another alcove
+    /// process that exports its own spans, and gives the `traceparent` it
+    /// continues from: the call's span when the child was announced under
+    /// it, else the agent's own (a spawned agent's later submission).
+    pub(crate) fn remote_child(
+        &mut self,
+        agent: &AgentPath,
+        call_id: &str,
+        child: &AgentPath,
+    ) -> Option<String> {
+        if !self.remote_paths.contains(child) {
+            self.remote_paths.push(child.clone());
+        }
+        // Announced under the call that started it (a `spawn_agent` call
+        // has been answered by the time its process starts).
+        if let Some(pending) = self.pending.remove(child) {
+            return super::traceparent(pending.parent.span().span_context());
+        }
+        let spans = self.agents.get(agent)?;
+        let span = spans.tools.get(call_id).unwrap_or(&spans.span);
+        super::traceparent(span.span_context())
     }
 
     fn is_remote(&self, path: &AgentPath) -> bool {

@@ -29,7 +29,7 @@ fn phoenix() -> Option<String> {
         )
     });
     // Phoenix takes a while to start (it migrates its database first).
-    let deadline = Instant::now() + Duration::from_secs(240);
+    let deadline = Instant::now() + Duration::from_secs(900);
     loop {
         if get(&format!("{url}/healthz")).is_some() {
             return Some(url);

@@ -187,7 +187,8 @@ impl Supervisor {
             .lease_within(pool, tokens, turns, wait, &scope.run.cancel)
             .await?;
         let name = self.next_child_name();
-        let child = self.build_child(scope, &name, definition, request, cancel)?;
+        let mut child = self.build_child(scope, &name, definition, request, cancel)?;
+        child.call_id = call_id.to_owned();
         child.parent.emit(EventKind::AgentStarted {
             child: child.path.clone(),
             call_id: call_id.to_owned(),
@@ -367,6 +368,11 @@ impl Supervisor {
                 workspace: child.runtime.workspace.root(),
                 turns: run.max_turns,
                 tokens: run.token_budget,
+                env: self
+                    .process_env
+                    .as_ref()
+                    .map(|env| env(&child.parent.path, &child.call_id, &child.path))
+                    .unwrap_or_default(),
             },
             &run.cancel,
             &child.path,

@@ -51,6 +51,8 @@ pub(crate) struct ProcessCall<'a> {
     pub(crate) turns: u32,
     /// The child's share of tokens.
     pub(crate) tokens: Option<u64>,
+    /// More variables for the command (the front end's: a trace to continue).
+    pub(crate) env: Vec<(String, String)>,
 }
 
 /// Whether `command` runs alcove itself (a word of it is `alcove`).
@@ -144,6 +146,7 @@ pub(crate) async fn run_process(
         workspace,
         turns,
         tokens,
+        env,
     } = call;
     let mut full = command.to_owned();
     if runs_alcove(command) {
@@ -169,6 +172,7 @@ pub(crate) async fn run_process(
         .arg(&full)
         .current_dir(workspace)
         .env(POLICY_ENV, policy.to_json())
+        .envs(env)
         .process_group(0)
         .kill_on_drop(true)
         .stdin(Stdio::piped())

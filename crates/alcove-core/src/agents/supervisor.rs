@@ -113,7 +113,17 @@ pub struct Supervisor {
     /// Where `spawn_batch` tasks run when not in this process (the front
     /// end's choice: a command, Slurm).
     pub(crate) batch_runner: Option<Arc<BatchRunnerFactory>>,
+    /// Variables a process-runner child's command gets besides the policy
+    /// (the front end's: the trace it continues).
+    pub(crate) process_env: Option<Arc<ProcessEnv>>,
 }
+
+/// The environment variables for the process that runs `child`, started by
+/// the tool call `call_id` of the agent at `parent` (a spawned agent's
+/// submission or a batch task run as a command).
+pub type ProcessEnv = dyn Fn(&alcove_protocol::AgentPath, &str, &alcove_protocol::AgentPath) -> Vec<(String, String)>
+    + Send
+    + Sync;
 
 /// Builds the command a batch's tasks run as (a process, a Slurm step): a
 /// layer below the child lifecycle, which gives every task its slot, lease,
@@ -148,7 +158,14 @@ impl Supervisor {
             observers: None,
             batches: Batches::new(limits.max_concurrent),
             batch_runner: None,
+            process_env: None,
         }
+    }
+
+    /// Gives each process-runner child's command the variables `env` names.
+    pub fn with_process_env(mut self, env: Arc<ProcessEnv>) -> Supervisor {
+        self.process_env = Some(env);
+        self
     }
 
     /// Runs `spawn_batch` tasks through the runner `factory` builds
