@@ -12,10 +12,9 @@ use std::sync::Arc;
 
 use alcove_core::batch::{
     Batch, BatchBudget, BatchPlan, ChildRunner, CommandRunner, Isolation, SlurmOptions,
-    SlurmRunner, TaskRunner, parse_tasks_jsonl, summary,
+    SlurmRunner, TaskCommand, TaskRunner, parse_tasks_jsonl, summary,
 };
-use alcove_core::{BatchRunnerFactory, EventSink, NoApprover, ParentPolicy};
-use alcove_protocol::AgentPath;
+use alcove_core::{BatchRunnerFactory, EventSink, NoApprover};
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use serde::Deserialize;
@@ -201,23 +200,21 @@ fn runner(
     kind: RunnerKind,
     cancel: &CancellationToken,
 ) -> anyhow::Result<Arc<dyn TaskRunner>> {
-    if kind == RunnerKind::Inprocess {
-        // Tasks are children of a main agent that never calls the model.
-        return Ok(Arc::new(ChildRunner::new(
+    // Tasks are children of a main agent that never calls the model; a
+    // process or Slurm task is such a child too, run by a command (which
+    // gets the rules, the sandbox and its budgets as a ceiling).
+    let command = match kind {
+        RunnerKind::Inprocess => None,
+        _ => Some(Runners::new(common, &session.config)?.build(kind)),
+    };
+    Ok(Arc::new(
+        ChildRunner::new(
             &session.supervisor,
             session.runtime.clone(),
             session.main_run(cancel.clone()),
-        )));
-    }
-    let runners = Runners::new(
-        common,
-        &session.config,
-        session.runtime.workspace.root(),
-        session.runtime.events.clone(),
-    )?;
-    // The remote alcove gets the rules and the sandbox as a ceiling.
-    let policy = ParentPolicy::of(&session.gate).with_sandbox(session.sandbox.scope);
-    Ok(runners.build(kind, &AgentPath::main(), policy))
+        )
+        .through(command),
+    ))
 }
 
 /// What the process and Slurm runners are built from.
@@ -225,17 +222,10 @@ fn runner(
 struct Runners {
     command: String,
     slurm: SlurmOptions,
-    workspace: PathBuf,
-    events: Arc<dyn EventSink>,
 }
 
 impl Runners {
-    fn new(
-        common: &CommonArgs,
-        config: &Config,
-        workspace: &Path,
-        events: Arc<dyn EventSink>,
-    ) -> anyhow::Result<Runners> {
+    fn new(common: &CommonArgs, config: &Config) -> anyhow::Result<Runners> {
         let alcove = alcove_exec(common)?;
         let command = std::env::var("ALCOVE_SUBAGENT_COMMAND")
             .ok()
@@ -249,35 +239,15 @@ impl Runners {
                 cpus_per_task: config.batch.cpus_per_task.unwrap_or(1),
                 extra: config.batch.srun_options.clone(),
             },
-            workspace: workspace.to_owned(),
-            events,
         })
     }
 
-    /// A process or Slurm runner whose tasks are children of `parent`,
-    /// under its `policy`.
-    fn build(
-        &self,
-        kind: RunnerKind,
-        parent: &AgentPath,
-        policy: ParentPolicy,
-    ) -> Arc<dyn TaskRunner> {
-        let command_runner = |command: String| {
-            CommandRunner::new(
-                command,
-                self.workspace.clone(),
-                parent.clone(),
-                self.events.clone(),
-                policy.clone(),
-            )
-        };
+    /// The command a process or Slurm task runs as.
+    fn build(&self, kind: RunnerKind) -> Arc<dyn TaskCommand> {
         match kind {
-            RunnerKind::Slurm => Arc::new(SlurmRunner::new(
-                command_runner(String::new()),
-                self.slurm.clone(),
-            )),
+            RunnerKind::Slurm => Arc::new(SlurmRunner::new(self.slurm.clone())),
             RunnerKind::Process | RunnerKind::Inprocess => {
-                Arc::new(command_runner(self.command.clone()))
+                Arc::new(CommandRunner::new(self.command.clone()))
             }
         }
     }
@@ -289,8 +259,6 @@ impl Runners {
 pub(crate) fn model_batch_runner(
     common: &CommonArgs,
     config: &Config,
-    workspace: &Path,
-    events: Arc<dyn EventSink>,
 ) -> Result<Option<Arc<BatchRunnerFactory>>, UsageError> {
     let kind = match config.batch.runner.as_deref() {
         None | Some("inprocess") => return Ok(None),
@@ -302,13 +270,9 @@ pub(crate) fn model_batch_runner(
             )));
         }
     };
-    let runners = Runners::new(common, config, workspace, events)
-        .map_err(|err| UsageError(format!("batch.runner: {err:#}")))?;
-    Ok(Some(Arc::new(
-        move |parent: &AgentPath, policy: &ParentPolicy| {
-            runners.build(kind, parent, policy.clone())
-        },
-    )))
+    let runners =
+        Runners::new(common, config).map_err(|err| UsageError(format!("batch.runner: {err:#}")))?;
+    Ok(Some(Arc::new(move || runners.build(kind))))
 }
 
 /// `<this alcove> exec --json -`, with the parent's model, permission mode,

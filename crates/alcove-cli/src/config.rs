@@ -65,6 +65,8 @@ pub(crate) struct Config {
     pub(crate) prompt_cache_key: Option<bool>,
     /// `[pricing."provider/model"]`: prices per million tokens.
     pub(crate) pricing: BTreeMap<String, Price>,
+    /// `[telemetry]`: OpenTelemetry traces (off unless a collector is named).
+    pub(crate) telemetry: crate::telemetry::TelemetryEntry,
 }
 
 /// `[pricing."provider/model"]`: what a million tokens of each kind cost.

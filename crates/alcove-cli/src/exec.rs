@@ -96,7 +96,25 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
     let signal = tokio::spawn(watch_signals(cancel.clone()));
     session.ready().await;
     let run = session.main_run(cancel.clone());
+    // A parent alcove's deadline for this one ends the run like a budget.
+    let deadline = session.deadline.map(|limit| {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(limit).await;
+            cancel.cancel();
+        })
+    });
     let mut outcome = run_agent(&runtime, &run, history, Message::user_text(prompt)).await;
+    if let (Some(timer), Some(limit)) = (&deadline, session.deadline) {
+        if outcome.status == RunStatus::Aborted && timer.is_finished() {
+            outcome.status = RunStatus::Budget;
+            outcome.error = Some(format!(
+                "wall time over {}s (the parent's deadline)",
+                limit.as_secs()
+            ));
+        }
+        timer.abort();
+    }
     if outcome.status == RunStatus::Completed && session.supervisor.limits().wait_on_exit {
         outcome = finish_spawned(&session, &runtime, &run, &cancel, outcome).await;
     }

@@ -27,6 +27,7 @@ mod resume;
 mod sandbox_setup;
 mod session;
 mod skills_cmd;
+mod telemetry;
 mod tui;
 mod worktrees_cmd;
 

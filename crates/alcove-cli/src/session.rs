@@ -37,6 +37,24 @@ pub(crate) const DEFAULT_MAX_TOKENS: u32 = 8192;
 /// How many times stop hooks may send one run back to work.
 pub(crate) const STOP_HOOK_LIMIT: u32 = 3;
 
+/// Starts OpenTelemetry export when a collector is named (config or the
+/// standard variables); a session whose export cannot start goes on with a
+/// warning. A process-runner child continues the trace its parent passed.
+fn start_telemetry(
+    config: &Config,
+    warnings: &mut Vec<String>,
+) -> Option<crate::telemetry::Telemetry> {
+    let target = crate::telemetry::Target::resolve(&config.telemetry, env_var)?;
+    let parent = env_var(crate::telemetry::TRACEPARENT_ENV);
+    match crate::telemetry::Telemetry::start(&target, parent.as_deref()) {
+        Ok(telemetry) => Some(telemetry),
+        Err(message) => {
+            warnings.push(message);
+            None
+        }
+    }
+}
+
 /// What a front end adds to a session.
 pub(crate) struct FrontEnd {
     /// Where events go besides the transcript.
@@ -65,6 +83,10 @@ pub(crate) struct Session {
     /// [`Session::main_run`] appends (re-read only when the file changed).
     pub(crate) system_prompt: String,
     pub(crate) max_turns: u32,
+    /// The main agent's token budget: what a parent alcove gave this one.
+    pub(crate) token_budget: Option<u64>,
+    /// The main agent's wall time: what a parent alcove gave this one.
+    pub(crate) deadline: Option<std::time::Duration>,
     pub(crate) skills: Arc<Skills>,
     pub(crate) commands: Arc<Commands>,
     pub(crate) memory: Arc<Memory>,
@@ -119,6 +141,11 @@ impl Session {
         let layers = config_show::layers(&dirs, workspace.root(), &common.overrides)
             .map_err(|err| UsageError(format!("{err:#}")))?;
         let parent = parent_policy(common)?;
+        // A parent alcove's budgets for this one are ceilings on its own.
+        let charter = parent
+            .as_ref()
+            .map(ParentPolicy::charter)
+            .unwrap_or_default();
         // A parent alcove's sandbox is a ceiling for this one's.
         let ceiling = parent.as_ref().and_then(ParentPolicy::sandbox);
         let sandbox = sandbox_setup::setup(&layers, common, workspace.root(), ceiling)?;
@@ -142,7 +169,8 @@ impl Session {
         let max_turns = front_end
             .max_turns
             .or(config.max_turns)
-            .unwrap_or(DEFAULT_MAX_TURNS);
+            .unwrap_or(DEFAULT_MAX_TURNS)
+            .min(charter.max_turns.unwrap_or(u32::MAX));
         if max_turns == 0 {
             return Err(UsageError("--max-turns must be at least 1".to_owned()).into());
         }
@@ -208,7 +236,11 @@ impl Session {
             &dirs.data.join("sessions").join(&id).join("mcp"),
             &env_remove,
         );
+        let telemetry = start_telemetry(&config, &mut setup_warnings);
         let mut observers = FanOut::default();
+        if let Some(telemetry) = &telemetry {
+            observers = observers.with(telemetry.sink());
+        }
         for sink in front_end.sinks {
             observers = observers.with(sink);
         }
@@ -220,6 +252,9 @@ impl Session {
                 .with(observers.clone())
                 .with(probe_start.clone()),
         );
+        if let Some(telemetry) = &telemetry {
+            telemetry.warn_to(events.clone());
+        }
         let hooks = hook_setup::build(
             hook_config,
             HookSession {
@@ -268,29 +303,28 @@ impl Session {
                 Some(context_setup::child_window(&factory_config, &provider_config).tokens);
             alcove_model::connect(provider_config).map_err(|err| err.to_string())
         });
-        let batch_runner = crate::batch_cmd::model_batch_runner(
-            common,
-            &config,
-            runtime.workspace.root(),
-            observers.clone(),
-        )?;
-        let supervisor = Arc::new(
-            Supervisor::new(
-                agent_limits(&config.agents, tool_profile(&config)?),
-                definitions,
-                Some(dirs.data.join("sessions").join(&id)),
-            )
-            .with_model_factory(model_factory.clone())
-            .with_project_instructions(project.text.clone())
-            .with_skills(skills.clone())
-            .with_redactions(redactions)
-            .with_observers(observers)
-            .with_first_child_number(next_child_number(&dirs.data.join("sessions").join(&id)))
-            .with_command(
-                env_var("ALCOVE_SUBAGENT_COMMAND").or_else(|| config.agents.command.clone()),
-            )
-            .with_batch_runner(batch_runner),
-        );
+        let batch_runner = crate::batch_cmd::model_batch_runner(common, &config)?;
+        let mut supervisor = Supervisor::new(
+            agent_limits(&config.agents, tool_profile(&config)?),
+            definitions,
+            Some(dirs.data.join("sessions").join(&id)),
+        )
+        .with_model_factory(model_factory.clone())
+        .with_project_instructions(project.text.clone())
+        .with_skills(skills.clone())
+        .with_redactions(redactions)
+        .with_observers(observers)
+        .with_first_child_number(next_child_number(&dirs.data.join("sessions").join(&id)))
+        .with_command(env_var("ALCOVE_SUBAGENT_COMMAND").or_else(|| config.agents.command.clone()))
+        .with_batch_runner(batch_runner);
+        // With traces on, a process-runner child continues this trace.
+        if let Some(telemetry) = &telemetry {
+            let sink = telemetry.sink();
+            let env: Arc<alcove_core::ProcessEnv> =
+                Arc::new(move |agent, call_id, child| sink.child_env(agent, call_id, child));
+            supervisor = supervisor.with_process_env(env);
+        }
+        let supervisor = Arc::new(supervisor);
         runtime.emit(
             &AgentPath::main(),
             EventKind::SessionStarted {
@@ -331,6 +365,8 @@ impl Session {
             gate,
             transcript,
             max_turns,
+            token_budget: charter.max_tokens,
+            deadline: charter.wall_secs.map(std::time::Duration::from_secs),
             config,
             dirs,
             history: resumed.history,
@@ -414,7 +450,7 @@ impl Session {
             system_prompt: format!("{}{}", self.system_prompt, self.memory.section()),
             max_turns: self.max_turns,
             cancel,
-            token_budget: None,
+            token_budget: self.token_budget,
             lineage: None,
             sandbox: self.sandbox.scope,
         }

@@ -34,7 +34,7 @@ use alcove_tools::{Access, Invocation, Workspace};
 use serde_json::Value;
 
 pub use approval::{Approval, ApprovalRequest, Approver, NoApprover};
-pub use policy::{POLICY_ENV, ParentPolicy};
+pub use policy::{Charter, POLICY_ENV, ParentPolicy};
 pub use rules::{Rule, RuleError, RuleKind, RuleSet};
 
 use paths::PathContext;

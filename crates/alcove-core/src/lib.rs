@@ -47,13 +47,13 @@ pub use agent_loop::{
     AgentOutcome, AgentRun, DEFAULT_MAX_TOOL_CALLS_PER_REPLY, Inbox, Limits, Runtime, ToolSpecSets,
     run_agent,
 };
-pub use agents::BatchRunnerFactory;
 pub use agents::batch;
 pub use agents::{
     AgentDefinition, AgentLimits, DEFAULT_AGENT_TYPE, Definitions, ModelFactory, Supervisor,
     TreeBudget, TreeUsage,
 };
 pub use agents::{AgentPermissions, DefinitionError, load_definitions, parse_definition};
+pub use agents::{BatchRunnerFactory, ProcessEnv};
 pub use call::{CallInput, ToolCall};
 pub use commands::{Commands, CustomCommand, Expansion, expand, load_commands, parse_command};
 #[doc(hidden)]
@@ -65,7 +65,7 @@ pub use context::{ProjectContext, system_prompt};
 pub use events::{EventSink, FanOut};
 pub use frontmatter::substitute_arguments;
 pub use gate::{
-    Approval, ApprovalRequest, Approver, Decision, NoApprover, POLICY_ENV, ParentPolicy,
+    Approval, ApprovalRequest, Approver, Charter, Decision, NoApprover, POLICY_ENV, ParentPolicy,
     PermissionGate, PermissionMode,
 };
 pub use gate::{Rule, RuleError, RuleKind, RuleSet};

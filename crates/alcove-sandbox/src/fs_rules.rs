@@ -299,6 +299,7 @@ mod tests {
             writable: vec![root.join("work")],
             deny_read: deny,
             limits: crate::ResourceLimits::NONE,
+            guards: Vec::new(),
         };
         let listed = policy(vec![root.join("home/.ssh")]);
         let prepared = prepare(&listed).unwrap();

@@ -276,6 +276,7 @@ fn start(request: Request, fds: Vec<OwnedFd>, kept: &mut Kept) -> Result<Pid, St
             None
         }
     };
+    let binds = crate::git_guard::Binds::new(&request.policy.guards)?;
     let command = spawn::Command {
         argv: &request.argv,
         env: &request.env,
@@ -285,6 +286,7 @@ fn start(request: Request, fds: Vec<OwnedFd>, kept: &mut Kept) -> Result<Pid, St
         cgroup: cgroup.as_ref().and_then(Taken::procs_to_join),
         limits: (kept.limits != limits).then_some(limits),
         ruleset,
+        binds: &binds,
     };
     let started = starter.start(command, &stdout, &stderr);
     match (&started, cgroup) {
@@ -406,6 +408,7 @@ mod tests {
             writable: vec!["/w".into()],
             deny_read: Vec::new(),
             limits: crate::ResourceLimits::default(),
+            guards: Vec::new(),
         };
         let json = serde_json::to_string(&policy).unwrap();
         let argv = [
@@ -447,6 +450,7 @@ mod tests {
             writable: Vec::new(),
             deny_read: Vec::new(),
             limits: crate::ResourceLimits::NONE,
+            guards: Vec::new(),
         })
         .unwrap();
         let missing_args = format!("{json}\0/\x003\0bash\0");

@@ -6,7 +6,8 @@
 //! this small program (as Codex re-executes itself): the launcher sets the resource limits, moves
 //! into the session's network namespace when the network is off
 //! ([`shared_net`], or a fresh one where the session has none), locks
-//! itself into a Landlock domain, and then replaces itself with the command,
+//! itself into a Landlock domain (after binding git's hooks and config
+//! read-only in a mount namespace of its own, [`git_guard`]), and then replaces itself with the command,
 //! which inherits all of it. Doing this in a fresh single-threaded process
 //! needs no `unsafe` `pre_exec` hook in the multi-threaded agent, and
 //! nothing can be undone by the command: Landlock domains and namespaces are
@@ -26,6 +27,7 @@ use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 use crate::fs_rules;
+use crate::git_guard;
 use crate::net;
 use crate::policy::{LaunchPolicy, SandboxMode};
 use crate::shared_net;
@@ -76,6 +78,11 @@ fn launch(args: Vec<OsString>) -> Result<Never, String> {
             Some(holder) => shared_net::join(holder)?,
             None => net::isolate(policy.allow_loopback)?,
         }
+    }
+    if policy.mode != SandboxMode::Off && !policy.guards.is_empty() {
+        let binds = git_guard::Binds::new(&policy.guards)?;
+        git_guard::own_mount_namespace()?;
+        binds.apply()?;
     }
     restrict_self(&policy)?;
     let err = Command::new(&program).args(&rest).exec();

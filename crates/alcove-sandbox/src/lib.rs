@@ -26,6 +26,7 @@ use std::sync::{Arc, OnceLock};
 pub mod availability;
 mod cgroups;
 mod fs_rules;
+pub mod git_guard;
 mod held;
 mod holder;
 pub mod launcher;
@@ -219,6 +220,10 @@ impl Confinement {
     ) -> Result<Launch, String> {
         let mut private_tmp = None;
         let mut env = Vec::new();
+        let guards = match scope.mode {
+            SandboxMode::WorkspaceWrite => git_guard::git_guards(workspace),
+            _ => Vec::new(),
+        };
         let writable = match scope.mode {
             SandboxMode::Off => Vec::new(),
             SandboxMode::ReadOnly => {
@@ -249,6 +254,7 @@ impl Confinement {
             deny_read: self.deny_read.clone(),
             limits: self.limits,
             network_holder,
+            guards,
         };
         let policy = serde_json::to_string(&policy).map_err(|err| err.to_string())?;
         let mut argv = self.launcher_args();

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::git_guard::Guard;
 use crate::limits::ResourceLimits;
 
 /// How much a command may change.
@@ -126,6 +127,11 @@ pub struct LaunchPolicy {
     pub deny_read: Vec<PathBuf>,
     /// Resource limits.
     pub limits: ResourceLimits,
+    /// Paths bound over themselves in the command's own mount namespace,
+    /// read-only but for pinned folders: what git would run later
+    /// ([`crate::git_guard`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guards: Vec<Guard>,
 }
 
 #[cfg(test)]
@@ -140,6 +146,7 @@ impl LaunchPolicy {
             writable: Vec::new(),
             deny_read: Vec::new(),
             limits: crate::ResourceLimits::NONE,
+            guards: Vec::new(),
         }
     }
 }

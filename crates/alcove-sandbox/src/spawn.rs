@@ -12,6 +12,10 @@
 //! more than the same through a shared-memory clone (bench/notes.md,
 //! point 31).
 //!
+//! With guarded paths ([`crate::git_guard`]) the clone also makes a mount
+//! namespace, owned by the child's user namespace, in which the child binds
+//! them read-only before it enters its Landlock domain.
+//!
 //! Everything the child needs is made before the clone ([`Launch`]), so on
 //! its way to `execve` the child allocates nothing (what it allocated would
 //! stay in the holder's heap). A step that fails hands its reason back
@@ -31,6 +35,7 @@ use nix::sched::CloneFlags;
 use nix::sys::signal::SigSet;
 use nix::unistd::{Pid, geteuid, getgid, getuid};
 
+use crate::git_guard::Binds;
 use crate::launcher::LAUNCH_FAILED;
 use crate::limits::ResourceLimits;
 
@@ -167,6 +172,9 @@ struct Launch<'a> {
     /// A copy of the Landlock ruleset's descriptor: every command the
     /// holder starts enters a domain (the holder is in none of its own).
     ruleset: OwnedFd,
+    /// Paths bound read-only in the command's own mount namespace, which
+    /// the clone makes when there are any ([`crate::git_guard`]).
+    binds: &'a Binds,
     /// Why the child did not become the command, set by the child.
     failure: Cell<Option<String>>,
 }
@@ -181,6 +189,7 @@ pub(crate) struct Command<'a> {
     pub(crate) cgroup: Option<&'a CStr>,
     pub(crate) limits: Option<ResourceLimits>,
     pub(crate) ruleset: OwnedFd,
+    pub(crate) binds: &'a Binds,
 }
 
 fn c_string(bytes: &[u8], what: &str) -> Result<CString, String> {
@@ -251,6 +260,7 @@ impl<'a> Launch<'a> {
             cgroup: command.cgroup,
             limits: command.limits,
             ruleset: command.ruleset,
+            binds: command.binds,
             failure: Cell::new(None),
         })
     }
@@ -261,7 +271,12 @@ impl<'a> Launch<'a> {
     /// failure comes with it.
     #[allow(unsafe_code)]
     fn start(self, stack: &mut ChildStack) -> Result<(Pid, Option<String>), String> {
-        let flags = CloneFlags::CLONE_VM | CloneFlags::CLONE_VFORK | CloneFlags::CLONE_NEWUSER;
+        let mut flags = CloneFlags::CLONE_VM | CloneFlags::CLONE_VFORK | CloneFlags::CLONE_NEWUSER;
+        if !self.binds.is_empty() {
+            // Owned by the child's new user namespace, so the holder's
+            // mounts are copied as slaves: nothing bound propagates back.
+            flags |= CloneFlags::CLONE_NEWNS;
+        }
         let child = Box::new(|| -> isize {
             let reason = self.become_command();
             self.failure.set(Some(reason));
@@ -321,6 +336,7 @@ impl<'a> Launch<'a> {
             ));
         }
         write_id_maps(&self.fixed.uid_map, &self.fixed.gid_map)?;
+        self.binds.apply()?;
         if let Some(procs) = self.cgroup {
             join_pids_cgroup(procs)?;
         }
@@ -470,6 +486,9 @@ mod tests {
         Option::<OwnedFd>::from(prepared.ruleset).unwrap()
     }
 
+    static NO_BINDS: std::sync::LazyLock<Binds> =
+        std::sync::LazyLock::new(|| Binds::new(&[]).unwrap());
+
     fn launch_of<'a>(
         fixed: &'a Fixed,
         argv: &'a [OsString],
@@ -486,6 +505,7 @@ mod tests {
             cgroup: None,
             limits: None,
             ruleset: bare_ruleset(),
+            binds: &NO_BINDS,
         };
         Launch::new(command, &out, &out, fixed).unwrap()
     }

@@ -34,5 +34,6 @@ mod report;
 mod roles;
 mod skills;
 mod support;
+mod telemetry;
 mod tools;
 mod tui;

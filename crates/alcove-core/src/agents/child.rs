@@ -72,6 +72,8 @@ pub(crate) struct Child {
     /// The parent's runtime and path: where the child's start and end are
     /// recorded and its notices left.
     pub(crate) parent: ParentLink,
+    /// The parent's tool call that started it.
+    pub(crate) call_id: String,
     /// Its own git worktree (`isolation: worktree`).
     pub(crate) worktree: Option<Worktree>,
 }
@@ -246,6 +248,7 @@ impl Supervisor {
                 runtime: scope.runtime.clone(),
                 path: scope.path().clone(),
             },
+            call_id: String::new(),
             worktree,
         })
     }

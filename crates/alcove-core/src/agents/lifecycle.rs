@@ -11,6 +11,8 @@
 //!                   │                      |                          |
 //!   run_submission: run ─ turns, tokens (the lease's share), wall clock;
 //!                   │     a panic becomes `failed`; in-process or the process runner
+//!                   │     (a layer below: the shares travel with the command as
+//!                   │     its charter and are enforced from outside too)
 //!                   │                      |                          |
 //!                 settle ─ the tree is charged what was used, the rest refunded;
 //!                   │     the slot is released
@@ -89,6 +91,21 @@ pub(crate) struct Ended {
     pub(crate) elapsed: Duration,
     /// The turn cap the run had (its own, or less when the tree had less left).
     pub(crate) max_turns: u32,
+    /// For a run by the process runner, the footer's line about it: the
+    /// alcove session it ran, or, for a command that reported no usage,
+    /// what bounded it.
+    pub(crate) remote_note: Option<String>,
+}
+
+/// What the runner below the lifecycle returned.
+struct Worked {
+    outcome: AgentOutcome,
+    output: Option<String>,
+    remote_session: Option<String>,
+    /// Whether the run's usage is known (always, in this process).
+    metered: bool,
+    /// Which share the process runner killed the command for.
+    over_share: Option<String>,
 }
 
 /// What runs a submission besides the in-process loop.
@@ -170,7 +187,8 @@ impl Supervisor {
             .lease_within(pool, tokens, turns, wait, &scope.run.cancel)
             .await?;
         let name = self.next_child_name();
-        let child = self.build_child(scope, &name, definition, request, cancel)?;
+        let mut child = self.build_child(scope, &name, definition, request, cancel)?;
+        child.call_id = call_id.to_owned();
         child.parent.emit(EventKind::AgentStarted {
             child: child.path.clone(),
             call_id: call_id.to_owned(),
@@ -220,7 +238,7 @@ impl Supervisor {
         run.token_budget = lease.reservation.tokens;
         let work = async {
             match &remote {
-                Some(remote) => Some(self.run_remote(child, remote, &message, cancel).await),
+                Some(remote) => Some(self.run_remote(child, &run, remote, &message).await),
                 None => {
                     // A task of its own, so siblings run on every worker
                     // thread, not all inside their parent's task.
@@ -230,7 +248,13 @@ impl Supervisor {
                     let task = ChildTask(tokio::spawn(async move {
                         run_agent(&runtime, &run, history, message).await
                     }));
-                    task.join().await.map(|outcome| (outcome, None, None))
+                    task.join().await.map(|outcome| Worked {
+                        outcome,
+                        output: None,
+                        remote_session: None,
+                        metered: true,
+                        over_share: None,
+                    })
                 }
             }
         };
@@ -248,9 +272,21 @@ impl Supervisor {
             },
             None => work.await,
         };
-        let (mut outcome, output, remote_session) = match finished {
-            Ok(Some(ended)) => ended,
-            Ok(None) | Err(_) => (panicked(), None, None),
+        let Worked {
+            mut outcome,
+            output,
+            remote_session,
+            metered,
+            over_share,
+        } = match finished {
+            Ok(Some(worked)) => worked,
+            Ok(None) | Err(_) => Worked {
+                outcome: panicked(),
+                output: None,
+                remote_session: None,
+                metered: true,
+                over_share: None,
+            },
         };
         if budget_note.is_some() && outcome.error.is_none() {
             outcome.status = RunStatus::Budget;
@@ -260,6 +296,30 @@ impl Supervisor {
                 run.token_budget.unwrap_or_default()
             ));
         }
+        if over_share.is_some() {
+            budget_note = over_share;
+        }
+        let remote_note = remote.as_ref().map(|_| {
+            let ran = match &remote_session {
+                Some(session) => {
+                    format!("[alcove evidence] ran by the process runner: session {session}")
+                }
+                None => "[alcove evidence] ran by the process runner".to_owned(),
+            };
+            match (metered, child.timeout) {
+                (true, _) => ran,
+                (false, Some(limit)) => format!(
+                    "{ran} | usage: not reported (the command does not speak alcove's events), \
+                     so no tokens were charged; it was bounded by its wall time of {}s",
+                    limit.as_secs_f64()
+                ),
+                (false, None) => format!(
+                    "{ran} | usage: not reported (the command does not speak alcove's events), \
+                     so no tokens were charged; no wall time was set (agents.timeout_secs, a \
+                     batch's task_secs), so only cancelling bounded it"
+                ),
+            }
+        });
         let Lease {
             _permit,
             reservation,
@@ -276,18 +336,29 @@ impl Supervisor {
             remote_session,
             elapsed: started.elapsed(),
             max_turns: run.max_turns,
+            remote_note,
         }
     }
 
-    /// The process runner's submission, as an outcome.
+    /// The process runner's submission under `run`'s shares, as an
+    /// outcome: the charter travels with the command (rules, mode,
+    /// sandbox, turns, tokens, wall time) and the runner enforces the
+    /// shares from outside.
     async fn run_remote(
         &self,
         child: &Child,
+        run: &crate::AgentRun,
         remote: &Remote<'_>,
         message: &str,
-        cancel: &CancellationToken,
-    ) -> (AgentOutcome, Option<String>, Option<String>) {
-        let policy = crate::ParentPolicy::of(&child.run.gate).with_sandbox(child.run.sandbox);
+    ) -> Worked {
+        let charter = crate::Charter {
+            max_turns: Some(run.max_turns),
+            max_tokens: run.token_budget,
+            wall_secs: child.timeout.map(|limit| limit.as_secs().max(1)),
+        };
+        let policy = crate::ParentPolicy::of(&child.run.gate)
+            .with_sandbox(child.run.sandbox)
+            .with_charter(charter);
         let ran = super::runner::run_process(
             super::runner::ProcessCall {
                 command: remote.command,
@@ -295,20 +366,34 @@ impl Supervisor {
                 resume: remote.session,
                 policy: &policy,
                 workspace: child.runtime.workspace.root(),
+                turns: run.max_turns,
+                tokens: run.token_budget,
+                env: self
+                    .process_env
+                    .as_ref()
+                    .map(|env| env(&child.parent.path, &child.call_id, &child.path))
+                    .unwrap_or_default(),
             },
-            cancel,
+            &run.cancel,
             &child.path,
             child.runtime.events.as_ref(),
         )
         .await;
         let outcome = AgentOutcome {
             status: ran.status,
-            messages: Vec::new(),
+            // The command's last words, as the report reads a child's.
+            messages: ran.output.iter().map(Message::assistant_text).collect(),
             turns: ran.turns,
             usage: ran.usage,
             error: ran.error,
         };
-        (outcome, ran.output, ran.session)
+        Worked {
+            outcome,
+            output: ran.output,
+            remote_session: ran.session,
+            metered: ran.metered,
+            over_share: ran.over_share,
+        }
     }
 }
 
@@ -340,10 +425,20 @@ impl ChildRun {
     /// [`ChildRun::run_to_end`], keeping what a queue records besides the
     /// report: how the run ended and the child (evidence, transcript).
     pub(crate) async fn finish(self, supervisor: &Supervisor, prompt: String) -> ChildEnd {
+        self.finish_on(supervisor, prompt, None).await
+    }
+
+    /// [`ChildRun::finish`], run by `remote` (the process runner) when given.
+    pub(crate) async fn finish_on(
+        self,
+        supervisor: &Supervisor,
+        prompt: String,
+        remote: Option<Remote<'_>>,
+    ) -> ChildEnd {
         let ChildRun { child, lease } = self;
         let cancel = child.run.cancel.clone();
         let ended = supervisor
-            .run_submission(&child, lease, Vec::new(), prompt, &cancel, None)
+            .run_submission(&child, lease, Vec::new(), prompt, &cancel, remote)
             .await;
         let tree = supervisor
             .tree
@@ -363,6 +458,10 @@ impl ChildRun {
             },
             &child.evidence,
         );
+        if let Some(line) = &ended.remote_note {
+            output.content.push('\n');
+            output.content.push_str(line);
+        }
         if let Some(worktree) = &child.worktree {
             let line = super::worktree_child::finish(worktree, &child.label).await;
             output.content.push('\n');

@@ -41,4 +41,4 @@ pub use budget::{TreeBudget, TreeUsage};
 pub use definitions::{AgentDefinition, AgentPermissions, DEFAULT_AGENT_TYPE, Definitions};
 pub use loader::{DefinitionError, load_definitions, parse_definition};
 pub(crate) use scope::AgentScope;
-pub use supervisor::{AgentLimits, BatchRunnerFactory, ModelFactory, Supervisor};
+pub use supervisor::{AgentLimits, BatchRunnerFactory, ModelFactory, ProcessEnv, Supervisor};

@@ -17,6 +17,16 @@
 //! `ssh host alcove exec --json -`, where the environment does not cross),
 //! as `--parent-policy <hex>` on its command line. An alcove given a policy
 //! narrows it and never loosens it: its own mode and rules apply below it.
+//!
+//! So does its charter (`Charter`: its share of turns and tokens, its wall
+//! time), which an alcove child takes as ceilings. The runner also enforces
+//! the shares from outside, from the events the child reports: the usage of
+//! every model request (its own and its descendants') is summed, the child's
+//! own turns counted, and the process group is killed as soon as either is
+//! over its share (status `max_turns` or `budget`). The wall time is the
+//! lifecycle's (`agents/lifecycle.rs`), which cancels the submission. A
+//! command that reports no events is bounded by the wall time only
+//! ([`ProcessOutcome::metered`] says so).
 
 use std::path::Path;
 use std::process::Stdio;
@@ -37,6 +47,12 @@ pub(crate) struct ProcessCall<'a> {
     pub(crate) resume: Option<&'a str>,
     pub(crate) policy: &'a ParentPolicy,
     pub(crate) workspace: &'a Path,
+    /// The child's share of turns.
+    pub(crate) turns: u32,
+    /// The child's share of tokens.
+    pub(crate) tokens: Option<u64>,
+    /// More variables for the command (the front end's: a trace to continue).
+    pub(crate) env: Vec<(String, String)>,
 }
 
 /// Whether `command` runs alcove itself (a word of it is `alcove`).
@@ -66,6 +82,53 @@ pub(crate) struct ProcessOutcome {
     pub(crate) session: Option<String>,
     pub(crate) usage: Usage,
     pub(crate) turns: u32,
+    /// Whether the command reported its usage (alcove's events): a command
+    /// that did not is bounded by its wall time only.
+    pub(crate) metered: bool,
+    /// Which share the runner killed the command for, when it did.
+    pub(crate) over_share: Option<String>,
+}
+
+/// What the runner has seen a child use, from its events.
+#[derive(Default)]
+struct Meter {
+    /// Every model request's usage, the child's descendants' included.
+    usage: Usage,
+    /// The child's own turns (its `main`'s `turn_started`).
+    turns: u32,
+    /// Whether any usage or end was reported at all.
+    reported: bool,
+}
+
+impl Meter {
+    /// Takes in what `event` reports; `Some` with the reason when a share
+    /// is now spent.
+    fn observe(
+        &mut self,
+        event: &AgentEvent,
+        turns: u32,
+        tokens: Option<u64>,
+    ) -> Option<(RunStatus, String)> {
+        match &event.kind {
+            EventKind::Usage { usage } => {
+                self.reported = true;
+                self.usage.add(*usage);
+                let budget = tokens?;
+                (self.usage.total() > budget)
+                    .then(|| (RunStatus::Budget, format!("tokens over {budget}")))
+            }
+            EventKind::TurnStarted { turn } if event.agent.as_str() == "main" => {
+                self.turns = self.turns.max(*turn);
+                (*turn > turns).then(|| {
+                    (
+                        RunStatus::MaxTurns,
+                        format!("its turn share of {turns} was spent"),
+                    )
+                })
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Runs one submission through `command`.
@@ -81,6 +144,9 @@ pub(crate) async fn run_process(
         resume,
         policy,
         workspace,
+        turns,
+        tokens,
+        env,
     } = call;
     let mut full = command.to_owned();
     if runs_alcove(command) {
@@ -96,12 +162,17 @@ pub(crate) async fn run_process(
         session: None,
         usage: Usage::default(),
         turns: 0,
+        metered: false,
+        over_share: None,
     };
+    let mut meter = Meter::default();
+    let mut spent: Option<(RunStatus, String)> = None;
     let spawned = Command::new("sh")
         .arg("-c")
         .arg(&full)
         .current_dir(workspace)
         .env(POLICY_ENV, policy.to_json())
+        .envs(env)
         .process_group(0)
         .kill_on_drop(true)
         .stdin(Stdio::piped())
@@ -165,34 +236,41 @@ pub(crate) async fn run_process(
             };
             let Ok(Some(line)) = line else { break };
             match serde_json::from_str::<AgentEvent>(&line) {
-                Ok(event) => match event.kind {
-                    EventKind::SessionStarted { session_id, .. } => {
-                        outcome.session = Some(session_id)
+                Ok(event) => {
+                    if let Some(over) = meter.observe(&event, turns, tokens) {
+                        // Spent: the child goes now, whatever it would do next.
+                        spent = Some(over);
+                        break;
                     }
-                    EventKind::SessionEnded {
-                        status,
-                        turns,
-                        usage,
-                        error,
-                        ..
-                    } => {
-                        outcome.turns = turns;
-                        outcome.usage = usage;
-                        ended = Some((status, error));
-                    }
-                    kind => {
-                        if event.agent.as_str() == "main"
-                            && let EventKind::AssistantText { text } = &kind
-                            && !text.is_empty()
-                        {
-                            final_text = Some(text.clone());
+                    match event.kind {
+                        EventKind::SessionStarted { session_id, .. } => {
+                            outcome.session = Some(session_id)
                         }
-                        events.emit(&AgentEvent {
-                            agent: event.agent.rebase(child),
-                            kind,
-                        });
+                        EventKind::SessionEnded {
+                            status,
+                            turns,
+                            usage,
+                            error,
+                            ..
+                        } => {
+                            outcome.turns = turns;
+                            outcome.usage = usage;
+                            ended = Some((status, error));
+                        }
+                        kind => {
+                            if event.agent.as_str() == "main"
+                                && let EventKind::AssistantText { text } = &kind
+                                && !text.is_empty()
+                            {
+                                final_text = Some(text.clone());
+                            }
+                            events.emit(&AgentEvent {
+                                agent: event.agent.rebase(child),
+                                kind,
+                            });
+                        }
                     }
-                },
+                }
                 Err(_) => {
                     if plain.len() < 64 * 1024 {
                         plain.push_str(&line);
@@ -202,7 +280,7 @@ pub(crate) async fn run_process(
             }
         }
     }
-    if cancelled {
+    if cancelled || spent.is_some() {
         group.terminate(&mut process, TERMINATE_GRACE).await;
     }
     let exit = match exited {
@@ -219,9 +297,22 @@ pub(crate) async fn run_process(
         None => String::new(),
     };
 
+    // What the events reported, or the child's own total when it said
+    // more (an alcove that reports no per-request usage).
+    outcome.metered = meter.reported || ended.is_some();
+    if meter.usage.total() > outcome.usage.total() {
+        outcome.usage = meter.usage;
+    }
+    outcome.turns = outcome.turns.max(meter.turns.min(turns));
+    if let Some((status, reason)) = spent {
+        outcome.status = status;
+        outcome.output = final_text;
+        outcome.over_share = Some(reason);
+        return outcome;
+    }
     if cancelled {
         outcome.status = RunStatus::Aborted;
-        outcome.output = preview(&plain, &stderr);
+        outcome.output = final_text.or_else(|| preview(&plain, &stderr));
         return outcome;
     }
     match ended {

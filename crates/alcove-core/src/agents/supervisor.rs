@@ -113,13 +113,22 @@ pub struct Supervisor {
     /// Where `spawn_batch` tasks run when not in this process (the front
     /// end's choice: a command, Slurm).
     pub(crate) batch_runner: Option<Arc<BatchRunnerFactory>>,
+    /// Variables a process-runner child's command gets besides the policy
+    /// (the front end's: the trace it continues).
+    pub(crate) process_env: Option<Arc<ProcessEnv>>,
 }
 
-/// Builds the runner of a batch spawned by the agent at the given path.
-/// The parent's policy (its mode and rules) goes to every task.
-pub type BatchRunnerFactory = dyn Fn(&alcove_protocol::AgentPath, &crate::ParentPolicy) -> Arc<dyn super::batch::TaskRunner>
+/// The environment variables for the process that runs `child`, started by
+/// the tool call `call_id` of the agent at `parent` (a spawned agent's
+/// submission or a batch task run as a command).
+pub type ProcessEnv = dyn Fn(&alcove_protocol::AgentPath, &str, &alcove_protocol::AgentPath) -> Vec<(String, String)>
     + Send
     + Sync;
+
+/// Builds the command a batch's tasks run as (a process, a Slurm step): a
+/// layer below the child lifecycle, which gives every task its slot, lease,
+/// announcement, the parent's policy and charter, and one end record.
+pub type BatchRunnerFactory = dyn Fn() -> Arc<dyn super::batch::TaskCommand> + Send + Sync;
 
 impl Supervisor {
     /// A supervisor for a session's delegations. Child transcripts go under
@@ -149,7 +158,14 @@ impl Supervisor {
             observers: None,
             batches: Batches::new(limits.max_concurrent),
             batch_runner: None,
+            process_env: None,
         }
+    }
+
+    /// Gives each process-runner child's command the variables `env` names.
+    pub fn with_process_env(mut self, env: Arc<ProcessEnv>) -> Supervisor {
+        self.process_env = Some(env);
+        self
     }
 
     /// Runs `spawn_batch` tasks through the runner `factory` builds

@@ -7,6 +7,9 @@
 //! `ALCOVE_PARENT_POLICY`) or as hex of that JSON (on the command line,
 //! which no shell, local or remote, changes). The child rebuilds the chain
 //! and narrows it with its own mode and rules, so it can never loosen it.
+//! The child's budgets travel with it too ([`Charter`]: its share of turns
+//! and tokens, its wall time), which the child takes as ceilings on its own;
+//! the parent enforces them from outside as well (`agents/runner.rs`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,6 +33,30 @@ pub struct ParentPolicy {
     /// Whether the agent's commands may use the network.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     network: Option<bool>,
+    /// What the child may use: its share of turns and tokens and its wall
+    /// time, which the child process takes as a ceiling on its own.
+    #[serde(default, skip_serializing_if = "Charter::is_empty")]
+    charter: Charter,
+}
+
+/// A child's budgets, as they travel to an alcove child process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Charter {
+    /// Model turns (requests) the child may make.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// Tokens the child (its whole tree) may use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// Seconds of wall time the child has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_secs: Option<u64>,
+}
+
+impl Charter {
+    fn is_empty(&self) -> bool {
+        *self == Charter::default()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,6 +93,7 @@ impl ParentPolicy {
             levels,
             sandbox: None,
             network: None,
+            charter: Charter::default(),
         }
     }
 
@@ -74,6 +102,17 @@ impl ParentPolicy {
         self.sandbox = Some(scope.mode.as_str().to_owned());
         self.network = Some(scope.network);
         self
+    }
+
+    /// The same policy carrying the child's budgets.
+    pub fn with_charter(mut self, charter: Charter) -> ParentPolicy {
+        self.charter = charter;
+        self
+    }
+
+    /// The budgets the parent gave the child (none set: the parent said nothing).
+    pub fn charter(&self) -> Charter {
+        self.charter
     }
 
     /// The sandbox the parent's commands ran in, which the child's may only

@@ -359,7 +359,10 @@ fn batch_runner_process_runs_the_models_tasks_as_alcove_processes() {
         // A remote alcove's report: its final text and the session it ran.
         let report = line["report"].as_str().unwrap();
         assert!(report.contains("ran elsewhere"), "{report}");
-        assert!(report.contains("· session "), "{report}");
+        assert!(
+            report.contains("ran by the process runner: session "),
+            "{report}"
+        );
     }
     // Each task ran in its own alcove session: one transcript per task besides the parent's.
     let sessions = std::fs::read_dir(env.home().join("sessions"))
@@ -503,4 +506,121 @@ fn each_task_of_a_worktree_batch_writes_on_its_own_branch() {
             "{report}"
         );
     }
+}
+
+#[test]
+fn a_command_batch_task_stops_at_its_deadline_and_is_reported_cut_short() {
+    let script = Script::new().conversation(
+        "parent runs a slow command",
+        vec![
+            Step::tool_call(
+                "spawn_batch",
+                json!({
+                    "tasks": [{"id": "slow", "prompt": "take your time"}],
+                    "budget": {"task_secs": 1},
+                }),
+            ),
+            wait("batch-1", 20_000),
+            Step::text("seen"),
+        ],
+    );
+    let (env, server) = setup(script);
+    let out = crate::support::finish(
+        crate::support::exec_command(
+            &env,
+            &server,
+            &[
+                "-c",
+                "agents.wait_min_ms=50",
+                "--allow",
+                "spawn_batch",
+                "--json",
+                "parent runs a slow command",
+            ],
+        )
+        // Not alcove: it reports no usage, so only its deadline bounds it.
+        .env(
+            "ALCOVE_SUBAGENT_COMMAND",
+            "echo started > slow.txt; sleep 30; echo late > slow.txt",
+        )
+        .spawn()
+        .unwrap(),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let got = parent_results(&server, "parent runs a slow command");
+    let batch = &got[1].0["batches"]["batch-1"];
+    assert_eq!(batch["counts"]["cut_short"], 1, "{}", got[1].1);
+    let path = PathBuf::from(batch["results"].as_str().unwrap());
+    let lines = results(path.parent().unwrap());
+    assert_eq!(lines[0]["state"], "cut_short", "{}", lines[0]);
+    let report = lines[0]["report"].as_str().unwrap();
+    assert!(report.contains("wall time over 1s"), "{report}");
+    assert!(report.contains("usage: not reported"), "{report}");
+    assert!(
+        report.contains("bounded by its wall time of 1s"),
+        "{report}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.path("slow.txt")).unwrap(),
+        "started\n"
+    );
+    let started = of_type_count(&out, "agent_started");
+    assert_eq!(started, 1, "the task was announced as a child, once");
+}
+
+/// How many events of `kind` the run emitted.
+fn of_type_count(out: &crate::support::Outcome, kind: &str) -> usize {
+    crate::support::of_type(&out.events(), kind).len()
+}
+
+#[test]
+fn retry_batch_of_command_tasks_is_gated_like_spawn_batch() {
+    let script = Script::new().conversation(
+        "parent retries commands",
+        vec![
+            Step::tool_call(
+                "spawn_batch",
+                json!({"tasks": [{"id": "once", "prompt": "fail"}]}),
+            ),
+            wait("batch-1", 20_000),
+            Step::tool_call("retry_batch", json!({"batch_id": "batch-1"})),
+            Step::text("stopped"),
+        ],
+    );
+    let (env, server) = setup(script);
+    let out = crate::support::finish(
+        crate::support::exec_command(
+            &env,
+            &server,
+            &[
+                "-c",
+                "agents.wait_min_ms=50",
+                // The user allowed starting the batch, not starting it again.
+                "--allow",
+                "spawn_batch",
+                "--json",
+                "parent retries commands",
+            ],
+        )
+        .env("ALCOVE_SUBAGENT_COMMAND", "echo ran >> runs.txt; exit 1")
+        .spawn()
+        .unwrap(),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let got = parent_results(&server, "parent retries commands");
+    assert_eq!(
+        got[1].0["batches"]["batch-1"]["counts"]["failed"], 1,
+        "{}",
+        got[1].1
+    );
+    assert!(
+        got[2].2,
+        "retry_batch ran without a permission decision: {}",
+        got[2].1
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        std::fs::read_to_string(env.path("runs.txt")).unwrap(),
+        "ran\n"
+    );
 }

@@ -140,3 +140,171 @@ fn an_alcove_child_process_is_a_remote_subagent_with_memory() {
         "the remote child's events are re-tagged under its path"
     );
 }
+
+#[test]
+fn a_remote_alcove_child_takes_its_turn_share_as_a_ceiling_and_is_reported_cut_short() {
+    // The child would make seven requests; under agents.max_turns = 2 the
+    // charter it is given stops it at two.
+    let mut steps: Vec<Step> = (0..6)
+        .map(|_| Step::tool_call("Glob", json!({"pattern": "*.sh"})))
+        .collect();
+    steps.push(Step::text("remote done"));
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "parent shares turns",
+                vec![
+                    spawn("REMOTE child: look around"),
+                    wait_for(&["agent-1"], 30_000),
+                    Step::text("done"),
+                ],
+            )
+            .conversation("REMOTE child", steps),
+    );
+    env.write_file(
+        "remote.sh",
+        &format!(
+            "#!/bin/sh\nexec '{}' exec --json - \"$@\"\n",
+            crate::support::alcove().display()
+        ),
+    );
+    let out = finish(
+        exec_command(
+            &env,
+            &server,
+            &[
+                "-c",
+                "agents.wait_min_ms=50",
+                "-c",
+                "agents.max_turns=2",
+                "--allow",
+                "Agent(general-purpose)",
+                "--json",
+                "parent shares turns",
+            ],
+        )
+        .env("ALCOVE_SUBAGENT_COMMAND", "sh remote.sh")
+        .spawn()
+        .unwrap(),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(server.requests_for("REMOTE child").len(), 2);
+    let results = parent_results(&server, "parent shares turns");
+    let details = &results[1].0["details"]["agent-1"];
+    assert_eq!(
+        results[1].0["status"]["agent-1"], "errored",
+        "{}",
+        results[1].1
+    );
+    assert!(
+        details["last_error"].as_str().unwrap().contains("turn cap"),
+        "{details}"
+    );
+    let events = out.events();
+    let ended = of_type(&events, "agent_ended");
+    assert_eq!(ended.len(), 1, "one end record");
+    assert_eq!(ended[0]["status"], "max_turns", "{}", ended[0]);
+    assert_eq!(ended[0]["turns"], 2, "{}", ended[0]);
+}
+
+/// A command that speaks alcove's events but ignores its charter: it
+/// reports a turn (and 1,000 tokens) every 200 ms, writing `turn-N` first.
+const GREEDY_RUNNER: &str = r#"#!/bin/sh
+cat > /dev/null
+n=1
+while [ $n -le 10 ]; do
+  touch "turn-$n"
+  echo "{\"agent\":\"main\",\"type\":\"turn_started\",\"turn\":$n}"
+  echo "{\"agent\":\"main\",\"type\":\"usage\",\"usage\":{\"input_tokens\":900,\"output_tokens\":100}}"
+  sleep 0.2
+  n=$((n + 1))
+done
+echo '{"agent":"main","type":"assistant_text","text":"greedy done"}'
+"#;
+
+#[test]
+fn the_parent_kills_a_command_past_its_turn_or_token_share_and_charges_the_tree() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "parent meters turns",
+                vec![
+                    spawn("greedy"),
+                    wait_for(&["agent-1"], 20_000),
+                    Step::text("done"),
+                ],
+            )
+            .conversation(
+                "parent meters tokens",
+                vec![
+                    spawn("greedy"),
+                    wait_for(&["agent-1"], 20_000),
+                    Step::text("done"),
+                ],
+            ),
+    );
+    env.write_file("greedy.sh", GREEDY_RUNNER);
+    let run = |prompt: &str, limit: &str| {
+        finish(
+            exec_command(
+                &env,
+                &server,
+                &[
+                    "-c",
+                    "agents.wait_min_ms=50",
+                    "-c",
+                    limit,
+                    "--allow",
+                    "Agent(general-purpose)",
+                    "--json",
+                    prompt,
+                ],
+            )
+            .env("ALCOVE_SUBAGENT_COMMAND", "sh greedy.sh")
+            .spawn()
+            .unwrap(),
+        )
+    };
+    let out = run("parent meters turns", "agents.max_turns=2");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = parent_results(&server, "parent meters turns");
+    assert_eq!(
+        results[1].0["status"]["agent-1"], "errored",
+        "{}",
+        results[1].1
+    );
+    let events = out.events();
+    let ended = of_type(&events, "agent_ended");
+    assert_eq!(ended[0]["status"], "max_turns", "{}", ended[0]);
+    assert!(env.path("turn-3").exists());
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(
+        !env.path("turn-5").exists(),
+        "the command ran past its share"
+    );
+
+    for n in 1..=10 {
+        let _ = std::fs::remove_file(env.path(&format!("turn-{n}")));
+    }
+    let out = run("parent meters tokens", "agents.max_tokens=2500");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = parent_results(&server, "parent meters tokens");
+    let details = &results[1].0["details"]["agent-1"];
+    assert!(
+        details["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("tokens over 2500"),
+        "{details}"
+    );
+    let events = out.events();
+    let ended = of_type(&events, "agent_ended");
+    assert_eq!(ended[0]["status"], "budget", "{}", ended[0]);
+    // What its events reported is what it used: three requests' worth.
+    assert_eq!(ended[0]["usage"]["input_tokens"], 2700, "{}", ended[0]);
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(
+        !env.path("turn-5").exists(),
+        "the command ran past its share"
+    );
+}

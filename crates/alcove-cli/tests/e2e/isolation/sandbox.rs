@@ -400,6 +400,7 @@ fn the_launcher_joins_the_sessions_network_namespace_or_makes_its_own() {
         writable: Vec::new(),
         deny_read: Vec::new(),
         limits: ResourceLimits::default(),
+        guards: Vec::new(),
     };
     // The holder proves the policy first, as the session's probe.
     let check = serde_json::to_string(&policy(None)).unwrap();
@@ -437,5 +438,136 @@ fn the_launcher_joins_the_sessions_network_namespace_or_makes_its_own() {
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("network namespace"),
         "{out:?}"
+    );
+}
+
+/// The calls that try to plant what git would run later, then commit.
+fn git_plants_then_commit(hooks: &str) -> Vec<alcove_testkit::Block> {
+    vec![
+        bash(&format!(
+            "printf '#!/bin/sh\\ntouch pwned\\n' > {hooks}/pre-commit && chmod +x {hooks}/pre-commit && echo planted"
+        )),
+        bash("git config core.hooksPath planted-hooks && echo configured"),
+        bash("git config core.fsmonitor 'touch pwned' && echo configured"),
+        bash(
+            "echo x > tracked.txt && git add tracked.txt && git -c user.name=t -c user.email=t@t commit -qm from-the-sandbox && echo committed",
+        ),
+    ]
+}
+
+/// Asserts the plants were refused and the commit made, in `tree`.
+fn assert_plants_refused_and_commit_made(
+    results: &[(String, String, bool)],
+    tree: &std::path::Path,
+    hooks: &std::path::Path,
+) {
+    for planted in &results[..3] {
+        assert!(
+            planted.2 && !planted.1.contains("planted") && !planted.1.contains("configured"),
+            "{planted:?}"
+        );
+    }
+    assert!(!hooks.join("pre-commit").exists(), "a hook was planted");
+    let config = super::git(tree, &["config", "--list"]);
+    assert!(
+        !config.contains("hookspath") && !config.contains("fsmonitor"),
+        "{config}"
+    );
+    assert!(
+        !results[3].2 && results[3].1.contains("committed"),
+        "{:?}",
+        results[3]
+    );
+    let log = super::git(tree, &["log", "--format=%s"]);
+    assert!(log.starts_with("from-the-sandbox"), "{log}");
+    assert!(!tree.join("pwned").exists(), "a planted hook ran");
+}
+
+#[test]
+fn a_command_commits_but_never_plants_a_git_hook_or_config_in_either_start_path() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "held start",
+                vec![
+                    Step::reply(git_plants_then_commit(".git/hooks")),
+                    Step::text("done"),
+                ],
+            )
+            .conversation(
+                "launcher start",
+                vec![
+                    Step::reply(
+                        git_plants_then_commit(".git/hooks")
+                            .into_iter()
+                            .chain([bash("mv .git .git-moved && echo MOVED-IT")])
+                            .collect(),
+                    ),
+                    Step::text("done"),
+                ],
+            ),
+    );
+    init_repo(env.workspace());
+    let hooks = env.path(".git/hooks");
+    // Without network a command starts from the session's holder; with it,
+    // through the launcher.
+    for (prompt, args) in [
+        ("held start", vec![]),
+        ("launcher start", vec!["-c", "sandbox.network=true"]),
+    ] {
+        let args: Vec<&str> = args.into_iter().chain([prompt]).collect();
+        let out = exec(&env, &server, &args);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let results = server.requests_for(prompt)[1].tool_results();
+        assert_plants_refused_and_commit_made(&results, env.workspace(), &hooks);
+        super::git(env.workspace(), &["reset", "-q", "--hard", "HEAD~1"]);
+    }
+    let moved = &server.requests_for("launcher start")[1].tool_results()[4];
+    assert!(moved.2 && !moved.1.contains("MOVED-IT"), "{moved:?}");
+    assert!(env.path(".git/config").is_file());
+}
+
+#[test]
+fn a_linked_worktrees_command_cannot_plant_in_the_common_git_folder() {
+    let (env, server) = setup(Script::new().conversation(
+        "in a worktree",
+        vec![
+            Step::reply(
+                git_plants_then_commit("\"$(git rev-parse --git-common-dir)/hooks\"")
+                    .into_iter()
+                    .chain([bash("echo 'gitdir: /tmp/elsewhere' > .git && echo repointed")])
+                    .collect(),
+            ),
+            Step::text("done"),
+        ],
+    ));
+    let main = env.path("main");
+    std::fs::create_dir(&main).unwrap();
+    init_repo(&main);
+    let tree = env.path("tree");
+    super::git(
+        &main,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "side",
+            tree.to_str().unwrap(),
+        ],
+    );
+    let out = finish(
+        exec_command(&env, &server, &["in a worktree"])
+            .current_dir(&tree)
+            .spawn()
+            .unwrap(),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = server.requests()[1].tool_results();
+    assert_plants_refused_and_commit_made(&results, &tree, &main.join(".git/hooks"));
+    assert!(
+        results[4].2 && !results[4].1.contains("repointed"),
+        "{:?}",
+        results[4]
     );
 }

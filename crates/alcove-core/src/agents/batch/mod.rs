@@ -4,8 +4,8 @@
 //! A batch is the supervisor at scale: a queue (`engine`) in front of the
 //! same slots and the same child-building path, behind one seam
 //! (`runner::TaskRunner`) that decides where a child runs: in this process
-//! (`ChildRunner`), through a command (`process::CommandRunner`), or as a
-//! Slurm job step (`process::SlurmRunner`). Results are files
+//! (`ChildRunner`), or, below the same child lifecycle, through a command
+//! (`process::CommandRunner`) or as a Slurm job step (`process::SlurmRunner`). Results are files
 //! (`results`: results.jsonl, appended and written through per task), the
 //! parent gets counts and a bounded table (`tools`), and `alcove batch`
 //! drives the same engine without a parent model.
@@ -28,7 +28,7 @@ mod views;
 mod wait;
 
 pub use engine::{Batch, BatchPlan, Counts};
-pub use process::{CommandRunner, SlurmOptions, SlurmRunner, job_name, srun_command};
+pub use process::{CommandRunner, SlurmOptions, SlurmRunner, TaskCommand, job_name, srun_command};
 pub use results::{ResultRecord, ResultsFile, read_results};
 pub use runner::{ChildRunner, Isolation, TaskJob, TaskOutcome, TaskRunner};
 pub use task::{BatchBudget, TaskSpec, TaskState, parse_tasks_jsonl};

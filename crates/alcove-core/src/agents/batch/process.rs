@@ -2,147 +2,54 @@
 //! JSONL, e.g. `ssh host alcove exec --json -`) and the Slurm runner (each
 //! task an `srun` job step running `alcove exec --json -`).
 //!
-//! Both go through the process runner (`agents/runner.rs`: own process
-//! group, prompt on stdin, events re-tagged under the child's path), and an
-//! evidence collector watches those events as it does an in-process child's.
+//! Both are a layer below the child lifecycle: [`TaskCommand`] only says
+//! which command line runs a task and what to do once it ended.
+//! `ChildRunner` (`runner.rs`) runs the task as a child like any other
+//! (`start_child`: slot, tree lease, announce; the process runner,
+//! `agents/runner.rs`, under the child's turn and token share and wall time,
+//! with the parent's policy and charter; one end record).
 //! A Slurm task writes its job id to the batch folder (which, like the
-//! workspace, must be on a filesystem the nodes share); cancelling it also
-//! runs `scancel` by job name, and waits until `squeue` no longer lists it.
+//! workspace, must be on a filesystem the nodes share); cancelling it (or
+//! its wall time running out) also runs `scancel` by job name, and waits
+//! until `squeue` no longer lists it.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use alcove_protocol::{AgentPath, EventKind, RunStatus};
 use tokio::process::Command;
 
-use super::super::report::Evidence;
-use super::super::runner::{ProcessCall, run_process};
-use super::runner::{TaskJob, TaskOutcome, TaskRunner};
-use crate::{EventSink, FanOut, ParentPolicy};
+use super::runner::{TaskJob, TaskOutcome};
 
 /// How long a cancelled Slurm job may stay in `squeue` before we give up waiting.
 const SCANCEL_WAIT: Duration = Duration::from_secs(15);
 
+/// How a task's child runs as a process, below the child lifecycle.
+#[async_trait::async_trait]
+pub trait TaskCommand: Send + Sync {
+    /// The shell command that runs `job` in `workspace` (its prompt goes
+    /// on stdin).
+    fn command(&self, job: &TaskJob<'_>, workspace: &Path) -> Result<String, String>;
+
+    /// What to do once the command ended (the Slurm job id, `scancel`).
+    async fn ended(&self, _job: &TaskJob<'_>, _outcome: &mut TaskOutcome) {}
+}
+
 /// Runs each task through a shell command (prompt on stdin).
 pub struct CommandRunner {
     command: String,
-    workspace: PathBuf,
-    parent: AgentPath,
-    events: Arc<dyn EventSink>,
-    policy: ParentPolicy,
 }
 
 impl CommandRunner {
-    /// Tasks run `command` in `workspace` under the parent's `policy` (its
-    /// mode and rules, which an alcove child narrows and never loosens);
-    /// their events, re-tagged under `parent/<child>`, go to `events`.
-    pub fn new(
-        command: String,
-        workspace: PathBuf,
-        parent: AgentPath,
-        events: Arc<dyn EventSink>,
-        policy: ParentPolicy,
-    ) -> CommandRunner {
-        CommandRunner {
-            command,
-            workspace,
-            parent,
-            events,
-            policy,
-        }
-    }
-
-    async fn run_command(&self, job: &TaskJob<'_>, command: &str) -> TaskOutcome {
-        let path = self.parent.child(&job.child_name());
-        let evidence = Arc::new(Evidence::new(path.clone()));
-        let sinks = FanOut::default()
-            .with(self.events.clone())
-            .with(evidence.clone());
-        self.events.emit(&alcove_protocol::AgentEvent {
-            agent: self.parent.clone(),
-            kind: EventKind::AgentStarted {
-                child: path.clone(),
-                call_id: format!("{}/{}", job.batch, job.task.id),
-                agent_type: job.agent_type.to_owned(),
-                description: job.task.description.clone(),
-                depth: 1,
-                transcript: None,
-            },
-        });
-        let started = Instant::now();
-        let outcome = run_process(
-            ProcessCall {
-                command,
-                message: &job.task.prompt,
-                resume: None,
-                policy: &self.policy,
-                workspace: &self.workspace,
-            },
-            &job.cancel,
-            &path,
-            &sinks,
-        )
-        .await;
-        let ok = outcome.status == RunStatus::Completed;
-        self.events.emit(&alcove_protocol::AgentEvent {
-            agent: self.parent.clone(),
-            kind: EventKind::AgentEnded {
-                child: path,
-                description: job.task.description.clone(),
-                status: outcome.status,
-                ok,
-                turns: outcome.turns,
-                usage: outcome.usage,
-            },
-        });
-        let mut report = outcome.output.clone().unwrap_or_default();
-        report.push_str(&format!(
-            "\n\n[evidence: status: {} · {} turns · {} tokens · {:.1}s{}]",
-            outcome.status.as_str(),
-            outcome.turns,
-            outcome.usage.input_tokens + outcome.usage.output_tokens,
-            started.elapsed().as_secs_f64(),
-            outcome
-                .session
-                .as_deref()
-                .map(|session| format!(" · session {session}"))
-                .unwrap_or_default()
-        ));
-        TaskOutcome {
-            status: outcome.status,
-            first_line: super::runner::first_line(
-                outcome
-                    .output
-                    .as_deref()
-                    .or(outcome.error.as_deref())
-                    .unwrap_or(""),
-            ),
-            report: report.trim_start().to_owned(),
-            is_error: !ok,
-            evidence: evidence.to_json(),
-            usage: outcome.usage,
-            turns: outcome.turns,
-            transcript: None,
-            job_id: None,
-            error: outcome.error,
-            refused: None,
-        }
+    /// Tasks run `command` in the workspace, under the parent's policy and
+    /// the task's charter.
+    pub fn new(command: String) -> CommandRunner {
+        CommandRunner { command }
     }
 }
 
-#[async_trait::async_trait]
-impl TaskRunner for CommandRunner {
-    async fn run(&self, job: TaskJob<'_>) -> TaskOutcome {
-        if job.isolation == super::runner::Isolation::Worktree {
-            return TaskOutcome::failed(
-                "isolation `worktree` works for in-process tasks only; a command runs \
-                 where it starts (give it its own checkout, or use the in-process runner)"
-                    .to_owned(),
-            );
-        }
-        let command = self.command.clone();
-        self.run_command(&job, &command).await
+impl TaskCommand for CommandRunner {
+    fn command(&self, _job: &TaskJob<'_>, _workspace: &Path) -> Result<String, String> {
+        Ok(self.command.clone())
     }
 }
 
@@ -159,14 +66,13 @@ pub struct SlurmOptions {
 
 /// Runs each task as `srun … alcove exec --json -`.
 pub struct SlurmRunner {
-    inner: CommandRunner,
     options: SlurmOptions,
 }
 
 impl SlurmRunner {
-    /// A Slurm runner over `inner`'s workspace, parent and event stream.
-    pub fn new(inner: CommandRunner, options: SlurmOptions) -> SlurmRunner {
-        SlurmRunner { inner, options }
+    /// A Slurm runner whose steps run as `options` say.
+    pub fn new(options: SlurmOptions) -> SlurmRunner {
+        SlurmRunner { options }
     }
 }
 
@@ -205,25 +111,32 @@ pub fn srun_command(
     words.join(" ")
 }
 
+/// Where a task's step writes its job id.
+fn id_file(job: &TaskJob<'_>) -> std::path::PathBuf {
+    job.dir
+        .join("jobs")
+        .join(format!("{}.id", job.child_name()))
+}
+
 #[async_trait::async_trait]
-impl TaskRunner for SlurmRunner {
-    async fn run(&self, job: TaskJob<'_>) -> TaskOutcome {
+impl TaskCommand for SlurmRunner {
+    fn command(&self, job: &TaskJob<'_>, workspace: &Path) -> Result<String, String> {
         let jobs = job.dir.join("jobs");
-        if let Err(err) = std::fs::create_dir_all(&jobs) {
-            return TaskOutcome::failed(format!("cannot create {}: {err}", jobs.display()));
-        }
-        let id_file = jobs.join(format!("{}.id", job.child_name()));
+        std::fs::create_dir_all(&jobs)
+            .map_err(|err| format!("cannot create {}: {err}", jobs.display()))?;
+        let id_file = id_file(job);
         let _ = std::fs::remove_file(&id_file);
-        let command = srun_command(&job, &self.options, &self.inner.workspace, &id_file);
-        let mut outcome = self.inner.run_command(&job, &command).await;
-        outcome.job_id = std::fs::read_to_string(&id_file)
+        Ok(srun_command(job, &self.options, workspace, &id_file))
+    }
+
+    async fn ended(&self, job: &TaskJob<'_>, outcome: &mut TaskOutcome) {
+        outcome.job_id = std::fs::read_to_string(id_file(job))
             .ok()
             .map(|text| text.trim().to_owned())
             .filter(|id| !id.is_empty());
         if job.cancel.is_cancelled() {
-            cancel_job(&job_name(&job), outcome.job_id.as_deref()).await;
+            cancel_job(&job_name(job), outcome.job_id.as_deref()).await;
         }
-        outcome
     }
 }
 
@@ -273,6 +186,7 @@ mod tests {
     use super::super::runner::Isolation;
     use super::super::task::TaskSpec;
     use super::*;
+    use std::path::PathBuf;
     use tokio_util::sync::CancellationToken;
 
     #[test]

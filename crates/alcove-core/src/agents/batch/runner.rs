@@ -1,11 +1,12 @@
 //! The one seam between the batch engine and a child's life: "run this task
 //! as a child and tell me how it ended".
 //!
-//! [`TaskRunner`] is all the engine knows. [`ChildRunner`] runs a task as an
-//! in-process child through the supervisor's one child lifecycle
-//! (`start_child`, `ChildRun::finish`: slot, tree budget, announce, budgets,
-//! panic capture, one end record); `CommandRunner` and `SlurmRunner`
-//! (`process.rs`) run it as a process through the process runner.
+//! [`TaskRunner`] is all the engine knows. [`ChildRunner`] runs a task as a
+//! child through the supervisor's one child lifecycle (`start_child`,
+//! `ChildRun::finish_on`: slot, tree budget, announce, budgets, panic
+//! capture, one end record), in this process or, given a [`TaskCommand`]
+//! (`CommandRunner`, `SlurmRunner` in `process.rs`), as a process through
+//! the process runner, a layer below the lifecycle.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
@@ -16,9 +17,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::super::child::ChildRequest;
-use super::super::lifecycle::{Pool, SlotWait};
+use super::super::lifecycle::{Pool, Remote, SlotWait};
 use super::super::scope::AgentScope;
 use super::super::supervisor::{Supervisor, upgrade};
+use super::process::TaskCommand;
 use super::task::TaskSpec;
 use crate::{AgentRun, Runtime};
 
@@ -155,6 +157,8 @@ pub trait TaskRunner: Send + Sync {
 pub struct ChildRunner {
     supervisor: Weak<Supervisor>,
     scope: AgentScope,
+    /// The command each task runs as, when not in this process.
+    command: Option<Arc<dyn TaskCommand>>,
 }
 
 impl ChildRunner {
@@ -165,7 +169,15 @@ impl ChildRunner {
         ChildRunner {
             supervisor: Arc::downgrade(supervisor),
             scope: AgentScope { runtime, run },
+            command: None,
         }
+    }
+
+    /// The same runner, running each task's child as a process by
+    /// `command` (when given) under the same lifecycle.
+    pub fn through(mut self, command: Option<Arc<dyn TaskCommand>>) -> ChildRunner {
+        self.command = command;
+        self
     }
 }
 
@@ -179,6 +191,20 @@ impl TaskRunner for ChildRunner {
         let supervisor = match upgrade(&self.supervisor) {
             Ok(supervisor) => supervisor,
             Err(reason) => return TaskOutcome::failed(reason),
+        };
+        if self.command.is_some() && job.isolation == Isolation::Worktree {
+            return TaskOutcome::failed(
+                "isolation `worktree` works for in-process tasks only; a command runs \
+                 where it starts (give it its own checkout, or use the in-process runner)"
+                    .to_owned(),
+            );
+        }
+        let command = match &self.command {
+            Some(command) => match command.command(&job, self.scope.runtime.workspace.root()) {
+                Ok(line) => Some(line),
+                Err(reason) => return TaskOutcome::failed(reason),
+            },
+            None => None,
         };
         let Some(mut definition) = supervisor.definitions.get(job.agent_type).cloned() else {
             return TaskOutcome::failed(format!("unknown agent type `{}`", job.agent_type));
@@ -220,10 +246,16 @@ impl TaskRunner for ChildRunner {
         if let Some(wall) = job.wall {
             started.child.timeout = Some(wall);
         }
-        let end = started.finish(&supervisor, job.task.prompt.clone()).await;
+        let remote = command.as_deref().map(|command| Remote {
+            command,
+            session: None,
+        });
+        let end = started
+            .finish_on(&supervisor, job.task.prompt.clone(), remote)
+            .await;
         let outcome = &end.ended.outcome;
         let words = end.ended.output.clone();
-        TaskOutcome {
+        let mut task = TaskOutcome {
             status: outcome.status,
             first_line: first_line(
                 words
@@ -240,7 +272,11 @@ impl TaskRunner for ChildRunner {
             job_id: None,
             error: outcome.error.clone(),
             refused: None,
+        };
+        if let Some(command) = &self.command {
+            command.ended(&job, &mut task).await;
         }
+        task
     }
 }
 

@@ -26,7 +26,7 @@ use super::super::definitions::DEFAULT_AGENT_TYPE;
 use super::super::scope::AgentScope;
 use super::super::supervisor::{Supervisor, upgrade};
 use super::engine::{Batch, BatchPlan};
-use super::process::CommandRunner;
+use super::process::{CommandRunner, TaskCommand};
 use super::runner::{ChildRunner, Isolation, TaskRunner};
 use super::task::{BatchBudget, TaskInput, parse_tasks_jsonl, tasks_from_list};
 use super::wait::summary;
@@ -186,8 +186,9 @@ impl Tool for BatchTool {
     }
 
     fn access(&self) -> Access {
-        if self.runner && !self.retry {
-            // Starting commands is gated like Bash.
+        if self.runner {
+            // Starting commands is gated like Bash, and so is starting
+            // them again.
             Access::Execute
         } else {
             Access::Delegate
@@ -312,28 +313,17 @@ impl Supervisor {
         // The batch hangs off the spawning agent's run: interrupting it stops the batch.
         let cancel = scope.run.cancel.child_token();
         let batch = Batch::open(plan, cancel.clone()).map_err(fail)?;
-        let policy = crate::ParentPolicy::of(&scope.run.gate).with_sandbox(scope.run.sandbox);
-        let events = scope.lineage(
-            &self
-                .observers
-                .clone()
-                .unwrap_or_else(|| scope.runtime.events.clone()),
-        );
-        let runner: Arc<dyn TaskRunner> = match (&self.batch_runner, &self.command) {
-            (Some(factory), _) => factory(scope.path(), &policy),
-            (None, Some(command)) => Arc::new(CommandRunner::new(
-                command.clone(),
-                scope.runtime.workspace.root().to_owned(),
-                scope.path().clone(),
-                events,
-                policy,
-            )),
-            (None, None) => {
-                let mut run = scope.run.clone();
-                run.cancel = cancel;
-                Arc::new(ChildRunner::new(self, scope.runtime.clone(), run))
-            }
+        // Wherever a task runs, it is a child through the one lifecycle;
+        // a command (or a Slurm step) is only the layer below it.
+        let command: Option<Arc<dyn TaskCommand>> = match (&self.batch_runner, &self.command) {
+            (Some(factory), _) => Some(factory()),
+            (None, Some(command)) => Some(Arc::new(CommandRunner::new(command.clone()))),
+            (None, None) => None,
         };
+        let mut run = scope.run.clone();
+        run.cancel = cancel;
+        let runner: Arc<dyn TaskRunner> =
+            Arc::new(ChildRunner::new(self, scope.runtime.clone(), run).through(command));
         let handle = Arc::new(Handle {
             batch: batch.clone(),
             parent: scope.path().clone(),
