@@ -358,6 +358,72 @@ fn preview(stdout: &str, stderr: &str) -> Option<String> {
 mod tests {
     use super::*;
 
+    fn event(agent: &str, kind: EventKind) -> AgentEvent {
+        let path = match agent.strip_prefix("main/") {
+            Some(child) => AgentPath::main().child(child),
+            None => AgentPath::main(),
+        };
+        AgentEvent { agent: path, kind }
+    }
+
+    #[test]
+    fn the_meter_counts_the_childs_own_turns_and_every_requests_usage() {
+        let mut meter = Meter::default();
+        let usage = |input| EventKind::Usage {
+            usage: Usage {
+                input_tokens: input,
+                output_tokens: 10,
+                cache_read_tokens: 90,
+                cache_write_tokens: 0,
+            },
+        };
+        assert!(
+            meter
+                .observe(
+                    &event("main", EventKind::TurnStarted { turn: 1 }),
+                    2,
+                    Some(500)
+                )
+                .is_none()
+        );
+        // A grandchild's turns are not the child's; its usage is.
+        assert!(
+            meter
+                .observe(
+                    &event("main/agent-1", EventKind::TurnStarted { turn: 5 }),
+                    2,
+                    Some(500)
+                )
+                .is_none()
+        );
+        assert!(
+            meter
+                .observe(&event("main/agent-1", usage(100)), 2, Some(500))
+                .is_none()
+        );
+        assert!(
+            meter
+                .observe(
+                    &event("main", EventKind::TurnStarted { turn: 2 }),
+                    2,
+                    Some(500)
+                )
+                .is_none()
+        );
+        assert_eq!(meter.turns, 2);
+        // Cache reads count: 200 + 2 × 10 + 2 × 90 = 400, then 600.
+        assert!(
+            meter
+                .observe(&event("main", usage(100)), 2, Some(500))
+                .is_none()
+        );
+        let over = meter.observe(&event("main", usage(100)), 2, Some(500));
+        assert_eq!(over.map(|(status, _)| status), Some(RunStatus::Budget));
+        assert!(meter.reported);
+        let over = meter.observe(&event("main", EventKind::TurnStarted { turn: 3 }), 2, None);
+        assert_eq!(over.map(|(status, _)| status), Some(RunStatus::MaxTurns));
+    }
+
     #[test]
     fn only_commands_that_run_alcove_get_the_policy_on_their_command_line() {
         assert!(runs_alcove("ssh host alcove exec --json -"));

@@ -206,6 +206,22 @@ mod tests {
         let rebuilt = policy.gate(None).unwrap();
         assert_eq!(rebuilt.mode(), PermissionMode::AcceptEdits);
         assert_eq!(ParentPolicy::of(&rebuilt), policy);
+        let charter = Charter {
+            max_turns: Some(2),
+            max_tokens: Some(30_000),
+            wall_secs: Some(60),
+        };
+        let chartered = policy.clone().with_charter(charter);
+        assert_eq!(
+            ParentPolicy::parse(&chartered.to_hex()).unwrap().charter(),
+            charter
+        );
+        // A policy without one (an older parent's) has no ceilings.
+        assert_eq!(
+            ParentPolicy::parse(&policy.to_json()).unwrap().charter(),
+            Charter::default()
+        );
+        assert!(!policy.to_json().contains("charter"));
         assert!(ParentPolicy::parse("zz").is_err());
         assert!(ParentPolicy::parse("{\"levels\": []}").is_err());
     }

@@ -441,7 +441,7 @@ fn the_launcher_joins_the_sessions_network_namespace_or_makes_its_own() {
     );
 }
 
-/// The calls that try to plant what git would run later, then commit.
+/// The calls that try to plant what git would run later (four), then commit.
 fn git_plants_then_commit(hooks: &str) -> Vec<alcove_testkit::Block> {
     vec![
         bash(&format!(
@@ -449,6 +449,10 @@ fn git_plants_then_commit(hooks: &str) -> Vec<alcove_testkit::Block> {
         )),
         bash("git config core.hooksPath planted-hooks && echo configured"),
         bash("git config core.fsmonitor 'touch pwned' && echo configured"),
+        // The binds are the command's own mounts; Landlock forbids undoing them.
+        bash(&format!(
+            "umount {hooks} || umount -l {hooks}; printf x > {hooks}/pre-commit && echo planted"
+        )),
         bash(
             "echo x > tracked.txt && git add tracked.txt && git -c user.name=t -c user.email=t@t commit -qm from-the-sandbox && echo committed",
         ),
@@ -461,7 +465,7 @@ fn assert_plants_refused_and_commit_made(
     tree: &std::path::Path,
     hooks: &std::path::Path,
 ) {
-    for planted in &results[..3] {
+    for planted in &results[..4] {
         assert!(
             planted.2 && !planted.1.contains("planted") && !planted.1.contains("configured"),
             "{planted:?}"
@@ -474,9 +478,9 @@ fn assert_plants_refused_and_commit_made(
         "{config}"
     );
     assert!(
-        !results[3].2 && results[3].1.contains("committed"),
+        !results[4].2 && results[4].1.contains("committed"),
         "{:?}",
-        results[3]
+        results[4]
     );
     let log = super::git(tree, &["log", "--format=%s"]);
     assert!(log.starts_with("from-the-sandbox"), "{log}");
@@ -522,7 +526,7 @@ fn a_command_commits_but_never_plants_a_git_hook_or_config_in_either_start_path(
         assert_plants_refused_and_commit_made(&results, env.workspace(), &hooks);
         super::git(env.workspace(), &["reset", "-q", "--hard", "HEAD~1"]);
     }
-    let moved = &server.requests_for("launcher start")[1].tool_results()[4];
+    let moved = &server.requests_for("launcher start")[1].tool_results()[5];
     assert!(moved.2 && !moved.1.contains("MOVED-IT"), "{moved:?}");
     assert!(env.path(".git/config").is_file());
 }
@@ -566,8 +570,8 @@ fn a_linked_worktrees_command_cannot_plant_in_the_common_git_folder() {
     let results = server.requests()[1].tool_results();
     assert_plants_refused_and_commit_made(&results, &tree, &main.join(".git/hooks"));
     assert!(
-        results[4].2 && !results[4].1.contains("repointed"),
+        results[5].2 && !results[5].1.contains("repointed"),
         "{:?}",
-        results[4]
+        results[5]
     );
 }
