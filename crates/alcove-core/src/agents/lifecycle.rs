@@ -264,10 +264,7 @@ impl Supervisor {
             _permit,
             reservation,
         } = lease;
-        reservation.settle(
-            outcome.usage.input_tokens + outcome.usage.output_tokens,
-            outcome.turns,
-        );
+        reservation.settle(outcome.usage.budget_tokens(), outcome.turns);
         let output = output.or_else(|| outcome.last_text());
         Ended {
             outcome,

@@ -280,17 +280,22 @@ fn tail(text: &str, budget: usize) -> String {
     )
 }
 
-/// `tokens: 1200 in / 300 out`, with cache reads and writes apart when the
-/// provider reported any.
+/// `tokens: 1500 (1200 in / 300 out)`: the meter's figure (what every
+/// budget counts), then its parts, with cache reads and writes apart when
+/// the provider reported any.
 fn tokens_line(usage: &alcove_protocol::Usage) -> String {
-    let mut line = format!("tokens: {} in", usage.input_tokens);
+    let mut line = format!(
+        "tokens: {} ({} in",
+        usage.budget_tokens(),
+        usage.input_tokens
+    );
     if usage.cache_read_tokens > 0 || usage.cache_write_tokens > 0 {
         line.push_str(&format!(
             " + {} cache read + {} cache write",
             usage.cache_read_tokens, usage.cache_write_tokens
         ));
     }
-    line.push_str(&format!(" / {} out", usage.output_tokens));
+    line.push_str(&format!(" / {} out)", usage.output_tokens));
     line
 }
 
