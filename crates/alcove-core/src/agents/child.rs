@@ -74,6 +74,8 @@ pub(crate) struct Child {
     pub(crate) parent: ParentLink,
     /// Its own git worktree (`isolation: worktree`).
     pub(crate) worktree: Option<Worktree>,
+    /// Whether agents it spawned outlive it (its definition's `leaveSpawned`).
+    pub(crate) leave_spawned: bool,
 }
 
 /// Where a child's start, end and notices go.
@@ -247,6 +249,7 @@ impl Supervisor {
                 path: scope.path().clone(),
             },
             worktree,
+            leave_spawned: definition.leave_spawned,
         })
     }
 

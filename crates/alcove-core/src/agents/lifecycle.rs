@@ -276,6 +276,22 @@ impl Supervisor {
         }
     }
 
+    /// What the report of a run's end is built from, the same for both
+    /// faces (`Agent`'s result, `wait`'s `evidence`).
+    pub(crate) fn report_input<'a>(&self, child: &'a Child, ended: &'a Ended) -> ReportInput<'a> {
+        ReportInput {
+            description: &child.label,
+            outcome: &ended.outcome,
+            max_turns: ended.max_turns,
+            budget_note: ended.budget_note.clone(),
+            elapsed: ended.elapsed,
+            ignored_tools: &child.ignored_tools,
+            warnings: &child.warnings,
+            transcript: child.transcript_path(),
+            tree: self.tree.is_bounded().then(|| self.tree.describe()),
+        }
+    }
+
     /// The process runner's submission, as an outcome.
     async fn run_remote(
         &self,
@@ -342,24 +358,10 @@ impl ChildRun {
         let ended = supervisor
             .run_submission(&child, lease, Vec::new(), prompt, &cancel, None)
             .await;
-        let tree = supervisor
-            .tree
-            .is_bounded()
-            .then(|| supervisor.tree.describe());
-        let mut output = report(
-            &ReportInput {
-                description: &child.label,
-                outcome: &ended.outcome,
-                max_turns: ended.max_turns,
-                budget_note: ended.budget_note.clone(),
-                elapsed: ended.elapsed,
-                ignored_tools: &child.ignored_tools,
-                warnings: &child.warnings,
-                transcript: child.transcript_path(),
-                tree,
-            },
-            &child.evidence,
-        );
+        if !child.leave_spawned {
+            supervisor.close_spawned_below(&child.path).await;
+        }
+        let mut output = report(&supervisor.report_input(&child, &ended), &child.evidence);
         if let Some(worktree) = &child.worktree {
             let line = super::worktree_child::finish(worktree, &child.label).await;
             output.content.push('\n');

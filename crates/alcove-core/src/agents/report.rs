@@ -63,6 +63,14 @@ impl Evidence {
         })
     }
 
+    /// Forgets what was seen: a spawned agent's next submission reports
+    /// its own calls only.
+    pub(crate) fn reset(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            *state = EvidenceState::default();
+        }
+    }
+
     fn is_ours(&self, agent: &AgentPath) -> bool {
         let child = self.child.as_str();
         agent.as_str() == child
@@ -173,7 +181,9 @@ pub(crate) fn report(input: &ReportInput<'_>, evidence: &Evidence) -> ToolOutput
     }
 }
 
-fn footer(input: &ReportInput<'_>, evidence: &Evidence) -> String {
+/// The harness's evidence lines: warnings, then `[alcove evidence] status:
+/// … | transcript: …` (what `wait` returns beside a spawned agent's text).
+pub(crate) fn footer(input: &ReportInput<'_>, evidence: &Evidence) -> String {
     let outcome = input.outcome;
     let status = match outcome.status {
         RunStatus::Completed => "completed".to_owned(),
