@@ -38,6 +38,7 @@ use super::child::{Child, ChildRequest};
 use super::definitions::AgentDefinition;
 use super::report::{ReportInput, report};
 use super::scope::AgentScope;
+use super::start_error::StartError;
 use super::supervisor::Supervisor;
 use crate::{AgentOutcome, HookScope, run_agent};
 
@@ -107,7 +108,7 @@ impl Supervisor {
         turns: u32,
         wait: SlotWait,
         cancel: &CancellationToken,
-    ) -> Result<Lease, String> {
+    ) -> Result<Lease, StartError> {
         self.lease_within(pool, self.limits.max_tokens, turns, wait, cancel)
             .await
     }
@@ -120,23 +121,26 @@ impl Supervisor {
         turns: u32,
         wait: SlotWait,
         cancel: &CancellationToken,
-    ) -> Result<Lease, String> {
+    ) -> Result<Lease, StartError> {
         let (slots, limit) = match pool {
             Pool::Agent => (&self.agent_slots, self.limits.max_parallel),
             Pool::Spawned => (&self.slots, self.limits.max_concurrent),
         };
-        let limit_reached = || format!("subagent concurrency limit reached ({limit})");
+        let limit_reached = |_| StartError::Slots { limit };
         let permit = match wait {
             SlotWait::Wait => tokio::select! {
-                permit = slots.clone().acquire_owned() => permit.map_err(|_| limit_reached())?,
-                () = cancel.cancelled() => return Err("aborted while waiting for a slot".to_owned()),
+                permit = slots.clone().acquire_owned() => permit.map_err(limit_reached)?,
+                () = cancel.cancelled() => return Err(StartError::Cancelled),
             },
             SlotWait::Now => slots
                 .clone()
                 .try_acquire_owned()
-                .map_err(|_| limit_reached())?,
+                .map_err(|_| StartError::Slots { limit })?,
         };
-        let reservation = self.tree.reserve(tokens, turns)?;
+        let reservation = self
+            .tree
+            .reserve(tokens, turns)
+            .map_err(StartError::Budget)?;
         Ok(Lease {
             _permit: permit,
             reservation,
@@ -153,12 +157,11 @@ impl Supervisor {
         request: &ChildRequest,
         (pool, wait): (Pool, SlotWait),
         cancel: CancellationToken,
-    ) -> Result<ChildRun, String> {
+    ) -> Result<ChildRun, StartError> {
         if scope.depth() >= self.limits.max_depth {
-            return Err(format!(
-                "Agent nesting depth exceeded (max {})",
-                self.limits.max_depth
-            ));
+            return Err(StartError::Depth {
+                max: self.limits.max_depth,
+            });
         }
         let own = definition.max_turns.unwrap_or(self.limits.max_turns);
         let turns = request.turns.map_or(own, |turns| turns.min(own));
@@ -170,7 +173,9 @@ impl Supervisor {
             .lease_within(pool, tokens, turns, wait, &scope.run.cancel)
             .await?;
         let name = self.next_child_name();
-        let child = self.build_child(scope, &name, definition, request, cancel)?;
+        let child = self
+            .build_child(scope, &name, definition, request, cancel)
+            .map_err(StartError::Build)?;
         child.parent.emit(EventKind::AgentStarted {
             child: child.path.clone(),
             call_id: call_id.to_owned(),
