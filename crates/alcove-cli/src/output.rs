@@ -254,7 +254,7 @@ impl Progress {
                     out,
                     "{prefix}◂ {child} {} after {turns} turns, {} tokens",
                     status.as_str(),
-                    usage.total()
+                    usage.budget_tokens()
                 );
             }
             EventKind::Compacted {

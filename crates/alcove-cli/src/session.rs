@@ -150,6 +150,9 @@ impl Session {
         let ceiling = parent.as_ref().and_then(ParentPolicy::sandbox);
         let sandbox = sandbox_setup::setup(&layers, common, workspace.root(), ceiling)?;
         let gate = permission_setup::gate(mode, &layers, common)?;
+        // One access policy: the file tools are held to what the sandbox
+        // lets commands read and write.
+        let access = Arc::new(sandbox.confinement.access_policy());
         // An alcove started by another's process runner narrows the policy
         // its parent passed, never loosens it.
         let gate = match parent {
@@ -161,10 +164,14 @@ impl Session {
                 // Its own commands run in its own sandbox.
                 if let Some(level) = Arc::get_mut(&mut gate) {
                     level.set_sandboxed_commands(sandbox.auto_allow);
+                    level.set_access(access);
                 }
                 gate
             }
-            None => Arc::new(gate.with_sandboxed_commands(sandbox.auto_allow)),
+            None => Arc::new(
+                gate.with_sandboxed_commands(sandbox.auto_allow)
+                    .with_access(access),
+            ),
         };
         let max_turns = front_end
             .max_turns

@@ -273,7 +273,7 @@ pub async fn run_agent(
         }
         if run
             .token_budget
-            .is_some_and(|budget| outcome.usage.total() > budget)
+            .is_some_and(|budget| outcome.usage.budget_tokens() > budget)
         {
             outcome.status = RunStatus::Budget;
             return outcome;

@@ -147,6 +147,7 @@ async fn gate_and_call(runtime: &Runtime, run: &AgentRun, call: &ToolCall) -> To
         &invocation,
         input,
         &runtime.workspace,
+        run.sandbox,
     );
     if let Decision::Deny(reason) = decision {
         return ToolOutput::error(reason);
@@ -200,7 +201,7 @@ async fn gate_and_call(runtime: &Runtime, run: &AgentRun, call: &ToolCall) -> To
         agent: run.path.clone(),
         depth: run.depth,
         call_id: id.to_owned(),
-        hidden: hidden_from_reads(run, runtime),
+        hidden: hidden_from_reads(run, runtime, &invocation.paths),
         // The call acts on the paths the gate checked.
         paths: invocation.paths,
         // Delegation tools learn their caller from its scope, lent per call.
@@ -279,14 +280,19 @@ fn finish(
     }
 }
 
-/// The paths this agent's Read deny rules cover, so searches skip them.
-fn hidden_from_reads(run: &AgentRun, runtime: &Runtime) -> HiddenPaths {
-    if !run.gate.denies_some_reads() {
+/// The paths this agent's Read deny rules and `sandbox.deny_read` cover,
+/// so a search of `dirs` skips them.
+fn hidden_from_reads(
+    run: &AgentRun,
+    runtime: &Runtime,
+    dirs: &[std::path::PathBuf],
+) -> HiddenPaths {
+    if !run.gate.hides_some_reads(dirs) {
         return HiddenPaths::default();
     }
     let gate = run.gate.clone();
     let workspace = runtime.workspace.clone();
-    HiddenPaths::new(move |path| gate.read_denied(path, &workspace))
+    HiddenPaths::new(move |path| gate.hides(path, &workspace))
 }
 
 /// Keeps the head and tail of a result longer than `limit` bytes and says how

@@ -14,6 +14,12 @@
 //! or executes runs, whatever any level's allow rules say. Only config, flags and the user
 //! (through "allow always for this session") change rules; nothing a tool
 //! returns or a model writes can.
+//!
+//! Before any rule or mode, the session's [`AccessPolicy`] (compiled from
+//! `[sandbox]`, the same one commands' Landlock domains are built from)
+//! refuses a file tool's read of a `sandbox.deny_read` path and its write
+//! outside the folders the agent's sandbox lets commands write, in every
+//! mode: no rule or mode lets a tool past what a command could not do.
 
 mod approval;
 #[cfg(test)]
@@ -30,7 +36,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use alcove_protocol::AgentPath;
-use alcove_tools::{Access, Invocation, Workspace};
+use alcove_tools::{Access, AccessPolicy, Invocation, SandboxScope, Workspace};
 use serde_json::Value;
 
 pub use approval::{Approval, ApprovalRequest, Approver, NoApprover};
@@ -142,6 +148,8 @@ pub struct PermissionGate {
     /// Whether commands run sandboxed and so need no approval when no rule
     /// asks or denies (`sandbox.auto_allow`; children inherit it).
     sandboxed_commands: bool,
+    /// The session's read and write boundaries (children inherit them).
+    access: Option<Arc<AccessPolicy>>,
 }
 
 /// One call being checked.
@@ -163,6 +171,7 @@ impl PermissionGate {
             session: Mutex::new(Vec::new()),
             home: None,
             sandboxed_commands: false,
+            access: None,
         }
     }
 
@@ -177,6 +186,18 @@ impl PermissionGate {
     /// in the children narrowed from it later).
     pub fn set_sandboxed_commands(&mut self, sandboxed: bool) {
         self.sandboxed_commands = sandboxed;
+    }
+
+    /// The same gate holding file tools to `access` (and the children
+    /// narrowed from it later).
+    pub fn with_access(mut self, access: Arc<AccessPolicy>) -> PermissionGate {
+        self.set_access(access);
+        self
+    }
+
+    /// Holds file tools to `access` at this level and below.
+    pub fn set_access(&mut self, access: Arc<AccessPolicy>) {
+        self.access = Some(access);
     }
 
     /// The same gate with `rules` (config and flags) as its own.
@@ -208,6 +229,7 @@ impl PermissionGate {
             session: Mutex::new(Vec::new()),
             home: None,
             sandboxed_commands: self.sandboxed_commands,
+            access: self.access.clone(),
         })
     }
 
@@ -271,6 +293,26 @@ impl PermissionGate {
             .collect()
     }
 
+    /// Whether a search of `dirs` must skip some paths: a `Read(...)` deny
+    /// rule applies, or a `sandbox.deny_read` entry lies inside one of them.
+    pub fn hides_some_reads(&self, dirs: &[PathBuf]) -> bool {
+        self.denies_some_reads()
+            || self
+                .access
+                .as_ref()
+                .is_some_and(|access| dirs.iter().any(|dir| access.denies_inside(dir)))
+    }
+
+    /// Whether a search must skip `path`: a `Read(...)` deny rule or
+    /// `sandbox.deny_read` covers it. (A walk does not follow links, so
+    /// the path as walked is where it lands.)
+    pub fn hides(&self, path: &Path, workspace: &Workspace) -> bool {
+        self.access
+            .as_ref()
+            .is_some_and(|access| access.read_denied(path, path).is_some())
+            || self.read_denied(path, workspace)
+    }
+
     /// Whether any `Read(...)` deny rule applies here or above.
     pub fn denies_some_reads(&self) -> bool {
         self.rules.denies_reads()
@@ -306,7 +348,9 @@ impl PermissionGate {
         false
     }
 
-    /// Checks one validated call of `tool` with arguments `input`.
+    /// Checks one validated call of `tool` with arguments `input`, for an
+    /// agent whose commands run in `sandbox`.
+    #[allow(clippy::too_many_arguments)]
     pub fn check(
         &self,
         agent: &AgentPath,
@@ -315,7 +359,11 @@ impl PermissionGate {
         invocation: &Invocation,
         input: &Value,
         workspace: &Workspace,
+        sandbox: SandboxScope,
     ) -> Decision {
+        if let Some(reason) = self.beyond_access(tool, access, invocation, workspace, sandbox) {
+            return Decision::Deny(reason);
+        }
         let shell = invocation.command.as_deref().map(shell::parse);
         let check = Check {
             agent,
@@ -373,6 +421,46 @@ impl Outcome {
 }
 
 impl PermissionGate {
+    /// Why the session's access policy refuses a file tool's call, if it
+    /// does: a read (or an edit, which reads) of a `deny_read` path, or a
+    /// write the agent's sandbox would refuse its commands.
+    fn beyond_access(
+        &self,
+        tool: &str,
+        access: Access,
+        invocation: &Invocation,
+        workspace: &Workspace,
+        sandbox: SandboxScope,
+    ) -> Option<String> {
+        let policy = self.access.as_deref()?;
+        if !matches!(access, Access::ReadOnly | Access::Edit) {
+            return None;
+        }
+        for path in &invocation.paths {
+            let real = workspace.real_path(path);
+            if let Some(entry) = policy.read_denied(path, &real) {
+                return Some(format!(
+                    "Permission denied: {tool} of {} is refused: sandbox.deny_read covers {}, \
+                     so neither file tools nor commands may read it, in any permission mode. \
+                     Do not try another way to read it; only the user's sandbox.deny_read \
+                     setting can change this.",
+                    workspace.display(path),
+                    entry.display()
+                ));
+            }
+            if access == Access::Edit
+                && let Some(why) = policy.write_refused(sandbox.mode, workspace.root(), &real)
+            {
+                return Some(format!(
+                    "Permission denied: {tool} of {} is refused: {why}. This holds in every \
+                     permission mode, as it does for Bash.",
+                    workspace.display(path)
+                ));
+            }
+        }
+        None
+    }
+
     fn root(&self) -> &PermissionGate {
         match &self.parent {
             Some(parent) => parent.root(),
@@ -452,6 +540,10 @@ impl PermissionGate {
         let hint = || allow_hint(&check.facts);
         match check.access {
             Access::ReadOnly | Access::Delegate => Outcome::Allow { by_rule: false },
+            // The access policy already held the call to what the
+            // sandbox lets commands write; outside bypassPermissions a
+            // file tool keeps to the workspace within that, unless a rule
+            // allows more.
             Access::Edit => {
                 if let Some(outside) = check
                     .invocation

@@ -22,7 +22,7 @@ use alcove_core::{
 };
 use alcove_model::WireProtocol;
 use alcove_protocol::AgentPath;
-use alcove_tools::{Access, Tool, Workspace, builtin_tools};
+use alcove_tools::{Access, SandboxScope, Tool, Workspace, builtin_tools};
 use serde_json::{Value, json};
 
 pub mod seeds;
@@ -195,7 +195,15 @@ pub fn tool_arguments(data: &[u8]) {
         let Ok(invocation) = checked else {
             continue;
         };
-        let decision = gate.check(&agent, &name, tool.access(), &invocation, &input, workspace);
+        let decision = gate.check(
+            &agent,
+            &name,
+            tool.access(),
+            &invocation,
+            &input,
+            workspace,
+            SandboxScope::default(),
+        );
         if tool.access() == Access::Execute && matches!(decision, Decision::Allow) {
             // Default mode allows no command unless an allow rule covers every part.
             let command = invocation.command.as_deref().unwrap_or_default();
@@ -279,6 +287,7 @@ pub fn agent_definition(data: &[u8]) {
                 &invocation,
                 &bash,
                 workspace,
+                SandboxScope::default(),
             );
         }
     }
@@ -359,8 +368,15 @@ pub fn permission_rules(data: &[u8]) {
                 continue;
             };
             for gate in [&gate, &child] {
-                let decision =
-                    gate.check(&agent, &name, tool.access(), &invocation, input, workspace);
+                let decision = gate.check(
+                    &agent,
+                    &name,
+                    tool.access(),
+                    &invocation,
+                    input,
+                    workspace,
+                    SandboxScope::default(),
+                );
                 if denies_bash && name == "Bash" {
                     assert!(
                         matches!(decision, Decision::Deny(_)),
@@ -386,6 +402,7 @@ pub fn permission_rules(data: &[u8]) {
             &invocation,
             &calls[2],
             workspace,
+            SandboxScope::default(),
         );
         let _ = gate.suggest_rules(name, &calls[2], workspace);
     }

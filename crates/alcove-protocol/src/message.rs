@@ -114,22 +114,44 @@ pub struct ToolSpec {
 /// the prompt cache, tokens written to it, and the rest (`input_tokens`).
 /// Transcripts written before the cache fields existed load with them at 0
 /// (their `input_tokens` then holds all input, cached or not).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// Written as JSON, it also carries `budget_tokens`, the figure every
+/// budget counts ([`Usage::budget_tokens`]), so a reader of `--json`
+/// output, a transcript or `results.jsonl` never adds the parts up itself;
+/// it is derived, so reading it back ignores it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 pub struct Usage {
     /// Prompt tokens neither read from nor written to the cache.
     pub input_tokens: u64,
     /// Completion tokens.
     pub output_tokens: u64,
     /// Prompt tokens read from the provider's cache.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default)]
     pub cache_read_tokens: u64,
     /// Prompt tokens written to the provider's cache.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default)]
     pub cache_write_tokens: u64,
 }
 
-fn is_zero(value: &u64) -> bool {
-    *value == 0
+impl Serialize for Usage {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let cached = [self.cache_read_tokens, self.cache_write_tokens]
+            .iter()
+            .filter(|count| **count > 0)
+            .count();
+        let mut out = serializer.serialize_struct("Usage", 3 + cached)?;
+        out.serialize_field("input_tokens", &self.input_tokens)?;
+        out.serialize_field("output_tokens", &self.output_tokens)?;
+        if self.cache_read_tokens > 0 {
+            out.serialize_field("cache_read_tokens", &self.cache_read_tokens)?;
+        }
+        if self.cache_write_tokens > 0 {
+            out.serialize_field("cache_write_tokens", &self.cache_write_tokens)?;
+        }
+        out.serialize_field("budget_tokens", &self.budget_tokens())?;
+        out.end()
+    }
 }
 
 impl Usage {
@@ -152,8 +174,16 @@ impl Usage {
             .saturating_add(self.cache_write_tokens)
     }
 
-    /// Prompt plus completion tokens.
-    pub fn total(&self) -> u64 {
+    /// The one token meter: every input token — uncached, read from the
+    /// cache and written to it — plus every output token.
+    ///
+    /// Every token budget counts this figure (a child's `max_tokens`, the
+    /// tree's `agents.tree_max_tokens`, a batch's budget), and every
+    /// footer, status line and summary that says "tokens" shows it, so a
+    /// budget is never undercounted when most of the prompt is cached.
+    /// What the tokens cost in dollars is a separate, cache-aware figure
+    /// (a cache read is billed at a tenth of an input token or less).
+    pub fn budget_tokens(&self) -> u64 {
         self.prompt_tokens().saturating_add(self.output_tokens)
     }
 }
@@ -171,4 +201,46 @@ pub enum StopReason {
     /// Anything else the provider said, kept verbatim.
     #[serde(untagged)]
     Other(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_token_is_every_input_token_cached_or_not_plus_output() {
+        let usage = Usage {
+            input_tokens: 100,
+            output_tokens: 50,
+            cache_read_tokens: 900,
+            cache_write_tokens: 25,
+        };
+        assert_eq!(usage.budget_tokens(), 1075);
+        let full = Usage {
+            input_tokens: u64::MAX,
+            output_tokens: 1,
+            ..Usage::default()
+        };
+        assert_eq!(full.budget_tokens(), u64::MAX);
+    }
+
+    #[test]
+    fn usage_json_carries_the_meter_and_reads_back_without_it() {
+        let usage = Usage {
+            input_tokens: 10,
+            output_tokens: 5,
+            cache_read_tokens: 85,
+            cache_write_tokens: 0,
+        };
+        let json = serde_json::to_value(usage).unwrap_or_default();
+        assert_eq!(
+            json,
+            serde_json::json!({"input_tokens": 10, "output_tokens": 5, "cache_read_tokens": 85, "budget_tokens": 100})
+        );
+        let back: Usage = serde_json::from_value(json).unwrap_or_default();
+        assert_eq!(back, usage);
+        let old: Usage =
+            serde_json::from_str(r#"{"input_tokens":3,"output_tokens":4}"#).unwrap_or_default();
+        assert_eq!(old.budget_tokens(), 7);
+    }
 }

@@ -23,6 +23,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+pub mod access;
 pub mod availability;
 mod cgroups;
 mod fs_rules;
@@ -36,6 +37,7 @@ pub mod policy;
 pub mod shared_net;
 mod spawn;
 
+pub use access::AccessPolicy;
 pub use availability::{Availability, Verdict};
 pub use held::HeldChild;
 pub use limits::ResourceLimits;
@@ -233,13 +235,7 @@ impl Confinement {
                 vec![dir]
             }
             SandboxMode::WorkspaceWrite => {
-                let mut writable = vec![workspace.to_owned()];
-                writable.extend(git_dirs(workspace));
-                writable.push(std::env::temp_dir());
-                writable.push(PathBuf::from("/tmp"));
-                writable.push(PathBuf::from("/dev/shm"));
-                writable.extend(self.writable_roots.iter().cloned());
-                writable
+                access::workspace_write_folders(workspace, &self.writable_roots)
             }
         };
         let network_holder = (join && scope.is_confined() && !scope.network)
@@ -268,6 +264,13 @@ impl Confinement {
             private_tmp,
             holder: network_holder.map(|_| self.network_holder.clone()),
         })
+    }
+
+    /// The read and write boundaries this session's settings draw, for
+    /// alcove's own file tools: the same `deny_read` and writable folders
+    /// its commands' Landlock domains are built from ([`access`]).
+    pub fn access_policy(&self) -> AccessPolicy {
+        AccessPolicy::new(&self.deny_read, &self.writable_roots)
     }
 
     /// Prepares finding out whether this machine can confine commands as

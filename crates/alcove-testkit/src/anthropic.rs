@@ -186,7 +186,12 @@ pub(crate) fn message(blocks: &[Block], ctx: &Ctx<'_>) -> Value {
         "content": content,
         "stop_reason": stop_reason(blocks, ctx),
         "stop_sequence": null,
-        "usage": {"input_tokens": ctx.input_tokens, "output_tokens": ctx.output_tokens}
+        "usage": {
+            "input_tokens": ctx.input_tokens,
+            "cache_creation_input_tokens": ctx.cache_write,
+            "cache_read_input_tokens": ctx.cache_read,
+            "output_tokens": ctx.output_tokens
+        }
     })
 }
 

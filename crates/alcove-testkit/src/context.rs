@@ -1,6 +1,6 @@
 //! What the fake server knows about context: a window that rejects a
-//! request over N tokens with each provider's real error, Anthropic's prompt
-//! cache, and a stand-in summariser.
+//! request over N tokens with each provider's real error, each provider's
+//! prompt cache, and a stand-in summariser.
 //!
 //! Tokens are counted the same simple way everywhere: each element of the
 //! request (a tool, the system prompt, one content block of a message) costs
@@ -12,7 +12,10 @@
 //! from the cache the longest of its prefixes, up to its last breakpoint,
 //! that an earlier request stored (`cache_read_input_tokens`), writes the
 //! rest up to that breakpoint (`cache_creation_input_tokens`), and pays
-//! full price for what follows (`input_tokens`).
+//! full price for what follows (`input_tokens`). OpenAI's cache is
+//! automatic: a prompt of 1,024 tokens or more reads the longest prefix an
+//! earlier request of the conversation sent, in steps of 128 tokens
+//! (`prompt_tokens_details.cached_tokens`, a part of `prompt_tokens`).
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -89,10 +92,7 @@ pub(crate) fn judge(model: &ContextModel, cache: &mut Cache, record: &RecordedRe
     }
     let accounting = match protocol {
         Protocol::Anthropic => cached(cache, &record.first_user_message_text(), &elements),
-        Protocol::OpenAi => Accounting {
-            uncached: total,
-            ..Accounting::default()
-        },
+        Protocol::OpenAi => automatic(cache, &record.first_user_message_text(), &elements),
     };
     if let Some((marker, keep)) = &model.summarizer
         && record.last_user_text().contains(marker.as_str())
@@ -195,6 +195,30 @@ fn cached(cache: &mut Cache, conversation: &str, elements: &[(u64, u64, bool)]) 
     }
 }
 
+/// OpenAI's automatic prompt cache: no breakpoints; a prompt of 1,024
+/// tokens or more reads the longest prefix an earlier request of the
+/// conversation sent, counted in steps of 128 tokens, and every prefix of
+/// it is stored for the next.
+fn automatic(cache: &mut Cache, conversation: &str, elements: &[(u64, u64, bool)]) -> Accounting {
+    let total: u64 = elements.iter().map(|(tokens, _, _)| tokens).sum();
+    let stored = cache.stored.entry(conversation.to_owned()).or_default();
+    let mut running = 0;
+    let mut read = 0;
+    for (tokens, hash, _) in elements {
+        running += tokens;
+        if stored.contains(hash) {
+            read = running;
+        }
+        stored.insert(*hash);
+    }
+    let read = if total >= 1024 { read / 128 * 128 } else { 0 };
+    Accounting {
+        uncached: total - read,
+        cache_read: read,
+        cache_write: 0,
+    }
+}
+
 fn overflow_body(protocol: Protocol, style: OverflowStyle, total: u64, window: u64) -> Value {
     match (protocol, style) {
         (Protocol::Anthropic, _) => crate::anthropic::error_body(
@@ -292,6 +316,45 @@ mod tests {
         assert_eq!(second.cache_read, first.total());
         assert!(second.cache_write > 100, "{second:?}");
         assert_eq!(second.uncached, 0);
+    }
+
+    #[test]
+    fn openai_reads_the_prefix_it_saw_from_1024_tokens_in_steps_of_128() {
+        let model = ContextModel {
+            count_tokens: true,
+            ..ContextModel::default()
+        };
+        let openai = |body: Value| RecordedRequest {
+            path: "/v1/chat/completions".to_owned(),
+            ..record(body)
+        };
+        let long = |turns: usize| {
+            let mut messages = vec![json!({"role": "system", "content": "s".repeat(6000)})];
+            for i in 0..turns {
+                messages.push(json!({"role": "user", "content": format!("user {i}")}));
+            }
+            json!({"messages": messages})
+        };
+        let mut cache = Cache::default();
+        let Verdict::Script(Some(first)) = judge(&model, &mut cache, &openai(long(1))) else {
+            panic!()
+        };
+        assert_eq!(first.cache_read, 0);
+        let Verdict::Script(Some(second)) = judge(&model, &mut cache, &openai(long(2))) else {
+            panic!()
+        };
+        assert!(second.cache_read >= 1024, "{second:?}");
+        assert_eq!(second.cache_read % 128, 0);
+        assert!(second.cache_read <= first.total(), "{second:?}");
+        assert_eq!(second.total(), second.uncached + second.cache_read);
+        assert_eq!(second.cache_write, 0);
+        // A short prompt is never cached.
+        let short = json!({"messages": [{"role": "user", "content": "hi"}]});
+        judge(&model, &mut cache, &openai(short.clone()));
+        let Verdict::Script(Some(again)) = judge(&model, &mut cache, &openai(short)) else {
+            panic!()
+        };
+        assert_eq!(again.cache_read, 0);
     }
 
     #[test]

@@ -107,11 +107,18 @@ impl<'c, 'a> Chunks<'c, 'a> {
     }
 }
 
+/// OpenAI's usage object: `prompt_tokens` counts every prompt token,
+/// cached or not, and `prompt_tokens_details.cached_tokens` the part read
+/// from the cache (OpenAI has no cache writes to report: tokens another
+/// provider would bill as written are plain prompt tokens here).
 fn usage(ctx: &Ctx<'_>) -> Value {
+    let prompt = ctx.input_tokens + ctx.cache_read + ctx.cache_write;
     json!({
-        "prompt_tokens": ctx.input_tokens,
+        "prompt_tokens": prompt,
         "completion_tokens": ctx.output_tokens,
-        "total_tokens": ctx.input_tokens + ctx.output_tokens
+        "total_tokens": prompt + ctx.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": ctx.cache_read, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0}
     })
 }
 

@@ -80,11 +80,15 @@ impl Script {
     }
 
     /// Reports input usage counted from each request instead of the
-    /// steps' defaults (a step's explicit [`Step::usage`] still wins), and
-    /// models Anthropic's prompt cache: `cache_read_input_tokens` for the
-    /// longest prefix, up to a `cache_control` breakpoint, that an earlier
-    /// request of the same conversation marked; `cache_creation_input_tokens`
-    /// for the rest up to the last breakpoint.
+    /// steps' defaults (a step's explicit [`Step::usage`] or
+    /// [`Step::cache_usage`] still wins), and models each provider's prompt
+    /// cache: Anthropic's `cache_read_input_tokens` for the longest prefix,
+    /// up to a `cache_control` breakpoint, that an earlier request of the
+    /// same conversation marked, `cache_creation_input_tokens` for the rest
+    /// up to the last breakpoint; OpenAI's automatic cache, whose
+    /// `prompt_tokens_details.cached_tokens` is the longest prefix an
+    /// earlier request of the conversation sent, for prompts of 1,024
+    /// tokens or more, in steps of 128.
     pub fn count_tokens(mut self) -> Script {
         self.context.count_tokens = true;
         self
@@ -193,6 +197,9 @@ pub struct Step {
     pub(crate) kind: StepKind,
     pub(crate) delay_ms: u64,
     pub(crate) usage: Option<(u64, u64)>,
+    /// `(read, written)`: prompt tokens reported as read from and written
+    /// to the provider's cache.
+    pub(crate) cache: Option<(u64, u64)>,
     pub(crate) retry_after: Option<u64>,
     pub(crate) truncated: bool,
     pub(crate) piece_chars: usize,
@@ -206,6 +213,7 @@ impl Step {
             delay_ms: 0,
             first_byte_ms: 0,
             usage: None,
+            cache: None,
             retry_after: None,
             truncated: false,
             piece_chars: PIECE_CHARS,
@@ -331,6 +339,19 @@ impl Step {
     /// Sets the reported token usage (default: [`DEFAULT_INPUT_TOKENS`], [`DEFAULT_OUTPUT_TOKENS`]).
     pub fn usage(mut self, input_tokens: u64, output_tokens: u64) -> Step {
         self.usage = Some((input_tokens, output_tokens));
+        self
+    }
+
+    /// Reports `read` prompt tokens read from the provider's cache and
+    /// `written` written to it, besides the step's uncached input
+    /// ([`Step::usage`]), the way each provider does: Anthropic's
+    /// `cache_read_input_tokens` and `cache_creation_input_tokens` apart
+    /// from `input_tokens`; OpenAI's `prompt_tokens` counting all of them,
+    /// with `prompt_tokens_details.cached_tokens` the part read (OpenAI
+    /// reports no cache writes: they are plain prompt tokens there). Wins
+    /// over [`Script::count_tokens`] like [`Step::usage`] does.
+    pub fn cache_usage(mut self, read: u64, written: u64) -> Step {
+        self.cache = Some((read, written));
         self
     }
 

@@ -445,8 +445,8 @@ async fn answer(
         tokio::time::sleep(Duration::from_millis(step.delay_ms)).await;
     }
     let (mut input_tokens, output_tokens) = step.tokens();
-    let (mut cache_read, mut cache_write) = (0, 0);
-    if let Some(counts) = counts.filter(|_| step.usage.is_none()) {
+    let (mut cache_read, mut cache_write) = step.cache.unwrap_or((0, 0));
+    if let Some(counts) = counts.filter(|_| step.usage.is_none() && step.cache.is_none()) {
         input_tokens = counts.uncached;
         cache_read = counts.cache_read;
         cache_write = counts.cache_write;

@@ -251,3 +251,28 @@ async fn non_streamed_request_gets_a_message() {
     assert_eq!(v["content"][1]["input"], json!({"command": "ls"}));
     assert_eq!(v["stop_reason"], "tool_use");
 }
+
+#[tokio::test]
+async fn cache_reads_and_writes_are_reported_apart_from_input_tokens() {
+    let server = FakeServer::start(Script::new().conversation(
+        "x",
+        vec![
+            Step::text("a").usage(10, 3).cache_usage(900, 40),
+            Step::text("b").usage(10, 3).cache_usage(900, 40),
+        ],
+    ));
+    let events = parse_sse(&text_of(post_anthropic(&server, &anthropic_body("x")).await).await);
+    let usage = &events[0].json()["message"]["usage"];
+    assert_eq!(usage["input_tokens"], 10, "{usage}");
+    assert_eq!(usage["cache_read_input_tokens"], 900, "{usage}");
+    assert_eq!(usage["cache_creation_input_tokens"], 40, "{usage}");
+    let mut body = anthropic_body("x");
+    body["stream"] = json!(false);
+    let message: serde_json::Value =
+        serde_json::from_str(&text_of(post_anthropic(&server, &body).await).await)
+            .unwrap_or_default();
+    assert_eq!(
+        message["usage"],
+        json!({"input_tokens": 10, "cache_creation_input_tokens": 40, "cache_read_input_tokens": 900, "output_tokens": 3})
+    );
+}

@@ -62,8 +62,31 @@ async fn text_reply_chunks_with_usage() {
     assert_eq!(chunks[n - 1]["choices"], json!([]));
     assert_eq!(
         chunks[n - 1]["usage"],
-        json!({"prompt_tokens": 50, "completion_tokens": 9, "total_tokens": 59})
+        json!({
+            "prompt_tokens": 50,
+            "completion_tokens": 9,
+            "total_tokens": 59,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0}
+        })
     );
+}
+
+#[tokio::test]
+async fn cached_tokens_are_a_part_of_prompt_tokens_as_openai_reports_them() {
+    let server = FakeServer::start(Script::new().conversation(
+        "hello",
+        vec![Step::text("Hello").usage(10, 9).cache_usage(90, 0)],
+    ));
+    let (chunks, _) =
+        chunks(&text_of(post_openai(&server, &openai_body("hello", true)).await).await);
+    let usage = &chunks[chunks.len() - 1]["usage"];
+    assert_eq!(usage["prompt_tokens"], 100, "{usage}");
+    assert_eq!(
+        usage["prompt_tokens_details"]["cached_tokens"], 90,
+        "{usage}"
+    );
+    assert_eq!(usage["total_tokens"], 109, "{usage}");
 }
 
 #[tokio::test]

@@ -34,7 +34,7 @@ mod schema;
 mod workspace;
 mod write;
 
-pub use alcove_sandbox::{Confinement, ResourceLimits, SandboxMode, SandboxScope};
+pub use alcove_sandbox::{AccessPolicy, Confinement, ResourceLimits, SandboxMode, SandboxScope};
 pub use bash::Bash;
 pub use edit::Edit;
 pub use env_policy::{EnvPolicy, is_sensitive_env_name, secret_values};

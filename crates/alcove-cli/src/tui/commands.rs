@@ -274,7 +274,8 @@ pub(crate) fn status_lines(app: &App) -> Vec<Line<'static>> {
         row(
             "tokens",
             format!(
-                "{} in · {} cache read · {} cache write · {} out (all agents; {children} children)",
+                "{} ({} in · {} cache read · {} cache write · {} out; all agents, {children} children)",
+                format_tokens(app.usage.budget_tokens()),
                 format_tokens(app.usage.input_tokens),
                 format_tokens(app.usage.cache_read_tokens),
                 format_tokens(app.usage.cache_write_tokens),

@@ -97,7 +97,7 @@ impl Panel {
                         ok: *ok,
                     };
                     entry.turns = *turns;
-                    entry.tokens = usage.total();
+                    entry.tokens = usage.budget_tokens();
                     entry.current_tool = None;
                     entry.ended = Some(now);
                     let cut = entry.log.cut_short();
@@ -112,7 +112,7 @@ impl Panel {
         };
         match &event.kind {
             EventKind::TurnStarted { turn } => entry.turns = *turn,
-            EventKind::Usage { usage } => entry.tokens += usage.total(),
+            EventKind::Usage { usage } => entry.tokens += usage.budget_tokens(),
             EventKind::ToolCallStarted { name, input, .. } => {
                 let arg = super::cells::key_argument(name, input, workspace);
                 entry.current_tool = Some(format!("{name} {arg}"));

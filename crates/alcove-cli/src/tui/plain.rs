@@ -90,7 +90,7 @@ impl EventSink for Printer {
                 usage,
                 ..
             } => {
-                let tokens = format_tokens(usage.total());
+                let tokens = format_tokens(usage.budget_tokens());
                 self.line(
                     &mut out,
                     &format!(
@@ -196,7 +196,7 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
                     "session {} · mode {} · {} tokens",
                     session.id,
                     session.gate.mode().as_str(),
-                    format_tokens(totals.usage.total())
+                    format_tokens(totals.usage.budget_tokens())
                 );
                 continue;
             }

@@ -156,7 +156,7 @@ fn child_view(
 /// `model · mode · tokens` on the left, what is happening on the right.
 fn footer(app: &App, width: usize, now: Instant) -> Line<'static> {
     let theme: Theme = app.theme;
-    let tokens = app.usage.total();
+    let tokens = app.usage.budget_tokens();
     let context = match app.context {
         Some((used, window)) if window > 0 => format!(
             " · ctx {}/{} ({}%)",

@@ -474,3 +474,105 @@ fn trace_shows_spawn_wait_and_close_with_ids_and_states() {
         );
     }
 }
+
+#[test]
+fn wait_returns_the_harness_evidence_footer_beside_the_childs_text() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "parent wants evidence",
+                vec![
+                    spawn("EVIDENCE child"),
+                    wait_for(&["agent-1"], 10_000),
+                    Step::tool_call("send_input", json!({"id": "agent-1", "message": "again"})),
+                    wait_for(&["agent-1"], 10_000),
+                    Step::text("done"),
+                ],
+            )
+            .conversation(
+                "EVIDENCE child",
+                vec![
+                    Step::tool_call("Bash", json!({"command": "echo evidence > seen.txt"})),
+                    Step::text("I wrote seen.txt"),
+                    Step::text("nothing more to do"),
+                ],
+            ),
+    );
+    let out = run(&env, &server, &[], "parent wants evidence");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = parent_results(&server, "parent wants evidence");
+    let first = &results[1].0["details"]["agent-1"];
+    assert_eq!(first["last_output"], "I wrote seen.txt", "{first}");
+    let evidence = first["evidence"].as_str().unwrap_or_default();
+    // The harness's footer, as Agent's report ends: from the call's
+    // effects, not from what the child said.
+    assert!(
+        evidence.starts_with("[alcove evidence] status: completed | turns: 2 | tokens: "),
+        "{evidence}"
+    );
+    assert!(
+        evidence.contains("commands: `echo evidence > seen.txt` (exit 0)"),
+        "{evidence}"
+    );
+    assert!(evidence.contains("tools: 1 call |"), "{evidence}");
+    assert!(evidence.contains("transcript: "), "{evidence}");
+    // Every submission gets its own footer: the second ran no command.
+    let second = &results[3].0["details"]["agent-1"];
+    assert_eq!(second["last_output"], "nothing more to do", "{second}");
+    let evidence = second["evidence"].as_str().unwrap_or_default();
+    assert!(evidence.contains("turns: 1 |"), "{evidence}");
+    assert!(
+        evidence.contains("tools: 0 calls") && evidence.contains("commands: none"),
+        "{evidence}"
+    );
+}
+
+#[test]
+fn a_finished_child_closes_the_agents_it_spawned_and_frees_their_slots() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "parent delegates deep",
+                vec![
+                    Step::tool_call(
+                        "Agent",
+                        json!({"description": "spawner", "prompt": "SPAWNER child"}),
+                    ),
+                    spawn("SECOND child"),
+                    wait_for(&["agent-3"], 10_000),
+                    Step::text("done"),
+                ],
+            )
+            .conversation(
+                "SPAWNER child",
+                vec![spawn("GRAND child"), Step::text("spawned one and left")],
+            )
+            .conversation("GRAND child", vec![Step::text("late").delay(8_000)])
+            .conversation("SECOND child", vec![Step::text("second done")]),
+    );
+    let out = run(
+        &env,
+        &server,
+        &["-c", "agents.max_depth=2", "-c", "agents.max_concurrent=1"],
+        "parent delegates deep",
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = parent_results(&server, "parent delegates deep");
+    // The grandchild's slot (the only one) was free again for the parent.
+    assert!(!results[1].2, "{}", results[1].1);
+    assert_eq!(
+        results[2].0["status"]["agent-3"], "completed",
+        "{}",
+        results[2].1
+    );
+    // Its end was recorded before its parent's, and it never answered.
+    let ended: Vec<String> = of_type(&out.events(), "agent_ended")
+        .iter()
+        .map(|event| event["child"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    let grand = ended
+        .iter()
+        .position(|child| child == "main/agent-1/agent-2");
+    let spawner = ended.iter().position(|child| child == "main/agent-1");
+    assert!(grand.is_some() && grand < spawner, "{ended:?}");
+}

@@ -2,6 +2,7 @@
 //! children's files (worktrees), with the kernel's real facilities and real
 //! git.
 
+mod access;
 mod holder;
 mod limits;
 mod sandbox;

@@ -252,6 +252,56 @@ fn three_parallel_children_against_a_tree_budget_that_fits_two() {
 }
 
 #[test]
+fn a_tree_token_budget_counts_cache_reads_and_stops_at_its_figure() {
+    // Four children one after another, each 90 % cache reads: 500 uncached
+    // + 9,000 read from the cache + 500 out = 10,000 budget tokens. A tree
+    // of 30,000 admits three; counting uncached input and output only, it
+    // would admit thirty.
+    let mut parent = Vec::new();
+    for n in 1..=4 {
+        parent.push(Step::tool_call(
+            "Agent",
+            agent(&format!("part {n}"), &format!("CACHED {n} child")),
+        ));
+    }
+    parent.push(Step::text("merged"));
+    let mut script = Script::new().conversation("cached fan out", parent);
+    for n in 1..=4 {
+        script = script.conversation(
+            &format!("CACHED {n} child"),
+            vec![
+                Step::text(&format!("result {n}"))
+                    .usage(500, 500)
+                    .cache_usage(9_000, 0),
+            ],
+        );
+    }
+    let (env, server) = setup(script);
+    let out = exec(
+        &env,
+        &server,
+        &["-c", "agents.tree_max_tokens=30000", "cached fan out"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let requests = server.requests_for("cached fan out");
+    let result = |n: usize| requests[n].tool_results().into_iter().last().unwrap();
+    let (_, second, is_error) = result(2);
+    assert!(!is_error, "{second}");
+    assert!(second.contains("tokens: 10000 ("), "{second}");
+    assert!(second.contains("20000 of 30000 tokens used"), "{second}");
+    let (_, fourth, is_error) = result(4);
+    assert!(is_error, "the fourth child was admitted: {fourth}");
+    assert!(
+        fourth.contains("token budget is used up (agents.tree_max_tokens = 30000: 30000 used"),
+        "{fourth}"
+    );
+    assert!(
+        server.requests_for("CACHED 4 child").is_empty(),
+        "the refused child never ran"
+    );
+}
+
+#[test]
 fn exec_waits_for_spawned_children_and_gives_the_main_agent_their_results() {
     let (env, server) = setup(
         Script::new()

@@ -21,6 +21,7 @@ use super::child::ChildRequest;
 use super::definitions::{AgentDefinition, DEFAULT_AGENT_TYPE, Definitions};
 use super::lifecycle::{Pool, SlotWait};
 use super::scope::AgentScope;
+use super::start_error::StartError;
 use super::supervisor::{Supervisor, upgrade};
 
 /// Arguments of an `Agent` call.
@@ -167,10 +168,9 @@ impl Tool for AgentTool {
             .await;
         match started {
             Ok(child) => child.run_to_end(&supervisor, input.prompt).await,
-            Err(reason)
-                if reason.starts_with("Agent nesting") || reason.starts_with("subagent") =>
-            {
-                ToolOutput::error(reason)
+            // A limit is named as it is; anything else is the agent failing.
+            Err(reason @ (StartError::Depth { .. } | StartError::Slots { .. })) => {
+                ToolOutput::error(reason.to_string())
             }
             Err(reason) => ToolOutput::error(format!("Agent failed: {reason}")),
         }

@@ -22,7 +22,8 @@ pub struct TreeBudget {
 /// What the tree used and holds in reservations.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TreeUsage {
-    /// Tokens (input plus output) children that ended used.
+    /// Budget tokens ([`alcove_protocol::Usage::budget_tokens`]: every
+    /// input token, cached or not, plus output) children that ended used.
     pub used_tokens: u64,
     /// Turns children that ended used.
     pub used_turns: u32,

@@ -76,6 +76,8 @@ pub(crate) struct Child {
     pub(crate) call_id: String,
     /// Its own git worktree (`isolation: worktree`).
     pub(crate) worktree: Option<Worktree>,
+    /// Whether agents it spawned outlive it (its definition's `leaveSpawned`).
+    pub(crate) leave_spawned: bool,
 }
 
 /// Where a child's start, end and notices go.
@@ -250,6 +252,7 @@ impl Supervisor {
             },
             call_id: String::new(),
             worktree,
+            leave_spawned: definition.leave_spawned,
         })
     }
 

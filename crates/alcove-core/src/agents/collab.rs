@@ -128,7 +128,7 @@ impl CollabTool {
                 WaitInput,
                 "wait",
                 "Waits until one of the agents (or batches) stops running or the timeout passes; \
-                 returns each finished agent's status and last output, or a batch's counts and, once \
+                 returns each finished agent's status, last output and evidence, or a batch's counts and, once \
                  it ended, one line per task and the path of results.jsonl.",
             ),
             Kind::Close => alcove_tools::tool_spec!(
@@ -284,6 +284,7 @@ impl Supervisor {
             last_message: message.clone(),
             last_submission_id: None,
             last_output: None,
+            last_evidence: None,
             last_error: None,
             running: None,
             history: Vec::new(),

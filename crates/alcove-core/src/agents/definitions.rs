@@ -65,6 +65,9 @@ pub struct AgentDefinition {
     pub network: Option<bool>,
     /// `isolation: worktree`: the child works in a git worktree of its own.
     pub worktree: bool,
+    /// `leaveSpawned: true`: agents it spawned keep running after it ends
+    /// (by default a finished child closes them, so none outlives it).
+    pub leave_spawned: bool,
     /// The file it was loaded from (`None` for a built-in).
     pub source: Option<PathBuf>,
 }

@@ -40,6 +40,7 @@ use super::child::{Child, ChildRequest};
 use super::definitions::AgentDefinition;
 use super::report::{ReportInput, report};
 use super::scope::AgentScope;
+use super::start_error::StartError;
 use super::supervisor::Supervisor;
 use crate::{AgentOutcome, HookScope, run_agent};
 
@@ -124,7 +125,7 @@ impl Supervisor {
         turns: u32,
         wait: SlotWait,
         cancel: &CancellationToken,
-    ) -> Result<Lease, String> {
+    ) -> Result<Lease, StartError> {
         self.lease_within(pool, self.limits.max_tokens, turns, wait, cancel)
             .await
     }
@@ -137,23 +138,26 @@ impl Supervisor {
         turns: u32,
         wait: SlotWait,
         cancel: &CancellationToken,
-    ) -> Result<Lease, String> {
+    ) -> Result<Lease, StartError> {
         let (slots, limit) = match pool {
             Pool::Agent => (&self.agent_slots, self.limits.max_parallel),
             Pool::Spawned => (&self.slots, self.limits.max_concurrent),
         };
-        let limit_reached = || format!("subagent concurrency limit reached ({limit})");
+        let limit_reached = |_| StartError::Slots { limit };
         let permit = match wait {
             SlotWait::Wait => tokio::select! {
-                permit = slots.clone().acquire_owned() => permit.map_err(|_| limit_reached())?,
-                () = cancel.cancelled() => return Err("aborted while waiting for a slot".to_owned()),
+                permit = slots.clone().acquire_owned() => permit.map_err(limit_reached)?,
+                () = cancel.cancelled() => return Err(StartError::Cancelled),
             },
             SlotWait::Now => slots
                 .clone()
                 .try_acquire_owned()
-                .map_err(|_| limit_reached())?,
+                .map_err(|_| StartError::Slots { limit })?,
         };
-        let reservation = self.tree.reserve(tokens, turns)?;
+        let reservation = self
+            .tree
+            .reserve(tokens, turns)
+            .map_err(StartError::Budget)?;
         Ok(Lease {
             _permit: permit,
             reservation,
@@ -170,12 +174,11 @@ impl Supervisor {
         request: &ChildRequest,
         (pool, wait): (Pool, SlotWait),
         cancel: CancellationToken,
-    ) -> Result<ChildRun, String> {
+    ) -> Result<ChildRun, StartError> {
         if scope.depth() >= self.limits.max_depth {
-            return Err(format!(
-                "Agent nesting depth exceeded (max {})",
-                self.limits.max_depth
-            ));
+            return Err(StartError::Depth {
+                max: self.limits.max_depth,
+            });
         }
         let own = definition.max_turns.unwrap_or(self.limits.max_turns);
         let turns = request.turns.map_or(own, |turns| turns.min(own));
@@ -187,7 +190,9 @@ impl Supervisor {
             .lease_within(pool, tokens, turns, wait, &scope.run.cancel)
             .await?;
         let name = self.next_child_name();
-        let mut child = self.build_child(scope, &name, definition, request, cancel)?;
+        let mut child = self
+            .build_child(scope, &name, definition, request, cancel)
+            .map_err(StartError::Build)?;
         child.call_id = call_id.to_owned();
         child.parent.emit(EventKind::AgentStarted {
             child: child.path.clone(),
@@ -324,10 +329,7 @@ impl Supervisor {
             _permit,
             reservation,
         } = lease;
-        reservation.settle(
-            outcome.usage.input_tokens + outcome.usage.output_tokens,
-            outcome.turns,
-        );
+        reservation.settle(outcome.usage.budget_tokens(), outcome.turns);
         let output = output.or_else(|| outcome.last_text());
         Ended {
             outcome,
@@ -337,6 +339,22 @@ impl Supervisor {
             elapsed: started.elapsed(),
             max_turns: run.max_turns,
             remote_note,
+        }
+    }
+
+    /// What the report of a run's end is built from, the same for both
+    /// faces (`Agent`'s result, `wait`'s `evidence`).
+    pub(crate) fn report_input<'a>(&self, child: &'a Child, ended: &'a Ended) -> ReportInput<'a> {
+        ReportInput {
+            description: &child.label,
+            outcome: &ended.outcome,
+            max_turns: ended.max_turns,
+            budget_note: ended.budget_note.clone(),
+            elapsed: ended.elapsed,
+            ignored_tools: &child.ignored_tools,
+            warnings: &child.warnings,
+            transcript: child.transcript_path(),
+            tree: self.tree.is_bounded().then(|| self.tree.describe()),
         }
     }
 
@@ -440,24 +458,10 @@ impl ChildRun {
         let ended = supervisor
             .run_submission(&child, lease, Vec::new(), prompt, &cancel, remote)
             .await;
-        let tree = supervisor
-            .tree
-            .is_bounded()
-            .then(|| supervisor.tree.describe());
-        let mut output = report(
-            &ReportInput {
-                description: &child.label,
-                outcome: &ended.outcome,
-                max_turns: ended.max_turns,
-                budget_note: ended.budget_note.clone(),
-                elapsed: ended.elapsed,
-                ignored_tools: &child.ignored_tools,
-                warnings: &child.warnings,
-                transcript: child.transcript_path(),
-                tree,
-            },
-            &child.evidence,
-        );
+        if !child.leave_spawned {
+            supervisor.close_spawned_below(&child.path).await;
+        }
+        let mut output = report(&supervisor.report_input(&child, &ended), &child.evidence);
         if let Some(line) = &ended.remote_note {
             output.content.push('\n');
             output.content.push_str(line);

@@ -18,6 +18,7 @@
 //! sandbox: read-only               # workspace-write | read-only | off (never looser than the parent's)
 //! network: true                    # commands may use the network (if the parent's may)
 //! isolation: worktree              # work in a git worktree of its own
+//! leaveSpawned: true               # agents it spawns outlive it (default: closed at its end)
 //! ---
 //! The body is the system prompt.
 //! ```
@@ -88,6 +89,8 @@ struct FrontMatter {
     sandbox: Option<String>,
     network: Option<bool>,
     isolation: Option<String>,
+    #[serde(alias = "leave_spawned")]
+    leave_spawned: Option<bool>,
 }
 
 const MODES: [&str; 5] = [
@@ -205,6 +208,7 @@ pub fn parse_definition(
         sandbox,
         network: front.network,
         worktree,
+        leave_spawned: front.leave_spawned.unwrap_or(false),
         source: None,
     };
     Ok((definition, notes))

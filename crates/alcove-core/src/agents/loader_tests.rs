@@ -189,3 +189,17 @@ fn timeouts_too_large_or_too_small_for_a_duration_are_refused() {
     let (definition, _) = parse("---\ndescription: d\ntimeout: 1e9\n---\nbody").unwrap();
     assert_eq!(definition.timeout, Some(Duration::from_secs(1_000_000_000)));
 }
+
+#[test]
+fn leave_spawned_is_off_unless_a_definition_asks_for_it() {
+    let (plain, _) = parse("---\nname: a\ndescription: d\n---\nbody\n").unwrap();
+    assert!(!plain.leave_spawned);
+    for key in ["leaveSpawned", "leave_spawned"] {
+        let (leaving, notes) = parse(&format!(
+            "---\nname: a\ndescription: d\n{key}: true\n---\nbody\n"
+        ))
+        .unwrap();
+        assert!(notes.is_empty(), "{notes:?}");
+        assert!(leaving.leave_spawned, "{key}");
+    }
+}

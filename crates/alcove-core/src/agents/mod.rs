@@ -33,6 +33,7 @@ mod registry;
 mod report;
 mod runner;
 mod scope;
+mod start_error;
 mod submission;
 mod supervisor;
 mod worktree_child;

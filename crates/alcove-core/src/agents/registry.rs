@@ -68,6 +68,9 @@ pub(crate) struct Record {
     pub(crate) last_message: String,
     pub(crate) last_submission_id: Option<String>,
     pub(crate) last_output: Option<String>,
+    /// The harness's evidence footer of the last submission (the same
+    /// one `Agent`'s report ends with).
+    pub(crate) last_evidence: Option<String>,
     pub(crate) last_error: Option<String>,
     pub(crate) running: Option<Submission>,
     /// The conversation so far (in-process runner).
@@ -91,6 +94,7 @@ impl Record {
             "status": self.status.as_str(),
             "last_message": self.last_message,
             "last_output": self.last_output,
+            "evidence": self.last_evidence,
             "last_error": self.last_error,
             "last_submission_id": self.last_submission_id,
             "created_at": self.created_at,
@@ -200,7 +204,7 @@ impl Registry {
                     details.insert(
                         id.clone(),
                         json!({"status": "not_found", "last_message": null, "last_output": null,
-                               "last_error": null, "last_submission_id": null, "updated_at": null}),
+                               "evidence": null, "last_error": null, "last_submission_id": null, "updated_at": null}),
                     );
                 }
             }

@@ -63,6 +63,14 @@ impl Evidence {
         })
     }
 
+    /// Forgets what was seen: a spawned agent's next submission reports
+    /// its own calls only.
+    pub(crate) fn reset(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            *state = EvidenceState::default();
+        }
+    }
+
     fn is_ours(&self, agent: &AgentPath) -> bool {
         let child = self.child.as_str();
         agent.as_str() == child
@@ -173,7 +181,9 @@ pub(crate) fn report(input: &ReportInput<'_>, evidence: &Evidence) -> ToolOutput
     }
 }
 
-fn footer(input: &ReportInput<'_>, evidence: &Evidence) -> String {
+/// The harness's evidence lines: warnings, then `[alcove evidence] status:
+/// … | transcript: …` (what `wait` returns beside a spawned agent's text).
+pub(crate) fn footer(input: &ReportInput<'_>, evidence: &Evidence) -> String {
     let outcome = input.outcome;
     let status = match outcome.status {
         RunStatus::Completed => "completed".to_owned(),
@@ -280,17 +290,22 @@ fn tail(text: &str, budget: usize) -> String {
     )
 }
 
-/// `tokens: 1200 in / 300 out`, with cache reads and writes apart when the
-/// provider reported any.
+/// `tokens: 1500 (1200 in / 300 out)`: the meter's figure (what every
+/// budget counts), then its parts, with cache reads and writes apart when
+/// the provider reported any.
 fn tokens_line(usage: &alcove_protocol::Usage) -> String {
-    let mut line = format!("tokens: {} in", usage.input_tokens);
+    let mut line = format!(
+        "tokens: {} ({} in",
+        usage.budget_tokens(),
+        usage.input_tokens
+    );
     if usage.cache_read_tokens > 0 || usage.cache_write_tokens > 0 {
         line.push_str(&format!(
             " + {} cache read + {} cache write",
             usage.cache_read_tokens, usage.cache_write_tokens
         ));
     }
-    line.push_str(&format!(" / {} out", usage.output_tokens));
+    line.push_str(&format!(" / {} out)", usage.output_tokens));
     line
 }
 

@@ -114,7 +114,7 @@ impl Meter {
                 self.reported = true;
                 self.usage.add(*usage);
                 let budget = tokens?;
-                (self.usage.total() > budget)
+                (self.usage.budget_tokens() > budget)
                     .then(|| (RunStatus::Budget, format!("tokens over {budget}")))
             }
             EventKind::TurnStarted { turn } if event.agent.as_str() == "main" => {
@@ -300,7 +300,7 @@ pub(crate) async fn run_process(
     // What the events reported, or the child's own total when it said
     // more (an alcove that reports no per-request usage).
     outcome.metered = meter.reported || ended.is_some();
-    if meter.usage.total() > outcome.usage.total() {
+    if meter.usage.budget_tokens() > outcome.usage.budget_tokens() {
         outcome.usage = meter.usage;
     }
     outcome.turns = outcome.turns.max(meter.turns.min(turns));

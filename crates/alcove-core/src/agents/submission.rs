@@ -14,8 +14,11 @@ use std::time::Duration;
 
 use alcove_protocol::{EventKind, RunStatus};
 
+use alcove_protocol::AgentPath;
+
 use super::lifecycle::{Ended, Lease, Remote};
 use super::registry::{Record, State, Submission};
+use super::report::footer;
 use super::supervisor::Supervisor;
 
 impl Supervisor {
@@ -41,6 +44,53 @@ impl Supervisor {
             tokio::time::timeout(Duration::from_secs(5), futures::future::join_all(tasks)).await;
         closed.extend(self.close_batches().await);
         closed
+    }
+
+    /// Closes every spawned agent below `path` (its descendants spawned by
+    /// it or by them): what a child does when it ends, unless its
+    /// definition leaves them (`leaveSpawned`). Each end is recorded (as
+    /// `closed`) and its slot released once its work stops, which this
+    /// waits for (briefly), so no descendant outlives the child.
+    pub(crate) async fn close_spawned_below(&self, path: &AgentPath) {
+        let prefix = format!("{path}/");
+        let mut tasks = Vec::new();
+        let mut closed = false;
+        if let Ok(mut records) = self.registry.records.lock() {
+            for record in records.values_mut() {
+                if !record.child.path.as_str().starts_with(&prefix)
+                    || record.status == State::Closed
+                {
+                    continue;
+                }
+                record.status_before_close = if record.running.is_some() {
+                    State::Errored
+                } else {
+                    record.status
+                };
+                record.status = State::Closed;
+                match &mut record.running {
+                    Some(submission) => {
+                        record.last_error =
+                            Some(format!("closed: {path}, which spawned it, ended"));
+                        submission.cancel.cancel();
+                        tasks.extend(submission.task.take());
+                    }
+                    None => {
+                        if let Some(worktree) = &record.child.worktree {
+                            let _ = worktree.finish(&format!("alcove child {}", record.id));
+                        }
+                    }
+                }
+                record.touch();
+                closed = true;
+            }
+        }
+        if !closed {
+            return;
+        }
+        self.registry.changed.notify_waiters();
+        let _ =
+            tokio::time::timeout(Duration::from_secs(5), futures::future::join_all(tasks)).await;
     }
 
     /// Waits until no spawned agent that is running now still runs (each
@@ -113,6 +163,8 @@ impl Supervisor {
         record.last_submission_id = Some(submission_id.clone());
         record.touch();
         let child = record.child.clone();
+        // Each submission's footer reports that submission's calls.
+        child.evidence.reset();
         let history = std::mem::take(&mut record.history);
         let remote_session = record.remote_session.clone();
         let supervisor = self.clone();
@@ -126,11 +178,15 @@ impl Supervisor {
             let mut ended = supervisor
                 .run_submission(&child, lease, history, message, &task_cancel, remote)
                 .await;
+            if !child.leave_spawned {
+                supervisor.close_spawned_below(&child.path).await;
+            }
             if let Some(worktree) = &child.worktree {
                 let line = super::worktree_child::checkpoint(worktree, &child.label).await;
                 ended.output = Some(format!("{}\n\n{line}", ended.output.unwrap_or_default()));
             }
-            supervisor.finish_submission(&agent_id, &sub_id, ended);
+            let evidence = footer(&supervisor.report_input(&child, &ended), &child.evidence);
+            supervisor.finish_submission(&agent_id, &sub_id, ended, evidence);
         });
         record.running = Some(Submission {
             id: submission_id.clone(),
@@ -142,7 +198,7 @@ impl Supervisor {
     }
 
     /// Records how a submission ended, unless a newer one replaced it.
-    fn finish_submission(&self, id: &str, submission_id: &str, ended: Ended) {
+    fn finish_submission(&self, id: &str, submission_id: &str, ended: Ended, evidence: String) {
         let Ok(mut records) = self.registry.records.lock() else {
             return;
         };
@@ -164,6 +220,7 @@ impl Supervisor {
         record.history = outcome.messages;
         record.remote_session = ended.remote_session.or(record.remote_session.take());
         record.last_output = ended.output;
+        record.last_evidence = Some(evidence);
         record.touch();
         let (state, error) = if record.status == State::Closed {
             (State::Closed, Some("closed while running".to_owned()))

@@ -189,7 +189,7 @@ impl Context {
 
     /// Notes a response's usage; `messages` now ends with its message.
     pub(crate) fn record(&mut self, usage: &Usage, messages: &[Message]) {
-        let reported = usage.total();
+        let reported = usage.budget_tokens();
         if reported > 0 {
             self.known = reported;
             self.counted = messages.len();

@@ -45,6 +45,7 @@ impl Fixture {
             &invocation,
             &input,
             &self.workspace,
+            SandboxScope::default(),
         )
     }
 
@@ -66,6 +67,7 @@ impl Fixture {
             &invocation,
             &input,
             &self.workspace,
+            SandboxScope::default(),
         )
     }
 
@@ -82,6 +84,7 @@ impl Fixture {
             &invocation,
             &input,
             &self.workspace,
+            SandboxScope::default(),
         )
     }
 }

@@ -12,7 +12,7 @@ use crate::support::{exec, exec_command, finish, setup};
 /// A folder outside everything the sandbox lets commands write: not under
 /// the system temp folders (writable in the sandbox), which is where the
 /// target folder is when the repository itself was cloned under /tmp.
-fn outside_dir() -> tempfile::TempDir {
+pub(super) fn outside_dir() -> tempfile::TempDir {
     let temp = std::env::temp_dir();
     let candidates = [
         Some(std::path::PathBuf::from("/var/tmp")),

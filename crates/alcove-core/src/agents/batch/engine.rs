@@ -89,7 +89,7 @@ impl Batch {
                         state: TaskState::Completed,
                         attempt: record.attempt,
                         first_line: record.first_line.clone(),
-                        tokens: record.usage.input_tokens + record.usage.output_tokens,
+                        tokens: record.usage.budget_tokens(),
                     }
                 }
                 other => Entry {
@@ -387,7 +387,7 @@ impl Batch {
         elapsed: Duration,
     ) {
         let task = &self.plan.tasks[index];
-        let tokens = outcome.usage.input_tokens + outcome.usage.output_tokens;
+        let tokens = outcome.usage.budget_tokens();
         let record = ResultRecord {
             batch: self.plan.id.clone(),
             task: task.id.clone(),

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::super::child::ChildRequest;
 use super::super::lifecycle::{Pool, Remote, SlotWait};
 use super::super::scope::AgentScope;
+use super::super::start_error::StartError;
 use super::super::supervisor::{Supervisor, upgrade};
 use super::process::TaskCommand;
 use super::task::TaskSpec;
@@ -234,14 +235,12 @@ impl TaskRunner for ChildRunner {
         let mut started = match started {
             Ok(started) => started,
             Err(reason) if job.cancel.is_cancelled() => {
-                let mut outcome = TaskOutcome::failed(reason);
+                let mut outcome = TaskOutcome::failed(reason.to_string());
                 outcome.status = RunStatus::Aborted;
                 return outcome;
             }
-            Err(reason) if reason.contains("budget is used up") => {
-                return TaskOutcome::refused(reason);
-            }
-            Err(reason) => return TaskOutcome::failed(reason),
+            Err(StartError::Budget(reason)) => return TaskOutcome::refused(reason),
+            Err(reason) => return TaskOutcome::failed(reason.to_string()),
         };
         if let Some(wall) = job.wall {
             started.child.timeout = Some(wall);
