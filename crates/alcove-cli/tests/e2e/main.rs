@@ -11,6 +11,7 @@
 //! - `reliability`: faults, load, crashes and signals with nothing lost (issue 7).
 //! - `skills`, `memory`: skills, custom commands, `/init`, model aliases and the memory file (issue 15).
 //! - `real_models`: what real servers and small local models do (issue 17).
+//! - `small_models`: what a real small model still did to a session (issue 39).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agent_limits;
@@ -31,6 +32,7 @@ mod real_models;
 mod reliability;
 mod roles;
 mod skills;
+mod small_models;
 mod support;
 mod tools;
 mod tui;
