@@ -4,6 +4,9 @@
 //! → PostToolUse hooks → capped result. Whatever happens on the way — an
 //! unknown tool, arguments that are not JSON, a denial, a hook block, a
 //! failure, a cancellation — the call ends as exactly one `tool_result`.
+//! Arguments cut short by their closing characters only are completed
+//! (`repair.rs`) and the call runs, its result saying so; an unknown tool's
+//! error names the tools its arguments fit.
 //!
 //! Calls of one assistant message run in groups: consecutive calls that are
 //! concurrency-safe run together, delegations (`Agent`) run together, and
@@ -124,18 +127,95 @@ fn find<'a>(run: &'a AgentRun, name: &str) -> Option<&'a dyn Tool> {
 }
 
 async fn gate_and_call(runtime: &Runtime, run: &AgentRun, call: &ToolCall) -> ToolOutput {
-    let (id, name) = (call.id.as_str(), call.name.as_str());
-    let Some(tool) = find(run, name) else {
-        let known: Vec<&str> = run
+    let Some(tool) = find(run, &call.name) else {
+        return unknown_tool(run, call);
+    };
+    // Arguments cut short by their closers run completed, and say so.
+    let Some((repaired, appended)) = repaired_call(tool, call, &runtime.workspace) else {
+        return checked_call(runtime, run, tool, call).await;
+    };
+    let output = checked_call(runtime, run, tool, &repaired).await;
+    let arguments = repaired.input_value().to_string();
+    ToolOutput {
+        content: format!(
+            "[alcove: your arguments for {} ended early; `{appended}` was added to close them and the call ran as {}]\n{}",
+            call.name,
+            cut(&arguments, 400),
+            output.content
+        ),
+        ..output
+    }
+}
+
+/// The error for a call naming no offered tool: the tools whose
+/// parameters its arguments fit come first (a small model wrote a file's
+/// name where `Read` belonged), then every tool.
+fn unknown_tool(run: &AgentRun, call: &ToolCall) -> ToolOutput {
+    let name = &call.name;
+    let known: Vec<&str> = run
+        .tools
+        .iter()
+        .map(|tool| tool.spec().name.as_str())
+        .collect();
+    let arguments = call.input_value();
+    let fitting: Vec<&str> = match &arguments {
+        Value::Object(map) if !map.is_empty() => run
             .tools
             .iter()
+            .filter(|tool| crate::schema_fit::fits(tool.spec(), &arguments))
             .map(|tool| tool.spec().name.as_str())
-            .collect();
-        return ToolOutput::error(format!(
-            "Unknown tool `{name}`. Available tools: {}.",
-            known.join(", ")
-        ));
+            .collect(),
+        _ => Vec::new(),
     };
+    let hint = match fitting.as_slice() {
+        [] => String::new(),
+        [one] => format!(
+            " Its arguments fit {one}: call {one} with them (the tool's name goes in `name`)."
+        ),
+        many => format!(
+            " Its arguments fit {}: call one of them with them (the tool's name goes in `name`).",
+            many.join(", ")
+        ),
+    };
+    ToolOutput::error(format!(
+        "Unknown tool `{name}`: no tool has that name.{hint} Available tools: {}.",
+        known.join(", ")
+    ))
+}
+
+/// `call` with its arguments completed, and what was appended, when they
+/// are JSON cut short by closing quotes, brackets or braces only and the
+/// completed arguments fit the tool (its schema and its own check).
+fn repaired_call(
+    tool: &dyn Tool,
+    call: &ToolCall,
+    workspace: &Workspace,
+) -> Option<(ToolCall, String)> {
+    let CallInput::Invalid(raw) = &call.input else {
+        return None;
+    };
+    let repaired = crate::repair::complete(raw)?;
+    if !crate::schema_fit::fits(tool.spec(), &repaired.value)
+        || tool.inspect(&repaired.value, workspace).is_err()
+    {
+        return None;
+    }
+    let call = ToolCall {
+        input: CallInput::Json(repaired.value),
+        ..call.clone()
+    };
+    Some((call, repaired.appended))
+}
+
+/// A call of `tool`, from its arguments' check on: the gate, the hooks,
+/// approval, the call itself and the PostToolUse hooks.
+async fn checked_call(
+    runtime: &Runtime,
+    run: &AgentRun,
+    tool: &dyn Tool,
+    call: &ToolCall,
+) -> ToolOutput {
+    let (id, name) = (call.id.as_str(), call.name.as_str());
     let (input, invocation) = match check_arguments(tool, call, &runtime.workspace) {
         Ok(checked) => checked,
         Err(reason) => return ToolOutput::error(reason),

@@ -39,7 +39,9 @@ mod gate;
 mod hooks;
 pub mod isolation;
 mod memory;
+mod repair;
 mod repeats;
+mod schema_fit;
 mod skills;
 mod transcript;
 

@@ -6,10 +6,23 @@
 
 use std::process::Stdio;
 
-use alcove_testkit::{FakeServer, Script, Step, TestEnv};
+use alcove_testkit::{Block, FakeServer, Script, Step, TestEnv};
 use serde_json::json;
 
-use crate::support::{Outcome, alcove, finish, of_type, setup};
+use crate::support::{Outcome, alcove, finish, of_type, setup, transcript};
+
+#[derive(Debug, Clone, Copy)]
+enum Wire {
+    Anthropic,
+    OpenAi,
+}
+
+fn run(wire: Wire, env: &TestEnv, server: &FakeServer, args: &[&str]) -> Outcome {
+    match wire {
+        Wire::OpenAi => run_openai(env, server, args),
+        Wire::Anthropic => crate::support::exec(env, server, args),
+    }
+}
 
 /// `alcove exec ARGS` on the OpenAI wire: the built-in `openai` provider
 /// with `OPENAI_BASE_URL` on 127.0.0.1, as `docs/local-models.md` says.
@@ -51,4 +64,122 @@ fn the_window_of_a_loopback_server_is_asked_behind_the_openai_provider() {
     let events = out.events();
     let context = of_type(&events, "context");
     assert_eq!(context[0]["window"], json!(8_192), "{context:?}");
+}
+
+/// Point 5: arguments missing only their closing brace (or quote and
+/// brace) are completed and run, the result saying what was added and the
+/// transcript keeping what the model wrote; arguments broken beyond that,
+/// or completed into something the tool's schema refuses, stay an error.
+/// The old code answered every one of them with "not valid JSON".
+#[test]
+fn arguments_missing_their_closers_run_repaired_and_others_stay_errors() {
+    let cut_short = r#"{"file_path": "notes.txt", "limit": 2000, "offset": 1"#;
+    let quote_too = r#"{"file_path": "notes.txt"#;
+    let missing_value = r#"{"file_path": "notes.txt", "limit":"#;
+    let wrong_field = r#"{"path": "notes.txt""#;
+    for wire in [Wire::Anthropic, Wire::OpenAi] {
+        let (env, server) = setup(Script::new().conversation(
+            "cut short",
+            vec![
+                Step::reply(vec![
+                    Block::raw_tool_call("Read", cut_short),
+                    Block::raw_tool_call("Read", quote_too),
+                    Block::raw_tool_call("Read", missing_value),
+                    Block::raw_tool_call("Read", wrong_field),
+                ]),
+                Step::text("alpha it is"),
+            ],
+        ));
+        env.write_file("notes.txt", "alpha\nbeta\n");
+        let out = run(wire, &env, &server, &["--json", "cut short"]);
+        assert_eq!(out.code, 0, "{wire:?}: {}", out.stderr);
+        let results = server.requests()[1].tool_results();
+        assert_eq!(results.len(), 4, "{wire:?}");
+        // (The OpenAI wire has no error flag on a tool result.)
+        let flagged = matches!(wire, Wire::Anthropic);
+        for (result, appended) in results[..2].iter().zip(["`}`", "`\"}`"]) {
+            assert!(!result.2, "{wire:?}: {}", result.1);
+            assert!(
+                result.1.contains("ended early")
+                    && result.1.contains(appended)
+                    && result.1.contains("alpha")
+                    && result.1.contains("beta"),
+                "{wire:?}: {}",
+                result.1
+            );
+        }
+        for result in &results[2..] {
+            assert_eq!(result.2, flagged, "{wire:?}: {}", result.1);
+            assert!(
+                result.1.contains("not valid JSON"),
+                "{wire:?}: {}",
+                result.1
+            );
+        }
+        // The transcript keeps the text the model wrote.
+        let lines = transcript(&env);
+        let written: Vec<&serde_json::Value> = of_type(&lines, "message")
+            .iter()
+            .flat_map(|line| line["message"]["content"].as_array().into_iter().flatten())
+            .filter_map(|block| block.get("input"))
+            .collect();
+        assert!(
+            written.contains(&&json!(cut_short)),
+            "{wire:?}: {written:?}"
+        );
+        assert!(
+            written.contains(&&json!(quote_too)),
+            "{wire:?}: {written:?}"
+        );
+        server.assert_script_finished();
+    }
+}
+
+/// Point 3: a reply that is nothing but a call in the text-call shape
+/// naming no offered tool (the file's name where `Read` belongs) gets one
+/// correction naming the tool its arguments fit, and another turn; the old
+/// code ended the session with that text as its answer. A second such
+/// reply after the correction is the answer.
+#[test]
+fn a_text_call_naming_no_tool_gets_one_correction() {
+    let wrong = r#"{"name": "pyproject.toml", "arguments": {"file_path": "pyproject.toml"}}"#;
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "what is the project called",
+                vec![
+                    Step::text(wrong),
+                    Step::text_call("", "Read", json!({"file_path": "pyproject.toml"})),
+                    Step::text("It is called demo."),
+                ],
+            )
+            .conversation("stubborn", vec![Step::text(wrong), Step::text(wrong)]),
+    );
+    env.write_file("pyproject.toml", "[project]\nname = \"demo\"\n");
+    let out = run_openai(&env, &server, &["what is the project called"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "It is called demo.\n");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let correction = requests[1].tool_results();
+    assert_eq!(correction.len(), 1);
+    let (_, text, _) = &correction[0];
+    assert!(
+        text.contains("Unknown tool `pyproject.toml`") && text.contains("fit Read"),
+        "{text}"
+    );
+    assert!(
+        requests[2]
+            .tool_results()
+            .last()
+            .unwrap()
+            .1
+            .contains("demo")
+    );
+
+    let out = run_openai(&env, &server, &["stubborn"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout.trim_end(), wrong);
+    assert_eq!(server.requests().len(), 5, "one correction, not a loop");
+    server.assert_script_finished();
 }
