@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::compaction::{Context, ContextLimits};
 use crate::dispatch::run_tool_calls;
+use crate::file_reads::FileReads;
 use crate::repeats::Repeats;
 use crate::{Approver, EventSink, HookScope, Hooks, PermissionGate, ToolCall};
 
@@ -38,6 +39,8 @@ pub struct Runtime {
     pub inbox: Arc<Inbox>,
     /// The specs of the tool sets agents run with, shared between runs.
     pub tool_specs: Arc<ToolSpecSets>,
+    /// The files each agent has read (an Edit needs a Read first).
+    pub file_reads: Arc<FileReads>,
 }
 
 /// The tool specs of the tool sets agents ran with lately. Sixty-four

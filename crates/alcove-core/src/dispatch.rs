@@ -21,6 +21,7 @@ use futures::future::join_all;
 use serde_json::Value;
 
 use crate::agents::AgentScope;
+use crate::file_reads::NotRead;
 use crate::{
     AgentRun, Approval, ApprovalRequest, CallInput, Decision, HookCall, PreToolVerdict, Runtime,
     ToolCall,
@@ -231,6 +232,13 @@ async fn checked_call(
     if let Decision::Deny(reason) = decision {
         return ToolOutput::error(reason);
     }
+    // Before any approval is asked: an edit that will be refused anyway
+    // is not put to the user.
+    if tool.needs_prior_read()
+        && let Some(refusal) = unread_file(runtime, run, name, &invocation.paths)
+    {
+        return refusal;
+    }
     let scope = run.hook_scope();
     let call = HookCall { id, name, input };
     // A hook may run for its whole timeout; a cancelled run does not wait.
@@ -274,6 +282,8 @@ async fn checked_call(
     if run.cancel.is_cancelled() {
         return ToolOutput::error("Cancelled before the call started.");
     }
+    // What the call read or wrote, as it is on disk now, the agent knows.
+    let touched = invocation.paths.clone();
     let context = ToolContext {
         workspace: runtime.workspace.clone(),
         cancel: run.cancel.child_token(),
@@ -298,6 +308,13 @@ async fn checked_call(
             }
         }
     };
+    if !output.is_error
+        && !(output.effects.files_read.is_empty() && output.effects.files_written.is_empty())
+    {
+        for path in &touched {
+            runtime.file_reads.record(&run.path, path);
+        }
+    }
     let note = tokio::select! {
         note = runtime
             .hooks
@@ -311,6 +328,28 @@ async fn checked_call(
         },
         None => output,
     }
+}
+
+/// The refusal of an edit of a file `run`'s agent has not read, or that
+/// changed on disk since it did.
+fn unread_file(
+    runtime: &Runtime,
+    run: &AgentRun,
+    name: &str,
+    paths: &[std::path::PathBuf],
+) -> Option<ToolOutput> {
+    paths.iter().find_map(|path| {
+        let shown = runtime.workspace.display(path);
+        let reason = match runtime.file_reads.check(&run.path, path).err()? {
+            NotRead::Never => format!(
+                "{shown} has not been read yet. Read it first, then call {name} again quoting the text to change exactly as Read shows it (without the line numbers)."
+            ),
+            NotRead::Changed => format!(
+                "{shown} has changed on disk since you last read it. Read it again, then call {name} again quoting its current text."
+            ),
+        };
+        Some(ToolOutput::error(reason))
+    })
 }
 
 /// Validates a call's arguments before the gate sees it: arguments the

@@ -32,6 +32,7 @@ mod compaction;
 mod context;
 mod dispatch;
 mod events;
+mod file_reads;
 mod frontmatter;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -65,6 +66,7 @@ pub use compaction::{
 };
 pub use context::{ProjectContext, system_prompt};
 pub use events::{EventSink, FanOut};
+pub use file_reads::FileReads;
 pub use frontmatter::substitute_arguments;
 pub use gate::{
     Approval, ApprovalRequest, Approver, Decision, NoApprover, POLICY_ENV, ParentPolicy,

@@ -28,6 +28,7 @@ mod edit;
 mod env_policy;
 mod glob;
 mod grep;
+mod nearest;
 mod process_group;
 mod read;
 mod schema;
@@ -226,6 +227,13 @@ pub trait Tool: Send + Sync {
     /// Whether calls need their caller's scope ([`ToolContext::scope`]):
     /// delegation tools do; dispatch lends it only to them.
     fn needs_scope(&self) -> bool {
+        false
+    }
+
+    /// Whether a call changes text quoted from the file it names, so the
+    /// caller must have read that file, as it is now, first (`Edit`):
+    /// dispatch refuses the call otherwise, saying to Read it.
+    fn needs_prior_read(&self) -> bool {
         false
     }
 

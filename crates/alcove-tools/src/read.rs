@@ -88,6 +88,12 @@ impl Tool for Read {
         // kilobytes to the blocking pool and back cost two thread switches,
         // more than the read itself (most of a short child's tool time).
         let meta = std::fs::metadata(&path);
+        if meta
+            .as_ref()
+            .is_err_and(|err| err.kind() == std::io::ErrorKind::NotFound)
+        {
+            return ToolOutput::error(crate::nearest::missing_file(context, &path).await);
+        }
         let small = meta
             .as_ref()
             .is_ok_and(|meta| meta.is_file() && meta.len() <= INLINE_READ_BYTES);

@@ -183,3 +183,79 @@ fn a_text_call_naming_no_tool_gets_one_correction() {
     assert_eq!(server.requests().len(), 5, "one correction, not a loop");
     server.assert_script_finished();
 }
+
+/// Point 4: an Edit of a file the agent has not read, or that changed on
+/// disk since it read it, is refused with an error saying to Read it first
+/// (the old code answered the first with "old_string is empty" and ran the
+/// second); after a Read, and after the agent's own edit, edits go on. A
+/// file asked for at the wrong path is answered with the nearest matches.
+#[test]
+fn an_edit_needs_a_read_of_the_file_as_it_is_and_missing_files_name_the_nearest() {
+    let edit = |old: &str, new: &str| {
+        Step::tool_call(
+            "Edit",
+            json!({"file_path": "calc.py", "old_string": old, "new_string": new}),
+        )
+    };
+    let read = || Step::tool_call("Read", json!({"file_path": "calc.py"}));
+    let (env, server) = setup(Script::new().conversation(
+        "fix the bug in calc.py",
+        vec![
+            edit("", "def add(a, b):\n    return a + b\n"),
+            read(),
+            Step::tool_call(
+                "Bash",
+                json!({"command": "printf 'def add(a, b):\\n    return a - b  # bug\\n' > calc.py"}),
+            ),
+            edit("a - b", "a + b"),
+            read(),
+            edit("a - b", "a + b"),
+            edit("  # bug", ""),
+            Step::tool_call("Read", json!({"file_path": "src/config.py"})),
+            Step::text("fixed"),
+        ],
+    ));
+    env.write_file("calc.py", "def add(a, b):\n    return a - b\n");
+    env.write_file("config.py", "PORT = 8123\n");
+    let out = crate::support::exec(
+        &env,
+        &server,
+        &[
+            "--permission-mode",
+            "bypassPermissions",
+            "fix the bug in calc.py",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 9);
+    let result = |turn: usize| requests[turn].tool_results().pop().unwrap();
+    let (_, unread, is_error) = result(1);
+    assert!(is_error, "{unread}");
+    assert!(
+        unread.contains("calc.py has not been read yet") && unread.contains("Read it first"),
+        "{unread}"
+    );
+    let (_, changed, is_error) = result(4);
+    assert!(is_error, "{changed}");
+    assert!(
+        changed.contains("calc.py has changed on disk since you last read it")
+            && changed.contains("Read it again"),
+        "{changed}"
+    );
+    for turn in [6, 7] {
+        let (_, edited, is_error) = result(turn);
+        assert!(!is_error, "turn {turn}: {edited}");
+    }
+    assert_eq!(
+        env.read_file("calc.py"),
+        "def add(a, b):\n    return a + b\n"
+    );
+    let (_, missing, is_error) = result(8);
+    assert!(is_error, "{missing}");
+    assert!(
+        missing.contains("File does not exist: src/config.py")
+            && missing.contains("Did you mean config.py?"),
+        "{missing}"
+    );
+}

@@ -104,6 +104,7 @@ fn harness(limits: AgentLimits) -> Harness {
         },
         inbox: Arc::new(Inbox::default()),
         tool_specs: Default::default(),
+        file_reads: Default::default(),
     };
     let supervisor = Arc::new(Supervisor::new(limits, Definitions::default(), None));
     Harness {
