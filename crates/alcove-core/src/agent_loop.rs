@@ -399,7 +399,8 @@ pub async fn run_agent(
             return outcome;
         }
 
-        let mut results = run_tool_calls(runtime, run, &calls).await;
+        let room = context.result_room(&outcome.messages, runtime.limits.max_tokens);
+        let mut results = run_tool_calls(runtime, run, &calls, room).await;
         let stuck = repeats.observe(&calls, &mut results);
         append(
             runtime,

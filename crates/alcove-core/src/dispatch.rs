@@ -31,18 +31,27 @@ use crate::{
 /// its future is dropped.
 const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
+/// The least room a result gets, however full the context: something to
+/// act on (compaction makes room before the next request).
+const MIN_RESULT_ROOM: usize = 2048;
+
 /// Runs the calls of one assistant message and returns their results, one per
-/// call, in call order.
+/// call, in call order. `room` is about how many bytes of results still fit
+/// in the context window; each call gets an equal share.
 pub(crate) async fn run_tool_calls(
     runtime: &Runtime,
     run: &AgentRun,
     calls: &[ToolCall],
+    room: usize,
 ) -> Vec<ContentBlock> {
     let mut results = Vec::with_capacity(calls.len());
     // A runaway reply (small models have streamed 170 calls at once) runs
     // its first calls only; the rest are answered, not dropped.
     let cap = runtime.limits.max_tool_calls_per_reply.max(1);
     let (calls, over_cap) = calls.split_at(calls.len().min(cap));
+    let room = (room / calls.len().max(1))
+        .max(MIN_RESULT_ROOM)
+        .min(runtime.limits.result_cap);
     for group in groups(run, calls) {
         // A group's calls are announced together, then run together.
         let started = Instant::now();
@@ -58,13 +67,13 @@ pub(crate) async fn run_tool_calls(
             for call in group {
                 let output =
                     ToolOutput::error("Skipped: the run was cancelled before this call started.");
-                results.push(finish(runtime, run, call, output, started));
+                results.push(finish(runtime, run, call, output, started, room));
             }
             continue;
         }
         let outputs = join_all(group.iter().map(|call| async move {
-            let output = gate_and_call(runtime, run, call).await;
-            finish(runtime, run, call, output, started)
+            let output = gate_and_call(runtime, run, call, room).await;
+            finish(runtime, run, call, output, started, room)
         }))
         .await;
         results.extend(outputs);
@@ -83,7 +92,7 @@ pub(crate) async fn run_tool_calls(
         let output = ToolOutput::error(format!(
             "Not run: this reply made {total} tool calls and at most {cap} run per reply; the first {cap} ran. Make fewer calls at a time."
         ));
-        results.push(finish(runtime, run, call, output, started));
+        results.push(finish(runtime, run, call, output, started, room));
     }
     results
 }
@@ -127,15 +136,20 @@ fn find<'a>(run: &'a AgentRun, name: &str) -> Option<&'a dyn Tool> {
         .map(|tool| tool.as_ref())
 }
 
-async fn gate_and_call(runtime: &Runtime, run: &AgentRun, call: &ToolCall) -> ToolOutput {
+async fn gate_and_call(
+    runtime: &Runtime,
+    run: &AgentRun,
+    call: &ToolCall,
+    room: usize,
+) -> ToolOutput {
     let Some(tool) = find(run, &call.name) else {
         return unknown_tool(run, call);
     };
     // Arguments cut short by their closers run completed, and say so.
     let Some((repaired, appended)) = repaired_call(tool, call, &runtime.workspace) else {
-        return checked_call(runtime, run, tool, call).await;
+        return checked_call(runtime, run, tool, call, room).await;
     };
-    let output = checked_call(runtime, run, tool, &repaired).await;
+    let output = checked_call(runtime, run, tool, &repaired, room.saturating_sub(600)).await;
     let arguments = repaired.input_value().to_string();
     ToolOutput {
         content: format!(
@@ -215,6 +229,7 @@ async fn checked_call(
     run: &AgentRun,
     tool: &dyn Tool,
     call: &ToolCall,
+    room: usize,
 ) -> ToolOutput {
     let (id, name) = (call.id.as_str(), call.name.as_str());
     let (input, invocation) = match check_arguments(tool, call, &runtime.workspace) {
@@ -296,6 +311,7 @@ async fn checked_call(
         // Delegation tools learn their caller from its scope, lent per call.
         scope: tool.needs_scope().then(|| AgentScope::lend(runtime, run)),
         sandbox: run.sandbox,
+        result_room: room,
     };
     let call = tool.call(input.clone(), &context);
     tokio::pin!(call);
@@ -376,9 +392,10 @@ fn finish(
     call: &ToolCall,
     output: ToolOutput,
     started: Instant,
+    room: usize,
 ) -> ContentBlock {
     // The event and the result's message share one text (and its JSON).
-    let content = SharedText::from(cap(output.content, runtime.limits.result_cap));
+    let content = SharedText::from(cap(output.content, room));
     let event = AgentEvent {
         agent: run.path.clone(),
         kind: EventKind::ToolCallFinished {
@@ -408,17 +425,20 @@ fn hidden_from_reads(run: &AgentRun, runtime: &Runtime) -> HiddenPaths {
     HiddenPaths::new(move |path| gate.read_denied(path, &workspace))
 }
 
-/// Keeps the head and tail of a result longer than `limit` bytes and says how
-/// much was cut in between.
+/// Keeps the head and tail of a result longer than `limit` bytes (the
+/// result cap, or the room left in the context) and says how much was cut
+/// in between.
 fn cap(content: String, limit: usize) -> String {
     if content.len() <= limit {
         return content;
     }
-    let head_end = floor_char_boundary(&content, limit * 3 / 4);
-    let tail_start = ceil_char_boundary(&content, content.len() - limit / 4);
+    // The note takes about 120 bytes of the room.
+    let kept = limit.saturating_sub(120).max(limit / 2);
+    let head_end = floor_char_boundary(&content, kept * 3 / 4);
+    let tail_start = ceil_char_boundary(&content, content.len() - kept / 4);
     let cut_bytes = tail_start - head_end;
     format!(
-        "{}\n\n[... {cut_bytes} bytes cut: the result was {} bytes, over the {limit}-byte limit ...]\n\n{}",
+        "{}\n\n[... {cut_bytes} bytes cut: the result was {} bytes, over the {limit} bytes it may take (the result cap, or what is left of the context window); narrow the call to see the rest ...]\n\n{}",
         &content[..head_end],
         content.len(),
         &content[tail_start..]
@@ -453,10 +473,12 @@ mod tests {
     fn cap_keeps_head_and_tail_and_says_how_much_was_cut() {
         let content = format!("{}{}", "a".repeat(600), "z".repeat(600));
         let capped = cap(content, 400);
-        assert!(capped.starts_with(&"a".repeat(300)));
-        assert!(capped.ends_with(&"z".repeat(100)));
+        assert!(capped.starts_with(&"a".repeat(210)));
+        assert!(capped.ends_with(&"z".repeat(70)));
         assert!(
-            capped.contains("800 bytes cut: the result was 1200 bytes, over the 400-byte limit"),
+            capped.contains(
+                "920 bytes cut: the result was 1200 bytes, over the 400 bytes it may take"
+            ),
             "{capped}"
         );
     }

@@ -148,6 +148,11 @@ pub struct ToolContext {
     pub scope: Option<Scope>,
     /// The sandbox the calling agent's commands run in.
     pub sandbox: SandboxScope,
+    /// About how many bytes of result text still fit in the model's context
+    /// window for this call (the reply's calls share what is left). A tool
+    /// that can show less fits itself to it (Read shows fewer lines and
+    /// says how to read on); dispatch cuts any longer result.
+    pub result_room: usize,
 }
 
 /// The caller's wiring a delegation tool downcasts (see [`ToolContext::scope`]).

@@ -259,3 +259,55 @@ fn an_edit_needs_a_read_of_the_file_as_it_is_and_missing_files_name_the_nearest(
         "{missing}"
     );
 }
+
+/// Point 1: a 40 KB file read with a 4k window (llama.cpp's, asked at
+/// `/props`) is cut to what fits the context left, from its head, with
+/// the lines shown and the `offset`/`limit` that read on; the request fits,
+/// nothing is compacted, and the model answers from the text. The old code
+/// sent the file whole, overflowed, and cleared the only result to a stub.
+#[test]
+fn a_file_larger_than_the_window_is_cut_to_what_fits_not_read_then_erased() {
+    let (env, server) = setup(Script::new().llama_cpp_window(4_096).conversation(
+        "what is in big.log",
+        vec![
+            Step::tool_call("Read", json!({"file_path": "big.log"})),
+            Step::text("It starts with entry 1."),
+        ],
+    ));
+    let log: String = (1..=800)
+        .map(|n| format!("entry {n}: the service answered request {n} in 12 ms\n"))
+        .collect();
+    assert!(log.len() > 40_000, "{}", log.len());
+    env.write_file("big.log", &log);
+    let out = run_openai(&env, &server, &["--json", "what is in big.log"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let requests = server.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "no request overflowed and was sent again"
+    );
+    let events = out.events();
+    assert!(
+        of_type(&events, "compacted").is_empty(),
+        "nothing was cleared"
+    );
+    let (_, result, _) = requests[1].tool_results().pop().unwrap();
+    assert!(result.starts_with("     1\tentry 1: "), "{}", &result[..80]);
+    assert!(result.len() < 16_000, "{} bytes", result.len());
+    let last = result
+        .lines()
+        .filter_map(|line| line.trim_start().split_once('\t'))
+        .filter_map(|(number, _)| number.parse::<usize>().ok())
+        .last()
+        .unwrap();
+    assert!(
+        result.ends_with(&format!(
+            "(showing lines 1-{last} of 800: the rest does not fit in what is left of the context window. Read on with offset={} and limit={last}, or Grep for what you need.)",
+            last + 1
+        )),
+        "{}",
+        &result[result.len().saturating_sub(300)..]
+    );
+    assert_eq!(out.stdout.lines().count(), events.len());
+}

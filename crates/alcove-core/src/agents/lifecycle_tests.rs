@@ -158,6 +158,7 @@ impl Harness {
             paths: Vec::new(),
             scope: Some(AgentScope::lend(&self.runtime, run)),
             sandbox: run.sandbox,
+            result_room: usize::MAX,
         };
         tool.call(input, &context).await
     }

@@ -46,6 +46,27 @@ pub(crate) fn clearable(messages: &[Message], keep_turns: usize, over_bytes: usi
         .collect()
 }
 
+/// How many bytes clearing the results `ids` would free, stubs counted.
+pub(crate) fn freed_bytes(messages: &[Message], ids: &[String]) -> usize {
+    messages
+        .iter()
+        .flat_map(|message| &message.content)
+        .filter_map(|block| match block {
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                ..
+            } if ids.iter().any(|id| id == tool_use_id) => {
+                Some(content.len().saturating_sub(STUB_BYTES))
+            }
+            _ => None,
+        })
+        .sum()
+}
+
+/// About how long a stub is.
+const STUB_BYTES: usize = 300;
+
 /// Replaces the results of the calls `ids` by stubs. Deterministic, so
 /// replaying a transcript's `compacted` events rebuilds the same history.
 pub(crate) fn clear(messages: &mut [Message], ids: &[String]) {
