@@ -324,9 +324,9 @@ async fn checked_call(
             }
         }
     };
-    if !output.is_error
-        && !(output.effects.files_read.is_empty() && output.effects.files_written.is_empty())
-    {
+    let effects = &output.effects;
+    let saw_files = !effects.files_read.is_empty() || !effects.files_written.is_empty();
+    if !output.is_error && saw_files {
         for path in &touched {
             runtime.file_reads.record(&run.path, path);
         }

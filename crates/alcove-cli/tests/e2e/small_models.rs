@@ -299,7 +299,7 @@ fn a_file_larger_than_the_window_is_cut_to_what_fits_not_read_then_erased() {
         .lines()
         .filter_map(|line| line.trim_start().split_once('\t'))
         .filter_map(|(number, _)| number.parse::<usize>().ok())
-        .last()
+        .next_back()
         .unwrap();
     assert!(
         result.ends_with(&format!(

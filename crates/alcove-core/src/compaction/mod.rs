@@ -6,7 +6,8 @@
 //! one-line stubs (`clear`); only if the history is still over the threshold
 //! are the oldest messages replaced by a handover note the model writes
 //! (`summary`). The newest turn's results are never cleared: they are what
-//! the model just asked for, and [`Context::result_room`] sized them to fit. Every compaction emits a `compacted` event that, applied to
+//! the model just asked for, and [`Context::result_room`] sized them to
+//! fit. Every compaction emits a `compacted` event that, applied to
 //! the history rebuilt from the transcript's `message` events, gives the
 //! compacted history ([`replay_compaction`]), so the transcript keeps every
 //! original message and a resumed session continues from the compacted one.
@@ -192,19 +193,19 @@ impl Context {
     /// a request carrying `messages`: up to the compaction threshold, and
     /// leaving the model room to answer (`max_tokens`, at most an eighth of
     /// the window). Old results that compaction would clear before the
-    /// next request are counted as cleared. A result is sized to it before it joins the history, so a
-    /// file larger than the window is cut to what fits rather than sent
-    /// whole and then cleared. Counted at three bytes a token: code and
-    /// JSON-escaped text make fewer bytes per token than the four of the
-    /// estimate.
+    /// next request are counted as cleared. A result is sized to it before
+    /// it joins the history, so a file larger than the window is cut to
+    /// what fits rather than sent whole and then cleared. Counted at three
+    /// bytes a token: code and JSON-escaped text make fewer bytes per
+    /// token than the four of the estimate.
     pub(crate) fn result_room(&self, messages: &[Message], max_tokens: u32) -> usize {
         let answer = u64::from(max_tokens).min(self.limits.window / 8);
-        let old = clear::clearable(
+        let freed = clear::clearable_bytes(
             messages,
             self.limits.keep_turns.max(1),
             self.limits.clear_over_bytes,
-        );
-        let freed = (clear::freed_bytes(messages, &old) as u64) / 4;
+        ) as u64
+            / 4;
         let used = self.next_request(messages).saturating_sub(freed);
         let ceiling = self
             .limits

@@ -94,7 +94,7 @@ async fn a_file_larger_than_the_room_left_is_shown_from_its_head_with_how_to_rea
         .lines()
         .filter_map(|line| line.trim_start().split_once('\t'))
         .filter_map(|(number, _)| number.parse::<usize>().ok())
-        .last()
+        .next_back()
         .unwrap();
     assert!((20..60).contains(&last), "{last}");
     assert!(
