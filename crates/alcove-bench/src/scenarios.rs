@@ -151,6 +151,8 @@ fn bash_command(k: usize) -> String {
 pub(crate) fn session_steps(turns: usize) -> Vec<Step> {
     let mut steps: Vec<Step> = (1..turns)
         .map(|k| match k % 4 {
+            // The first Read is of notes.md: an Edit needs a Read of its file.
+            1 if k == 1 => Step::tool_call("Read", json!({"file_path": "notes.md"})),
             1 => Step::tool_call("Read", json!({"file_path": format!("src/mod{}.rs", k % 5)})),
             2 => Step::tool_call(
                 "Grep",

@@ -3,9 +3,11 @@
 //! `prompt_cache_key`, and what tokens cost.
 //!
 //! The window is, in order: `model_context_window`; `[context_windows]`
-//! for `"provider/model"`, then `"provider"`; what a local server reports
-//! (llama.cpp `/props`, Ollama `/api/show`); the table by model name prefix;
-//! a conservative default. `config show` and `/status` print the choice.
+//! for `"provider/model"`, then `"provider"`; what a server of one's own
+//! reports (llama.cpp `/props`, Ollama `/api/show`: asked of any provider
+//! on the OpenAI wire but the hosted `openai` one, and of that one too when
+//! its base URL is on a loopback or private address); the table by model
+//! name prefix; a conservative default. `config show` and `/status` print the choice.
 
 use std::time::Duration;
 
@@ -33,9 +35,11 @@ pub(crate) async fn window(config: &Config, provider: &ProviderConfig) -> Window
     if let Some(choice) = configured(config, provider) {
         return choice;
     }
-    // Hosted OpenAI and Anthropic report nothing; local servers might.
+    // Hosted OpenAI and Anthropic report nothing; a server of one's own
+    // might, whatever its provider is called (`openai/…` with a loopback
+    // `OPENAI_BASE_URL` is the local-models page's own example).
     if provider.protocol == WireProtocol::OpenAi
-        && provider.id != "openai"
+        && (provider.id != "openai" || crate::model_options::is_private_url(&provider.base_url))
         && let Some((tokens, source)) =
             alcove_model::probe_context_window(provider, PROBE_TIMEOUT).await
     {

@@ -66,6 +66,36 @@ pub(crate) fn is_local(provider: &ProviderConfig) -> bool {
 }
 
 fn is_loopback_url(url: &str) -> bool {
+    let host = url_host(url);
+    host == "localhost"
+        || host.ends_with(".localhost")
+        || host == "::1"
+        || host
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Whether `url` names a server on this machine or on a private network
+/// (loopback, 10/8, 172.16/12, 192.168/16, link-local, IPv6 unique-local):
+/// a server someone runs themselves, which may say its window, whatever
+/// the provider is called. Hosted APIs are on public addresses.
+pub(crate) fn is_private_url(url: &str) -> bool {
+    if is_loopback_url(url) {
+        return true;
+    }
+    let host = url_host(url);
+    if let Ok(ip) = host.parse::<std::net::Ipv4Addr>() {
+        return ip.is_private() || ip.is_link_local();
+    }
+    host.parse::<std::net::Ipv6Addr>().is_ok_and(|ip| {
+        let first = ip.segments()[0];
+        // fc00::/7 (unique local) and fe80::/10 (link-local).
+        (first & 0xfe00) == 0xfc00 || (first & 0xffc0) == 0xfe80
+    })
+}
+
+/// The host of `url`, lower-cased, without port, user or IPv6 brackets.
+fn url_host(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let host_port = authority
@@ -75,13 +105,7 @@ fn is_loopback_url(url: &str) -> bool {
         Some(bracketed) => bracketed.split(']').next().unwrap_or(""),
         None => host_port.split(':').next().unwrap_or(""),
     };
-    let host = host.to_ascii_lowercase();
-    host == "localhost"
-        || host.ends_with(".localhost")
-        || host == "::1"
-        || host
-            .parse::<std::net::Ipv4Addr>()
-            .is_ok_and(|ip| ip.is_loopback())
+    host.to_ascii_lowercase()
 }
 
 fn apply_retry(provider: &mut ProviderConfig, settings: &RetryEntry) {
@@ -156,6 +180,31 @@ mod tests {
             assert!(!is_local(&provider("openai", url)), "{url}");
         }
         assert!(is_local(&provider("ollama", "http://gpu-box:11434/v1")));
+    }
+
+    #[test]
+    fn private_addresses_are_asked_for_their_window_and_public_ones_not() {
+        for url in [
+            "http://127.0.0.1:8080/v1",
+            "http://localhost:8080/v1",
+            "http://10.0.0.5:8080/v1",
+            "http://172.20.1.2/v1",
+            "http://192.168.1.9:11434/v1",
+            "http://169.254.3.4/v1",
+            "http://[fd12::5]:8080/v1",
+            "http://[fe80::1]/v1",
+        ] {
+            assert!(is_private_url(url), "{url}");
+        }
+        for url in [
+            "https://api.openai.com/v1",
+            "http://8.8.8.8/v1",
+            "http://172.32.0.1/v1",
+            "http://[2001:db8::1]/v1",
+            "http://10.0.0.5.example.com/v1",
+        ] {
+            assert!(!is_private_url(url), "{url}");
+        }
     }
 
     #[test]

@@ -295,6 +295,7 @@ impl Session {
             },
             inbox: Arc::default(),
             tool_specs: Default::default(),
+            file_reads: Arc::default(),
         };
         let factory_config = config.clone();
         let factory_id = id.clone();

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::compaction::{Context, ContextLimits};
 use crate::dispatch::run_tool_calls;
+use crate::file_reads::FileReads;
 use crate::repeats::Repeats;
 use crate::{Approver, EventSink, HookScope, Hooks, PermissionGate, ToolCall};
 
@@ -38,6 +39,8 @@ pub struct Runtime {
     pub inbox: Arc<Inbox>,
     /// The specs of the tool sets agents run with, shared between runs.
     pub tool_specs: Arc<ToolSpecSets>,
+    /// The files each agent has read (an Edit needs a Read first).
+    pub file_reads: Arc<FileReads>,
 }
 
 /// The tool specs of the tool sets agents ran with lately. Sixty-four
@@ -396,7 +399,8 @@ pub async fn run_agent(
             return outcome;
         }
 
-        let mut results = run_tool_calls(runtime, run, &calls).await;
+        let room = context.result_room(&outcome.messages, runtime.limits.max_tokens);
+        let mut results = run_tool_calls(runtime, run, &calls, room).await;
         let stuck = repeats.observe(&calls, &mut results);
         append(
             runtime,

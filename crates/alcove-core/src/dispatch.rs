@@ -4,6 +4,9 @@
 //! → PostToolUse hooks → capped result. Whatever happens on the way — an
 //! unknown tool, arguments that are not JSON, a denial, a hook block, a
 //! failure, a cancellation — the call ends as exactly one `tool_result`.
+//! Arguments cut short by their closing characters only are completed
+//! (`repair.rs`) and the call runs, its result saying so; an unknown tool's
+//! error names the tools its arguments fit.
 //!
 //! Calls of one assistant message run in groups: consecutive calls that are
 //! concurrency-safe run together, delegations (`Agent`) run together, and
@@ -18,6 +21,7 @@ use futures::future::join_all;
 use serde_json::Value;
 
 use crate::agents::AgentScope;
+use crate::file_reads::NotRead;
 use crate::{
     AgentRun, Approval, ApprovalRequest, CallInput, Decision, HookCall, PreToolVerdict, Runtime,
     ToolCall,
@@ -27,18 +31,27 @@ use crate::{
 /// its future is dropped.
 const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
+/// The least room a result gets, however full the context: something to
+/// act on (compaction makes room before the next request).
+const MIN_RESULT_ROOM: usize = 2048;
+
 /// Runs the calls of one assistant message and returns their results, one per
-/// call, in call order.
+/// call, in call order. `room` is about how many bytes of results still fit
+/// in the context window; each call gets an equal share.
 pub(crate) async fn run_tool_calls(
     runtime: &Runtime,
     run: &AgentRun,
     calls: &[ToolCall],
+    room: usize,
 ) -> Vec<ContentBlock> {
     let mut results = Vec::with_capacity(calls.len());
     // A runaway reply (small models have streamed 170 calls at once) runs
     // its first calls only; the rest are answered, not dropped.
     let cap = runtime.limits.max_tool_calls_per_reply.max(1);
     let (calls, over_cap) = calls.split_at(calls.len().min(cap));
+    let room = (room / calls.len().max(1))
+        .max(MIN_RESULT_ROOM)
+        .min(runtime.limits.result_cap);
     for group in groups(run, calls) {
         // A group's calls are announced together, then run together.
         let started = Instant::now();
@@ -54,13 +67,13 @@ pub(crate) async fn run_tool_calls(
             for call in group {
                 let output =
                     ToolOutput::error("Skipped: the run was cancelled before this call started.");
-                results.push(finish(runtime, run, call, output, started));
+                results.push(finish(runtime, run, call, output, started, room));
             }
             continue;
         }
         let outputs = join_all(group.iter().map(|call| async move {
-            let output = gate_and_call(runtime, run, call).await;
-            finish(runtime, run, call, output, started)
+            let output = gate_and_call(runtime, run, call, room).await;
+            finish(runtime, run, call, output, started, room)
         }))
         .await;
         results.extend(outputs);
@@ -79,7 +92,7 @@ pub(crate) async fn run_tool_calls(
         let output = ToolOutput::error(format!(
             "Not run: this reply made {total} tool calls and at most {cap} run per reply; the first {cap} ran. Make fewer calls at a time."
         ));
-        results.push(finish(runtime, run, call, output, started));
+        results.push(finish(runtime, run, call, output, started, room));
     }
     results
 }
@@ -123,19 +136,102 @@ fn find<'a>(run: &'a AgentRun, name: &str) -> Option<&'a dyn Tool> {
         .map(|tool| tool.as_ref())
 }
 
-async fn gate_and_call(runtime: &Runtime, run: &AgentRun, call: &ToolCall) -> ToolOutput {
-    let (id, name) = (call.id.as_str(), call.name.as_str());
-    let Some(tool) = find(run, name) else {
-        let known: Vec<&str> = run
+async fn gate_and_call(
+    runtime: &Runtime,
+    run: &AgentRun,
+    call: &ToolCall,
+    room: usize,
+) -> ToolOutput {
+    let Some(tool) = find(run, &call.name) else {
+        return unknown_tool(run, call);
+    };
+    // Arguments cut short by their closers run completed, and say so.
+    let Some((repaired, appended)) = repaired_call(tool, call, &runtime.workspace) else {
+        return checked_call(runtime, run, tool, call, room).await;
+    };
+    let output = checked_call(runtime, run, tool, &repaired, room.saturating_sub(600)).await;
+    let arguments = repaired.input_value().to_string();
+    ToolOutput {
+        content: format!(
+            "[alcove: your arguments for {} ended early; `{appended}` was added to close them and the call ran as {}]\n{}",
+            call.name,
+            cut(&arguments, 400),
+            output.content
+        ),
+        ..output
+    }
+}
+
+/// The error for a call naming no offered tool: the tools whose
+/// parameters its arguments fit come first (a small model wrote a file's
+/// name where `Read` belonged), then every tool.
+fn unknown_tool(run: &AgentRun, call: &ToolCall) -> ToolOutput {
+    let name = &call.name;
+    let known: Vec<&str> = run
+        .tools
+        .iter()
+        .map(|tool| tool.spec().name.as_str())
+        .collect();
+    let arguments = call.input_value();
+    let fitting: Vec<&str> = match &arguments {
+        Value::Object(map) if !map.is_empty() => run
             .tools
             .iter()
+            .filter(|tool| crate::schema_fit::fits(tool.spec(), &arguments))
             .map(|tool| tool.spec().name.as_str())
-            .collect();
-        return ToolOutput::error(format!(
-            "Unknown tool `{name}`. Available tools: {}.",
-            known.join(", ")
-        ));
+            .collect(),
+        _ => Vec::new(),
     };
+    let hint = match fitting.as_slice() {
+        [] => String::new(),
+        [one] => format!(
+            " Its arguments fit {one}: call {one} with them (the tool's name goes in `name`)."
+        ),
+        many => format!(
+            " Its arguments fit {}: call one of them with them (the tool's name goes in `name`).",
+            many.join(", ")
+        ),
+    };
+    ToolOutput::error(format!(
+        "Unknown tool `{name}`: no tool has that name.{hint} Available tools: {}.",
+        known.join(", ")
+    ))
+}
+
+/// `call` with its arguments completed, and what was appended, when they
+/// are JSON cut short by closing quotes, brackets or braces only and the
+/// completed arguments fit the tool (its schema and its own check).
+fn repaired_call(
+    tool: &dyn Tool,
+    call: &ToolCall,
+    workspace: &Workspace,
+) -> Option<(ToolCall, String)> {
+    let CallInput::Invalid(raw) = &call.input else {
+        return None;
+    };
+    let repaired = crate::repair::complete(raw)?;
+    if !crate::schema_fit::fits(tool.spec(), &repaired.value)
+        || tool.inspect(&repaired.value, workspace).is_err()
+    {
+        return None;
+    }
+    let call = ToolCall {
+        input: CallInput::Json(repaired.value),
+        ..call.clone()
+    };
+    Some((call, repaired.appended))
+}
+
+/// A call of `tool`, from its arguments' check on: the gate, the hooks,
+/// approval, the call itself and the PostToolUse hooks.
+async fn checked_call(
+    runtime: &Runtime,
+    run: &AgentRun,
+    tool: &dyn Tool,
+    call: &ToolCall,
+    room: usize,
+) -> ToolOutput {
+    let (id, name) = (call.id.as_str(), call.name.as_str());
     let (input, invocation) = match check_arguments(tool, call, &runtime.workspace) {
         Ok(checked) => checked,
         Err(reason) => return ToolOutput::error(reason),
@@ -151,6 +247,13 @@ async fn gate_and_call(runtime: &Runtime, run: &AgentRun, call: &ToolCall) -> To
     );
     if let Decision::Deny(reason) = decision {
         return ToolOutput::error(reason);
+    }
+    // Before any approval is asked: an edit that will be refused anyway
+    // is not put to the user.
+    if tool.needs_prior_read()
+        && let Some(refusal) = unread_file(runtime, run, name, &invocation.paths)
+    {
+        return refusal;
     }
     let scope = run.hook_scope();
     let call = HookCall { id, name, input };
@@ -195,6 +298,8 @@ async fn gate_and_call(runtime: &Runtime, run: &AgentRun, call: &ToolCall) -> To
     if run.cancel.is_cancelled() {
         return ToolOutput::error("Cancelled before the call started.");
     }
+    // What the call read or wrote, as it is on disk now, the agent knows.
+    let touched = invocation.paths.clone();
     let context = ToolContext {
         workspace: runtime.workspace.clone(),
         cancel: run.cancel.child_token(),
@@ -207,6 +312,7 @@ async fn gate_and_call(runtime: &Runtime, run: &AgentRun, call: &ToolCall) -> To
         // Delegation tools learn their caller from its scope, lent per call.
         scope: tool.needs_scope().then(|| AgentScope::lend(runtime, run)),
         sandbox: run.sandbox,
+        result_room: room,
     };
     let call = tool.call(input.clone(), &context);
     tokio::pin!(call);
@@ -219,6 +325,13 @@ async fn gate_and_call(runtime: &Runtime, run: &AgentRun, call: &ToolCall) -> To
             }
         }
     };
+    let effects = &output.effects;
+    let saw_files = !effects.files_read.is_empty() || !effects.files_written.is_empty();
+    if !output.is_error && saw_files {
+        for path in &touched {
+            runtime.file_reads.record(&run.path, path);
+        }
+    }
     let note = tokio::select! {
         note = runtime
             .hooks
@@ -232,6 +345,28 @@ async fn gate_and_call(runtime: &Runtime, run: &AgentRun, call: &ToolCall) -> To
         },
         None => output,
     }
+}
+
+/// The refusal of an edit of a file `run`'s agent has not read, or that
+/// changed on disk since it did.
+fn unread_file(
+    runtime: &Runtime,
+    run: &AgentRun,
+    name: &str,
+    paths: &[std::path::PathBuf],
+) -> Option<ToolOutput> {
+    paths.iter().find_map(|path| {
+        let shown = runtime.workspace.display(path);
+        let reason = match runtime.file_reads.check(&run.path, path).err()? {
+            NotRead::Never => format!(
+                "{shown} has not been read yet. Read it first, then call {name} again quoting the text to change exactly as Read shows it (without the line numbers)."
+            ),
+            NotRead::Changed => format!(
+                "{shown} has changed on disk since you last read it. Read it again, then call {name} again quoting its current text."
+            ),
+        };
+        Some(ToolOutput::error(reason))
+    })
 }
 
 /// Validates a call's arguments before the gate sees it: arguments the
@@ -258,9 +393,10 @@ fn finish(
     call: &ToolCall,
     output: ToolOutput,
     started: Instant,
+    room: usize,
 ) -> ContentBlock {
     // The event and the result's message share one text (and its JSON).
-    let content = SharedText::from(cap(output.content, runtime.limits.result_cap));
+    let content = SharedText::from(cap(output.content, room));
     let event = AgentEvent {
         agent: run.path.clone(),
         kind: EventKind::ToolCallFinished {
@@ -295,17 +431,20 @@ fn hidden_from_reads(
     HiddenPaths::new(move |path| gate.hides(path, &workspace))
 }
 
-/// Keeps the head and tail of a result longer than `limit` bytes and says how
-/// much was cut in between.
+/// Keeps the head and tail of a result longer than `limit` bytes (the
+/// result cap, or the room left in the context) and says how much was cut
+/// in between.
 fn cap(content: String, limit: usize) -> String {
     if content.len() <= limit {
         return content;
     }
-    let head_end = floor_char_boundary(&content, limit * 3 / 4);
-    let tail_start = ceil_char_boundary(&content, content.len() - limit / 4);
+    // The note takes about 120 bytes of the room.
+    let kept = limit.saturating_sub(120).max(limit / 2);
+    let head_end = floor_char_boundary(&content, kept * 3 / 4);
+    let tail_start = ceil_char_boundary(&content, content.len() - kept / 4);
     let cut_bytes = tail_start - head_end;
     format!(
-        "{}\n\n[... {cut_bytes} bytes cut: the result was {} bytes, over the {limit}-byte limit ...]\n\n{}",
+        "{}\n\n[... {cut_bytes} bytes cut: the result was {} bytes, over the {limit} bytes it may take (the result cap, or what is left of the context window); narrow the call to see the rest ...]\n\n{}",
         &content[..head_end],
         content.len(),
         &content[tail_start..]
@@ -340,10 +479,12 @@ mod tests {
     fn cap_keeps_head_and_tail_and_says_how_much_was_cut() {
         let content = format!("{}{}", "a".repeat(600), "z".repeat(600));
         let capped = cap(content, 400);
-        assert!(capped.starts_with(&"a".repeat(300)));
-        assert!(capped.ends_with(&"z".repeat(100)));
+        assert!(capped.starts_with(&"a".repeat(210)));
+        assert!(capped.ends_with(&"z".repeat(70)));
         assert!(
-            capped.contains("800 bytes cut: the result was 1200 bytes, over the 400-byte limit"),
+            capped.contains(
+                "920 bytes cut: the result was 1200 bytes, over the 400 bytes it may take"
+            ),
             "{capped}"
         );
     }

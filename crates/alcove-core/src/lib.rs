@@ -32,6 +32,7 @@ mod compaction;
 mod context;
 mod dispatch;
 mod events;
+mod file_reads;
 mod frontmatter;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -39,7 +40,9 @@ mod gate;
 mod hooks;
 pub mod isolation;
 mod memory;
+mod repair;
 mod repeats;
+mod schema_fit;
 mod skills;
 mod transcript;
 
@@ -63,6 +66,7 @@ pub use compaction::{
 };
 pub use context::{ProjectContext, system_prompt};
 pub use events::{EventSink, FanOut};
+pub use file_reads::FileReads;
 pub use frontmatter::substitute_arguments;
 pub use gate::{
     Approval, ApprovalRequest, Approver, Charter, Decision, NoApprover, POLICY_ENV, ParentPolicy,

@@ -96,7 +96,7 @@ impl Model for OpenAiModel {
             .complete(&self.headers, &body, OpenAiAssembler::default, on_delta)
             .await?;
         if self.text_tool_calls {
-            text_calls::recover(&mut response, &request.tools);
+            text_calls::recover(&mut response, &request.tools, &request.messages);
         }
         Ok(response)
     }

@@ -34,6 +34,13 @@ pub struct RecordedRequest {
 }
 
 impl RecordedRequest {
+    /// Whether this is a model request (`POST /v1/messages` or `POST
+    /// /v1/chat/completions`), not a probe or a listing.
+    pub fn is_model_call(&self) -> bool {
+        self.method == "POST"
+            && (self.path == "/v1/messages" || self.path == "/v1/chat/completions")
+    }
+
     /// The protocol, by path: `…/messages` (or a model listing carrying an
     /// `anthropic-version` header) is Anthropic, anything else OpenAI.
     pub fn protocol(&self) -> Protocol {

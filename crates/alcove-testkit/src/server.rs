@@ -151,15 +151,25 @@ impl FakeServer {
         format!("http://{}/v1", self.addr)
     }
 
-    /// Every request received so far, in arrival order.
+    /// Every model request (`POST /v1/messages`, `POST
+    /// /v1/chat/completions`) received so far, in arrival order; what
+    /// alcove asks besides (a local server's window at `/props` or
+    /// `/api/show`, the models at `/v1/models`) is in
+    /// [`FakeServer::all_requests`].
     pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.recorded(RecordedRequest::is_model_call)
+    }
+
+    /// Every request received so far, model requests or not, in arrival order.
+    pub fn all_requests(&self) -> Vec<RecordedRequest> {
         self.recorded(|_| true)
     }
 
-    /// How many requests were received so far (cheap: nothing is cloned, so
-    /// it suits polling loops).
+    /// How many model requests were received so far (cheap: nothing is
+    /// cloned, so it suits polling loops).
     pub fn request_count(&self) -> usize {
-        self.shared.lock().requests.len()
+        let state = self.shared.lock();
+        state.requests.iter().filter(|r| r.is_model_call()).count()
     }
 
     /// The requests whose first user message text contains `first_user_contains`
@@ -317,8 +327,7 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
     let plan = {
         let mut state = shared.lock();
         state.requests.push(Arc::clone(&record));
-        let is_model_call = method == Method::POST
-            && (record.path == "/v1/messages" || record.path == "/v1/chat/completions");
+        let is_model_call = record.is_model_call();
         if let Some(e) = body_error {
             Plan::Reject(
                 StatusCode::BAD_REQUEST,

@@ -220,5 +220,5 @@ async fn models_are_listed() {
     assert_eq!(v["object"], "list");
     assert_eq!(v["data"][0]["id"], "qwen-local");
     assert_eq!(v["data"][1]["object"], "model");
-    assert_eq!(server.requests()[0].method, "GET");
+    assert_eq!(server.all_requests()[0].method, "GET");
 }

@@ -69,9 +69,14 @@ impl Tool for Edit {
         Access::Edit
     }
 
+    fn needs_prior_read(&self) -> bool {
+        true
+    }
+
     fn inspect(&self, input: &Value, workspace: &Workspace) -> Result<Invocation, String> {
+        // What the strings hold is checked when the call runs: an edit of
+        // a file not read yet is first told to read it (dispatch).
         let input: EditInput = parse_input(NAME, input)?;
-        validate(&input)?;
         Ok(Invocation::file(workspace, &input.file_path))
     }
 
@@ -89,6 +94,13 @@ impl Tool for Edit {
         // and three trips to the blocking pool and back (one per step) cost
         // six thread switches. A large one goes to the pool in one trip.
         let meta = std::fs::metadata(&path);
+        if meta
+            .as_ref()
+            .is_err_and(|err| err.kind() == std::io::ErrorKind::NotFound)
+        {
+            let missing = crate::nearest::missing_file(context, &path).await;
+            return ToolOutput::error(format!("{missing} To create a new file, use Write."));
+        }
         let small = meta
             .as_ref()
             .is_ok_and(|meta| meta.is_file() && meta.len() <= INLINE_READ_BYTES);

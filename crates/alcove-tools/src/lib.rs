@@ -28,6 +28,7 @@ mod edit;
 mod env_policy;
 mod glob;
 mod grep;
+mod nearest;
 mod process_group;
 mod read;
 mod schema;
@@ -147,6 +148,11 @@ pub struct ToolContext {
     pub scope: Option<Scope>,
     /// The sandbox the calling agent's commands run in.
     pub sandbox: SandboxScope,
+    /// About how many bytes of result text still fit in the model's context
+    /// window for this call (the reply's calls share what is left). A tool
+    /// that can show less fits itself to it (Read shows fewer lines and
+    /// says how to read on); dispatch cuts any longer result.
+    pub result_room: usize,
 }
 
 /// The caller's wiring a delegation tool downcasts (see [`ToolContext::scope`]).
@@ -226,6 +232,13 @@ pub trait Tool: Send + Sync {
     /// Whether calls need their caller's scope ([`ToolContext::scope`]):
     /// delegation tools do; dispatch lends it only to them.
     fn needs_scope(&self) -> bool {
+        false
+    }
+
+    /// Whether a call changes text quoted from the file it names, so the
+    /// caller must have read that file, as it is now, first (`Edit`):
+    /// dispatch refuses the call otherwise, saying to Read it.
+    fn needs_prior_read(&self) -> bool {
         false
     }
 

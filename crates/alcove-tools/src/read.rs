@@ -2,7 +2,10 @@
 //!
 //! Models cite and edit code by line, so every line carries its number; big
 //! files are read in windows (`offset`/`limit`) and the output says what was
-//! left out, so the model knows to ask for more instead of guessing.
+//! left out, so the model knows to ask for more instead of guessing. A window
+//! also ends where the context has no more room (`ToolContext::result_room`):
+//! a file larger than a small model's window is shown from its head, with
+//! the `offset` and `limit` that read on, instead of sent whole and lost.
 
 use std::borrow::Cow;
 use std::io::{BufRead, BufReader, Read as _};
@@ -88,14 +91,26 @@ impl Tool for Read {
         // kilobytes to the blocking pool and back cost two thread switches,
         // more than the read itself (most of a short child's tool time).
         let meta = std::fs::metadata(&path);
+        if meta
+            .as_ref()
+            .is_err_and(|err| err.kind() == std::io::ErrorKind::NotFound)
+        {
+            return ToolOutput::error(crate::nearest::missing_file(context, &path).await);
+        }
         let small = meta
             .as_ref()
             .is_ok_and(|meta| meta.is_file() && meta.len() <= INLINE_READ_BYTES);
+        // The note at the end takes a little of the room.
+        let max_output = MAX_OUTPUT_CHARS.min(context.result_room.saturating_sub(NOTE_ROOM));
+        let window = Window {
+            offset,
+            limit,
+            max_output,
+        };
         let read = if small {
-            Ok(read_window(&path, meta, &shown, offset, limit))
+            Ok(read_window(&path, meta, &shown, window))
         } else {
-            tokio::task::spawn_blocking(move || read_window(&path, meta, &shown, offset, limit))
-                .await
+            tokio::task::spawn_blocking(move || read_window(&path, meta, &shown, window)).await
         };
         match read {
             Ok(Ok(text)) => {
@@ -112,19 +127,38 @@ impl Tool for Read {
 /// calling thread, without the blocking pool.
 pub(crate) const INLINE_READ_BYTES: u64 = 64 * 1024;
 
+/// Bytes kept free of lines for the note that ends a cut window.
+const NOTE_ROOM: usize = 256;
+
+/// Which lines to show, and how many bytes they may take.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    /// The first line, 1-based.
+    offset: usize,
+    /// How many lines at most.
+    limit: usize,
+    /// Bytes of output at most: the cap, or the context's room.
+    max_output: usize,
+}
+
 fn clamp_usize(value: Option<u64>) -> usize {
     value.map_or(0, |v| usize::try_from(v).unwrap_or(usize::MAX))
 }
 
-/// Reads lines `offset..offset+limit` (1-based) of the file, numbered.
-/// `meta` is the file's metadata, already read by the caller.
+/// Reads lines `offset..offset+limit` (1-based) of the file, numbered, in
+/// at most `max_output` bytes. `meta` is the file's metadata, already read
+/// by the caller.
 fn read_window(
     path: &Path,
     meta: std::io::Result<std::fs::Metadata>,
     shown: &str,
-    offset: usize,
-    limit: usize,
+    window: Window,
 ) -> Result<String, String> {
+    let Window {
+        offset,
+        limit,
+        max_output,
+    } = window;
     let meta = meta.map_err(|err| io_reason(shown, &err))?;
     if meta.is_dir() {
         return Err(format!(
@@ -159,11 +193,12 @@ fn read_window(
 
     let skipped = skip_lines(&mut reader, offset - 1).map_err(io)?;
     // Room for the whole file (up to the cap) and a column of numbers.
-    let kept = size.min(MAX_OUTPUT_CHARS);
+    let kept = size.min(max_output);
     let mut out = String::with_capacity(kept + kept / 8);
     let mut line_no = skipped;
     let mut last_shown = 0;
     let mut line = Vec::new();
+    let mut out_of_room = false;
     while line_no - skipped < limit {
         let Some(len) = read_line_capped(&mut reader, &mut line, MAX_LINE_CHARS * 4).map_err(io)?
         else {
@@ -179,9 +214,10 @@ fn read_window(
         let text = cut_line(text.trim_end_matches(['\n', '\r']), MAX_LINE_CHARS, len);
         // `{line_no:>6}\t{text}\n`, measured before it is written.
         let entry_len = decimal_digits(line_no).max(6) + 1 + text.len() + 1;
-        if last_shown > 0 && out.len() + entry_len > MAX_OUTPUT_CHARS {
+        if last_shown > 0 && out.len() + entry_len > max_output {
             // The line was read but is not shown: count it as remaining.
             line_no -= 1;
+            out_of_room = true;
             break;
         }
         push_line_number(&mut out, line_no);
@@ -189,7 +225,9 @@ fn read_window(
         out.push('\n');
         last_shown = line_no;
     }
-    let total = line_no + count_remaining_lines(&mut reader).map_err(io)?;
+    // A line read but left out for room is one of the remaining ones.
+    let total =
+        line_no + usize::from(out_of_room) + count_remaining_lines(&mut reader).map_err(io)?;
     if last_shown == 0 {
         return Err(format!(
             "{shown} has only {total} lines; offset {offset} is past the end"
@@ -199,9 +237,22 @@ fn read_window(
         out.pop();
     }
     if last_shown < total {
-        out.push_str(&format!(
-            "\n\n(showing lines {offset}-{last_shown} of {total}; use offset to read more)"
-        ));
+        let next = last_shown + 1;
+        if out_of_room {
+            let shown_lines = last_shown + 1 - offset;
+            let why = if max_output < MAX_OUTPUT_CHARS {
+                "the rest does not fit in what is left of the context window"
+            } else {
+                "the rest does not fit in one result"
+            };
+            out.push_str(&format!(
+                "\n\n(showing lines {offset}-{last_shown} of {total}: {why}. Read on with offset={next} and limit={shown_lines}, or Grep for what you need.)"
+            ));
+        } else {
+            out.push_str(&format!(
+                "\n\n(showing lines {offset}-{last_shown} of {total}; read on with offset={next})"
+            ));
+        }
     }
     Ok(out)
 }
@@ -336,7 +387,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("mixed.txt");
         std::fs::write(&path, b"plain\nbad \xff byte\n\xc3\xa9t\xc3\xa9\n").unwrap();
-        let shown = read_window(&path, std::fs::metadata(&path), "mixed.txt", 1, 10).unwrap();
+        let shown = read_window(
+            &path,
+            std::fs::metadata(&path),
+            "mixed.txt",
+            Window {
+                offset: 1,
+                limit: 10,
+                max_output: MAX_OUTPUT_CHARS,
+            },
+        )
+        .unwrap();
         assert_eq!(
             shown,
             "     1\tplain\n     2\tbad \u{FFFD} byte\n     3\t\u{e9}t\u{e9}"

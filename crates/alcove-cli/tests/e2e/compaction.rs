@@ -120,9 +120,11 @@ fn a_sixty_turn_session_ten_windows_long_completes_with_early_facts_in_the_summa
         .iter()
         .map(|event| event["content"].as_str().unwrap().len())
         .sum();
+    // The files add up to ten windows; each result is sized to the room
+    // left in the context (issue 39), so what the model saw is less.
     assert!(
-        results as u64 > 10 * WINDOW * 4,
-        "the reads add up to ten windows: {results} bytes"
+        results as u64 > 5 * WINDOW * 4,
+        "the reads add up to five windows: {results} bytes"
     );
     let compactions = of_type(&events, "compacted");
     assert!(!compactions.is_empty());

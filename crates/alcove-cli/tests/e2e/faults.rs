@@ -18,7 +18,8 @@ fn unknown_tools_bad_json_and_schema_mismatches_become_error_results() {
         vec![
             Step::reply(vec![
                 Block::tool_call("Teleport", json!({"to": "mars"})),
-                Block::raw_tool_call("Read", "{\"file_path\": \"a.txt\""),
+                // Beyond repair: a value is missing, not only closers.
+                Block::raw_tool_call("Read", "{\"file_path\": \"a.txt\", \"limit\":"),
                 Block::tool_call("Read", json!({"path": "a.txt"})),
             ]),
             Step::text("recovered"),

@@ -12,6 +12,7 @@
 //! - `skills`, `memory`: skills, custom commands, `/init`, model aliases and the memory file (issue 15).
 //! - `real_models`: what real servers and small local models do (issue 17).
 //! - `report`: `alcove report`'s page, opened in headless Chromium (issue 40).
+//! - `small_models`: what a real small model still did to a session (issue 39).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agent_limits;
@@ -33,6 +34,7 @@ mod reliability;
 mod report;
 mod roles;
 mod skills;
+mod small_models;
 mod support;
 mod telemetry;
 mod tools;

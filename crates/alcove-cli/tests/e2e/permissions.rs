@@ -104,6 +104,7 @@ fn an_edit_rule_allows_edits_under_src_in_default_mode_and_nothing_else() {
         "edit src",
         vec![
             Step::reply(vec![
+                Block::tool_call("Read", json!({"file_path": "src/a.rs"})),
                 Block::tool_call(
                     "Edit",
                     json!({"file_path": "src/a.rs", "old_string": "old", "new_string": "new"}),
@@ -124,6 +125,7 @@ fn an_edit_rule_allows_edits_under_src_in_default_mode_and_nothing_else() {
     let out = exec(&env, &server, &["--allow", "Edit(src/**)", "edit src"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let results = results(&server, "edit src", 1);
+    let results = &results[1..];
     assert!(!results[0].2 && !results[1].2, "{results:?}");
     assert_eq!(env.read_file("src/a.rs"), "new\n");
     assert_eq!(env.read_file("src/b.rs"), "written");

@@ -56,10 +56,14 @@ fn edit_reports_how_many_matches_there_were() {
     let (env, server) = setup(Script::new().conversation(
         "ambiguous edit",
         vec![
-            Step::tool_call(
-                "Edit",
-                json!({"file_path": "a.txt", "old_string": "x", "new_string": "y"}),
-            ),
+            // An Edit needs a Read of the file first.
+            Step::reply(vec![
+                Block::tool_call("Read", json!({"file_path": "a.txt"})),
+                Block::tool_call(
+                    "Edit",
+                    json!({"file_path": "a.txt", "old_string": "x", "new_string": "y"}),
+                ),
+            ]),
             Step::text("ok"),
         ],
     ));
@@ -74,8 +78,8 @@ fn edit_reports_how_many_matches_there_were() {
         0
     );
     let results = results_of_second_request(&server);
-    assert!(results[0].2, "an ambiguous edit is an error");
-    assert!(results[0].1.contains('3'), "{}", results[0].1);
+    assert!(results[1].2, "an ambiguous edit is an error");
+    assert!(results[1].1.contains('3'), "{}", results[1].1);
     assert_eq!(env.read_file("a.txt"), "x x x\n");
 }
 
@@ -301,7 +305,11 @@ fn huge_results_are_capped_visibly() {
     assert_eq!(out.code, 0);
     let results = results_of_second_request(&server);
     assert!(results[0].1.len() < 70 * 1024, "{}", results[0].1.len());
-    assert!(results[0].1.contains("bytes cut"), "the cap is stated");
+    // Read fits itself to the cap (or the context's room) by whole lines.
+    assert!(
+        results[0].1.contains("(showing lines 1-") && results[0].1.contains("Read on with offset="),
+        "the cut is stated"
+    );
     let events = out.events();
     assert_eq!(
         of_type(&events, "tool_call_finished")[0]["content"],

@@ -104,6 +104,7 @@ fn harness(limits: AgentLimits) -> Harness {
         },
         inbox: Arc::new(Inbox::default()),
         tool_specs: Default::default(),
+        file_reads: Default::default(),
     };
     let supervisor = Arc::new(Supervisor::new(limits, Definitions::default(), None));
     Harness {
@@ -157,6 +158,7 @@ impl Harness {
             paths: Vec::new(),
             scope: Some(AgentScope::lend(&self.runtime, run)),
             sandbox: run.sandbox,
+            result_room: usize::MAX,
         };
         tool.call(input, &context).await
     }

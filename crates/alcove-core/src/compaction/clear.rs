@@ -18,6 +18,28 @@ const STUB_MARK: &str = "[alcove cleared this result";
 /// assistant messages whose content is longer than `over_bytes` and not a
 /// stub already.
 pub(crate) fn clearable(messages: &[Message], keep_turns: usize, over_bytes: usize) -> Vec<String> {
+    old_results(messages, keep_turns, over_bytes)
+        .map(|(id, _)| id.to_owned())
+        .collect()
+}
+
+/// How many bytes clearing the results [`clearable`] names would free,
+/// stubs counted.
+pub(crate) fn clearable_bytes(messages: &[Message], keep_turns: usize, over_bytes: usize) -> usize {
+    old_results(messages, keep_turns, over_bytes)
+        .map(|(_, len)| len.saturating_sub(STUB_BYTES))
+        .sum()
+}
+
+/// About how long a stub is.
+const STUB_BYTES: usize = 300;
+
+/// The id and length of each result [`clearable`] names.
+fn old_results(
+    messages: &[Message],
+    keep_turns: usize,
+    over_bytes: usize,
+) -> impl Iterator<Item = (&str, usize)> {
     let boundary = messages
         .iter()
         .enumerate()
@@ -33,17 +55,16 @@ pub(crate) fn clearable(messages: &[Message], keep_turns: usize, over_bytes: usi
     messages[..boundary]
         .iter()
         .flat_map(|message| &message.content)
-        .filter_map(|block| match block {
+        .filter_map(move |block| match block {
             ContentBlock::ToolResult {
                 tool_use_id,
                 content,
                 ..
             } if content.len() > over_bytes && !content.starts_with(STUB_MARK) => {
-                Some(tool_use_id.clone())
+                Some((tool_use_id.as_str(), content.len()))
             }
             _ => None,
         })
-        .collect()
 }
 
 /// Replaces the results of the calls `ids` by stubs. Deterministic, so

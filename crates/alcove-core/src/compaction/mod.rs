@@ -5,7 +5,9 @@
 //! Compaction goes in two steps, cheapest first: old tool results become
 //! one-line stubs (`clear`); only if the history is still over the threshold
 //! are the oldest messages replaced by a handover note the model writes
-//! (`summary`). Every compaction emits a `compacted` event that, applied to
+//! (`summary`). The newest turn's results are never cleared: they are what
+//! the model just asked for, and [`Context::result_room`] sized them to
+//! fit. Every compaction emits a `compacted` event that, applied to
 //! the history rebuilt from the transcript's `message` events, gives the
 //! compacted history ([`replay_compaction`]), so the transcript keeps every
 //! original message and a resumed session continues from the compacted one.
@@ -187,6 +189,32 @@ impl Context {
         }
     }
 
+    /// About how many bytes of tool results still fit in the window after
+    /// a request carrying `messages`: up to the compaction threshold, and
+    /// leaving the model room to answer (`max_tokens`, at most an eighth of
+    /// the window). Old results that compaction would clear before the
+    /// next request are counted as cleared. A result is sized to it before
+    /// it joins the history, so a file larger than the window is cut to
+    /// what fits rather than sent whole and then cleared. Counted at three
+    /// bytes a token: code and JSON-escaped text make fewer bytes per
+    /// token than the four of the estimate.
+    pub(crate) fn result_room(&self, messages: &[Message], max_tokens: u32) -> usize {
+        let answer = u64::from(max_tokens).min(self.limits.window / 8);
+        let freed = clear::clearable_bytes(
+            messages,
+            self.limits.keep_turns.max(1),
+            self.limits.clear_over_bytes,
+        ) as u64
+            / 4;
+        let used = self.next_request(messages).saturating_sub(freed);
+        let ceiling = self
+            .limits
+            .compact_at
+            .min(self.limits.window.saturating_sub(answer));
+        let left = ceiling.saturating_sub(used);
+        usize::try_from(left.saturating_mul(3)).unwrap_or(usize::MAX)
+    }
+
     /// Notes a response's usage; `messages` now ends with its message.
     pub(crate) fn record(&mut self, usage: &Usage, messages: &[Message]) {
         let reported = usage.budget_tokens();
@@ -343,25 +371,22 @@ async fn compact(
         _ => limits.compact_at,
     };
 
-    let mut cleared = clear::clearable(messages, limits.keep_turns, limits.clear_over_bytes);
+    let mut cleared = clear::clearable(messages, limits.keep_turns.max(1), limits.clear_over_bytes);
     clear::clear(messages, &cleared);
     let mut tokens_after = if cleared.is_empty() {
         estimated
     } else {
         fixed + estimate_all(messages)
     };
-    if trigger == Trigger::Overflow {
-        // The request did not fit: recent results go too, the newest turn's
-        // last (the model can run a narrower call again).
-        for keep in [1, 0] {
-            if tokens_after <= target {
-                break;
-            }
-            let more = clear::clearable(messages, keep, limits.clear_over_bytes);
-            clear::clear(messages, &more);
-            cleared.extend(more);
-            tokens_after = fixed + estimate_all(messages);
-        }
+    if trigger == Trigger::Overflow && tokens_after > target {
+        // The request did not fit: recent results go too, but never the
+        // newest turn's: the model asked for them and would answer from
+        // nothing (results are sized to the room left before they join
+        // the history, so those fit).
+        let more = clear::clearable(messages, 1, limits.clear_over_bytes);
+        clear::clear(messages, &more);
+        cleared.extend(more);
+        tokens_after = fixed + estimate_all(messages);
     }
 
     let mut replaced = 0;

@@ -28,6 +28,7 @@ impl Env {
             paths: Vec::new(),
             scope: None,
             sandbox: Default::default(),
+            result_room: usize::MAX,
         };
         Env { _dir: dir, context }
     }

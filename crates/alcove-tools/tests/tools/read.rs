@@ -43,7 +43,7 @@ async fn offset_and_limit_select_a_window() {
         .await;
     assert_eq!(
         out,
-        "     3\tline 3\n     4\tline 4\n\n(showing lines 3-4 of 10; use offset to read more)"
+        "     3\tline 3\n     4\tline 4\n\n(showing lines 3-4 of 10; read on with offset=5)"
     );
     // Offset 0 is line 1.
     let out = env
@@ -74,9 +74,35 @@ async fn default_limit_is_2000_lines() {
     assert!(out.contains("  2000\tline 2000\n"), "last line shown");
     assert!(!out.contains("line 2001"));
     assert!(
-        out.ends_with("(showing lines 1-2000 of 5000; use offset to read more)"),
+        out.ends_with("(showing lines 1-2000 of 5000; read on with offset=2001)"),
         "{}",
         &out[out.len() - 100..]
+    );
+}
+
+#[tokio::test]
+async fn a_file_larger_than_the_room_left_is_shown_from_its_head_with_how_to_read_on() {
+    let mut env = Env::new();
+    env.file("big.txt", numbered(5000));
+    env.context.result_room = 1_000;
+    let out = env
+        .ok(&Read::default(), json!({"file_path": "big.txt"}))
+        .await;
+    assert!(out.len() <= 1_000, "{} bytes", out.len());
+    assert!(out.starts_with("     1\tline 1\n"), "{out}");
+    let last = out
+        .lines()
+        .filter_map(|line| line.trim_start().split_once('\t'))
+        .filter_map(|(number, _)| number.parse::<usize>().ok())
+        .next_back()
+        .unwrap();
+    assert!((20..60).contains(&last), "{last}");
+    assert!(
+        out.ends_with(&format!(
+            "(showing lines 1-{last} of 5000: the rest does not fit in what is left of the context window. Read on with offset={} and limit={last}, or Grep for what you need.)",
+            last + 1
+        )),
+        "{out}"
     );
 }
 

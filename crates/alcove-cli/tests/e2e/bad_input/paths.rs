@@ -186,7 +186,8 @@ fn binary_files_are_refused_by_read_and_edit_and_skipped_by_grep() {
     );
     assert_eq!(results[3], ("blob.bin".to_owned(), false));
     assert_error(&results[4], &["/dev/zero is not a regular file"]);
-    assert_error(&results[5], &["blob.bin is not valid UTF-8 text"]);
+    // Read refused blob.bin, so an Edit of it is told to read it first.
+    assert_error(&results[5], &["blob.bin has not been read yet"]);
     assert_error(&results[6], &["latin1.txt is not valid UTF-8 text"]);
     assert_eq!(std::fs::read(case.ws("blob.bin")).unwrap(), blob);
     assert_eq!(case.ws_files(), ["blob.bin", "latin1.txt"]);
@@ -249,9 +250,13 @@ fn file_names_that_are_not_utf8_are_listed_searched_and_refused_cleanly() {
                 "{bad}:1:needle in a bad name\n{inner}:1:needle inside\ngood.txt:1:needle in a good name"
             ),
             format!("{bad}:1\n{inner}:1\ngood.txt:1\n\nFound 3 matching lines in 3 files"),
-            format!("error: File does not exist: {bad}"),
+            format!(
+                "error: File does not exist: {bad}. No file named {bad} is in the workspace; look for it with Glob (e.g. \"**/*bad\u{FFFD}*\")."
+            ),
             "error: Directory does not exist: dir\u{FFFD}".to_owned(),
-            format!("error: File does not exist: {bad} (use Write to create it)"),
+            format!(
+                "error: File does not exist: {bad}. No file named {bad} is in the workspace; look for it with Glob (e.g. \"**/*bad\u{FFFD}*\"). To create a new file, use Write."
+            ),
         ]
     );
     assert_eq!(

@@ -457,6 +457,7 @@ fn each_task_of_a_worktree_batch_writes_on_its_own_branch() {
         script = script.conversation(
             &needle(id),
             vec![
+                Step::tool_call("Read", json!({"file_path": "shared.txt"})),
                 Step::tool_call(
                     "Edit",
                     json!({"file_path": "shared.txt", "old_string": "base", "new_string": id}),

@@ -42,6 +42,7 @@ fn parallel_children_write_the_same_file_in_their_own_worktrees_and_merging_both
             .conversation(
                 "WRITER one",
                 vec![
+                    Step::tool_call("Read", json!({"file_path": "shared.txt"})),
                     Step::tool_call(
                         "Edit",
                         json!({"file_path": "shared.txt", "old_string": "base", "new_string": "one"}),
@@ -52,6 +53,7 @@ fn parallel_children_write_the_same_file_in_their_own_worktrees_and_merging_both
             .conversation(
                 "WRITER two",
                 vec![
+                    Step::tool_call("Read", json!({"file_path": "shared.txt"})),
                     Step::tool_call(
                         "Edit",
                         json!({"file_path": "shared.txt", "old_string": "base", "new_string": "two"}),
