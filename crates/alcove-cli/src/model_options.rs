@@ -135,6 +135,8 @@ mod tests {
             text_tool_calls: false,
             prompt_cache_key: None,
             context_window: None,
+            reasoning_effort: None,
+            reasoning_summary: None,
         }
     }
 

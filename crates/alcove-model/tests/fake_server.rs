@@ -41,6 +41,8 @@ fn config(protocol: WireProtocol, server: &FakeServer) -> ProviderConfig {
         text_tool_calls: false,
         prompt_cache_key: None,
         context_window: None,
+        reasoning_effort: None,
+        reasoning_summary: None,
     }
 }
 
