@@ -72,8 +72,14 @@ async fn streams_text_and_usage() {
 async fn reasoning_content_is_thinking_not_the_answer() {
     // llama.cpp and DeepSeek stream `reasoning_content`, vLLM `reasoning`.
     let fixture = [
-        chunk(json!({"role": "assistant", "content": null, "reasoning_content": "Let me "}), None),
-        chunk(json!({"content": null, "reasoning_content": "think."}), None),
+        chunk(
+            json!({"role": "assistant", "content": null, "reasoning_content": "Let me "}),
+            None,
+        ),
+        chunk(
+            json!({"content": null, "reasoning_content": "think."}),
+            None,
+        ),
         chunk(json!({"reasoning": " More."}), None),
         chunk(json!({"content": "Answer."}), None),
         chunk(json!({}), Some("stop")),
@@ -102,9 +108,17 @@ fn reasoning_effort_is_sent_only_when_set() {
         max_tokens: 10,
     };
     let mut body = Body::new("o3", &request, None);
-    assert!(serde_json::to_value(&body).unwrap().get("reasoning_effort").is_none());
+    assert!(
+        serde_json::to_value(&body)
+            .unwrap()
+            .get("reasoning_effort")
+            .is_none()
+    );
     body.reasoning_effort = Some("high");
-    assert_eq!(serde_json::to_value(&body).unwrap()["reasoning_effort"], "high");
+    assert_eq!(
+        serde_json::to_value(&body).unwrap()["reasoning_effort"],
+        "high"
+    );
 }
 
 #[tokio::test]

@@ -103,7 +103,12 @@ impl Model for ResponsesModel {
         request: &ModelRequest,
         on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
     ) -> Result<ModelResponse, ModelError> {
-        let body = Body::new(&self.model, request, self.settings(), Some(&self.serialized));
+        let body = Body::new(
+            &self.model,
+            request,
+            self.settings(),
+            Some(&self.serialized),
+        );
         self.http
             .complete(
                 &self.headers,
@@ -217,8 +222,7 @@ impl ResponsesAssembler {
             && let Some(output) = response["output"].as_array()
         {
             for (index, item) in output.iter().enumerate() {
-                self.items
-                    .insert(index as u64, OutputItem::from_json(item));
+                self.items.insert(index as u64, OutputItem::from_json(item));
             }
         }
     }
@@ -265,8 +269,8 @@ impl Assembler for ResponsesAssembler {
             "response.output_item.added" | "response.output_item.done" => {
                 if let Some(index) = v["output_index"].as_u64() {
                     let item = OutputItem::from_json(&v["item"]);
-                    let keep_streamed = kind == "response.output_item.added"
-                        || matches!(item, OutputItem::Other);
+                    let keep_streamed =
+                        kind == "response.output_item.added" || matches!(item, OutputItem::Other);
                     if !(keep_streamed && self.items.contains_key(&index)) {
                         self.items.insert(index, item);
                     }
@@ -405,8 +409,8 @@ impl Assembler for ResponsesAssembler {
 
 #[path = "responses_body.rs"]
 mod body;
-use body::Settings;
 use body::Body;
+use body::Settings;
 
 #[cfg(test)]
 #[path = "responses_tests.rs"]

@@ -89,6 +89,7 @@ pub(crate) fn judge(model: &ContextModel, cache: &mut Cache, record: &RecordedRe
     }
     let accounting = match protocol {
         Protocol::Anthropic => cached(cache, &record.first_user_message_text(), &elements),
+        Protocol::Responses => prefix_cached(cache, &record.first_user_message_text(), &elements),
         Protocol::OpenAi => Accounting {
             uncached: total,
             ..Accounting::default()
@@ -123,7 +124,13 @@ fn elements(body: &Value, protocol: Protocol) -> Vec<(u64, u64, bool)> {
         Value::String(text) => parts.push(json!({"type": "text", "text": text})),
         _ => {}
     }
-    for message in body["messages"].as_array().into_iter().flatten() {
+    if let Some(instructions) = body["instructions"].as_str() {
+        parts.push(json!({"type": "text", "text": instructions}));
+    }
+    let conversation = body["messages"]
+        .as_array()
+        .or_else(|| body["input"].as_array());
+    for message in conversation.into_iter().flatten() {
         match (&message["content"], protocol) {
             (Value::Array(blocks), Protocol::Anthropic) => {
                 for block in blocks {
@@ -195,8 +202,41 @@ fn cached(cache: &mut Cache, conversation: &str, elements: &[(u64, u64, bool)]) 
     }
 }
 
+/// OpenAI's automatic prompt caching (the Responses wire): the longest
+/// prefix of the request that an earlier request of the conversation also
+/// began with is read from the cache; nothing is billed as a write. (The
+/// real service caches from 1,024 tokens on, in steps of 128; the fake
+/// counts any shared prefix, so short test prompts show it.)
+fn prefix_cached(
+    cache: &mut Cache,
+    conversation: &str,
+    elements: &[(u64, u64, bool)],
+) -> Accounting {
+    let total: u64 = elements.iter().map(|(tokens, _, _)| tokens).sum();
+    let stored = cache
+        .stored
+        .entry(format!("responses:{conversation}"))
+        .or_default();
+    let mut running = 0;
+    let mut read = 0;
+    for (tokens, hash, _) in elements {
+        running += tokens;
+        if !stored.contains(hash) {
+            break;
+        }
+        read = running;
+    }
+    stored.extend(elements.iter().map(|(_, hash, _)| *hash));
+    Accounting {
+        uncached: total - read,
+        cache_read: read,
+        cache_write: 0,
+    }
+}
+
 fn overflow_body(protocol: Protocol, style: OverflowStyle, total: u64, window: u64) -> Value {
     match (protocol, style) {
+        (Protocol::Responses, _) => crate::responses::overflow_body(),
         (Protocol::Anthropic, _) => crate::anthropic::error_body(
             "invalid_request_error",
             &format!("prompt is too long: {total} tokens > {window} maximum"),
@@ -222,6 +262,7 @@ fn overflow_body(protocol: Protocol, style: OverflowStyle, total: u64, window: u
 fn summary(body: &Value, marker: &str, keep: &str) -> String {
     let mut strings = Vec::new();
     collect_strings(&body["messages"], &mut strings);
+    collect_strings(&body["input"], &mut strings);
     let mut seen = HashSet::new();
     let mut lines = vec!["## Facts".to_owned()];
     for text in strings.iter().filter(|text| !text.contains(marker)) {

@@ -13,6 +13,8 @@ pub enum Protocol {
     Anthropic,
     /// OpenAI Chat Completions (`/v1/chat/completions`, and the OpenAI-style `/v1/models`).
     OpenAi,
+    /// OpenAI Responses (`/v1/responses`).
+    Responses,
 }
 
 /// One HTTP request received by the fake server.
@@ -35,12 +37,15 @@ pub struct RecordedRequest {
 
 impl RecordedRequest {
     /// The protocol, by path: `…/messages` (or a model listing carrying an
-    /// `anthropic-version` header) is Anthropic, anything else OpenAI.
+    /// `anthropic-version` header) is Anthropic, `…/responses` Responses,
+    /// anything else OpenAI.
     pub fn protocol(&self) -> Protocol {
         let anthropic_listing =
             self.path.ends_with("/models") && self.header("anthropic-version").is_some();
         if self.path.ends_with("/messages") || anthropic_listing {
             Protocol::Anthropic
+        } else if self.path.ends_with("/responses") {
+            Protocol::Responses
         } else {
             Protocol::OpenAi
         }
@@ -64,9 +69,12 @@ impl RecordedRequest {
         self.body["stream"].as_bool().unwrap_or(false)
     }
 
+    /// The conversation: `messages`, or a Responses request's `input`
+    /// items (messages among function calls, their outputs and reasoning).
     fn messages(&self) -> &[Value] {
         self.body["messages"]
             .as_array()
+            .or_else(|| self.body["input"].as_array())
             .map(Vec::as_slice)
             .unwrap_or_default()
     }
@@ -119,7 +127,8 @@ impl RecordedRequest {
             .collect()
     }
 
-    /// Number of conversation messages, not counting OpenAI `system` / `developer` messages.
+    /// Number of conversation messages, not counting OpenAI `system` /
+    /// `developer` messages (on the Responses wire: input items).
     pub fn message_count(&self) -> usize {
         self.messages()
             .iter()
@@ -132,6 +141,16 @@ impl RecordedRequest {
     pub fn system_prompt(&self) -> String {
         match self.protocol() {
             Protocol::Anthropic => all_text(&self.body["system"]),
+            Protocol::Responses => std::iter::once(all_text(&self.body["instructions"]))
+                .chain(
+                    self.messages()
+                        .iter()
+                        .filter(|m| m["role"] == "system" || m["role"] == "developer")
+                        .map(|m| all_text(&m["content"])),
+                )
+                .filter(|text| !text.is_empty())
+                .collect::<Vec<_>>()
+                .join("\n"),
             Protocol::OpenAi => self
                 .messages()
                 .iter()
@@ -150,6 +169,10 @@ impl RecordedRequest {
         for m in self.messages() {
             if m["role"] == "tool" {
                 out.push((str_of(&m["tool_call_id"]), all_text(&m["content"]), false));
+                continue;
+            }
+            if m["type"] == "function_call_output" {
+                out.push((str_of(&m["call_id"]), all_text(&m["output"]), false));
                 continue;
             }
             let Some(blocks) = m["content"].as_array() else {
@@ -171,6 +194,15 @@ impl RecordedRequest {
     /// as a JSON string.
     pub fn assistant_tool_calls(&self) -> Vec<(String, String, Value)> {
         let mut out = Vec::new();
+        for m in self
+            .messages()
+            .iter()
+            .filter(|m| m["type"] == "function_call")
+        {
+            let args = str_of(&m["arguments"]);
+            let input = serde_json::from_str(&args).unwrap_or(Value::String(args));
+            out.push((str_of(&m["call_id"]), str_of(&m["name"]), input));
+        }
         for m in self.messages().iter().filter(|m| m["role"] == "assistant") {
             if let Some(calls) = m["tool_calls"].as_array() {
                 for c in calls {
@@ -198,7 +230,12 @@ fn text_parts(content: &Value) -> Vec<String> {
         Value::String(s) => vec![s.clone()],
         Value::Array(blocks) => blocks
             .iter()
-            .filter(|b| b["type"] == "text")
+            .filter(|b| {
+                matches!(
+                    b["type"].as_str(),
+                    Some("text" | "input_text" | "output_text")
+                )
+            })
             .filter_map(|b| b["text"].as_str())
             .map(str::to_string)
             .collect(),

@@ -197,6 +197,8 @@ pub struct Step {
     pub(crate) truncated: bool,
     pub(crate) piece_chars: usize,
     pub(crate) first_byte_ms: u64,
+    /// Responses wire: a reasoning item with this summary comes first.
+    pub(crate) reasoning: Option<String>,
 }
 
 impl Step {
@@ -209,6 +211,7 @@ impl Step {
             retry_after: None,
             truncated: false,
             piece_chars: PIECE_CHARS,
+            reasoning: None,
         }
     }
 
@@ -331,6 +334,18 @@ impl Step {
     /// Sets the reported token usage (default: [`DEFAULT_INPUT_TOKENS`], [`DEFAULT_OUTPUT_TOKENS`]).
     pub fn usage(mut self, input_tokens: u64, output_tokens: u64) -> Step {
         self.usage = Some((input_tokens, output_tokens));
+        self
+    }
+
+    /// On the Responses wire, starts the reply with a reasoning item whose
+    /// summary is `summary` (streamed as `response.reasoning_summary_text`
+    /// deltas) and, when the request asked for it with `include`, its
+    /// encrypted content. The server remembers the item: a later request
+    /// that sends a function call of this reply without the reasoning item
+    /// before it, or with its encrypted content changed, is refused as the
+    /// real API refuses it. The other wires leave it out.
+    pub fn reasoning(mut self, summary: &str) -> Step {
+        self.reasoning = Some(summary.to_string());
         self
     }
 
