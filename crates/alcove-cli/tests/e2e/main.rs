@@ -11,6 +11,8 @@
 //! - `reliability`: faults, load, crashes and signals with nothing lost (issue 7).
 //! - `skills`, `memory`: skills, custom commands, `/init`, model aliases and the memory file (issue 15).
 //! - `real_models`: what real servers and small local models do (issue 17).
+//! - `responses`: the OpenAI Responses wire with tools, reasoning, delegation,
+//!   compaction and resume (issue 36).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agent_limits;
@@ -29,6 +31,7 @@ mod memory;
 mod permissions;
 mod real_models;
 mod reliability;
+mod responses;
 mod roles;
 mod skills;
 mod support;
