@@ -147,7 +147,7 @@ fn a_history_without_the_reasoning_item_is_refused_as_openai_refuses_it() {
             .contains("without its required 'reasoning' item"),
         "{body}"
     );
-    let mut orphan = second.body.clone();
+    let mut orphan = second.body;
     orphan["input"]
         .as_array_mut()
         .unwrap()
