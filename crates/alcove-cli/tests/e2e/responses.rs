@@ -302,3 +302,52 @@ fn a_responses_session_compacts_on_overflow_and_resumes_with_its_reasoning() {
     assert_eq!(items(&request, "reasoning").len(), 3, "{}", request.body);
     server.assert_script_finished();
 }
+
+#[test]
+fn config_chooses_the_wire_and_the_effort_and_config_show_says_which() {
+    let (env, server) = setup(Script::new().conversation("", vec![Step::text("hi"); 2]));
+    env.write_file(
+        ".alcove/config.toml",
+        &format!(
+            "[providers.gateway]\nkind = \"openai-responses\"\nbase_url = \"{}\"\n\
+             [model_options.\"openai/gpt-5\"]\nwire = \"chat\"\nreasoning_effort = \"high\"\n",
+            server.openai_url()
+        ),
+    );
+    // A provider of kind openai-responses, on a model that does not reason.
+    let out = exec_on(&env, &server, "gateway/fake-model", &["hello"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let sent = server.requests().pop().unwrap();
+    assert_eq!(sent.path, "/v1/responses");
+    assert!(sent.body.get("reasoning").is_none(), "{}", sent.body);
+    assert!(sent.body.get("include").is_none(), "{}", sent.body);
+    // gpt-5 moved to Chat Completions, with its effort as that wire names it.
+    let out = exec_on(&env, &server, "openai/gpt-5", &["hello"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let sent = server.requests().pop().unwrap();
+    assert_eq!(sent.path, "/v1/chat/completions");
+    assert_eq!(sent.body["reasoning_effort"], "high");
+    assert!(sent.body.get("reasoning").is_none(), "{}", sent.body);
+
+    let show = |model: &str| {
+        let output = env
+            .command_openai(alcove(), &server)
+            .env("ALCOVE_MODEL", model)
+            .args(["config", "show"])
+            .output()
+            .unwrap();
+        assert!(output.status.success());
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    assert!(
+        show(CODEX).contains(
+            "# wire of openai/gpt-5-codex: OpenAI Responses (reasoning effort medium, summary auto)"
+        ),
+        "{}",
+        show(CODEX)
+    );
+    assert!(
+        show("openai/gpt-5")
+            .contains("# wire of openai/gpt-5: OpenAI Chat Completions (reasoning effort high)")
+    );
+}
