@@ -306,12 +306,19 @@ impl Assembler for ResponsesAssembler {
             }
             "response.reasoning_summary_text.delta" => {
                 let delta = v["delta"].as_str().unwrap_or_default();
-                let part = v["summary_index"].as_u64().unwrap_or(0) as usize;
+                let part = v["summary_index"].as_u64().unwrap_or(0);
                 if let Some(OutputItem::Reasoning { summary, .. }) = self.item_at(&v) {
-                    if summary.len() <= part {
-                        summary.resize(part + 1, String::new());
+                    // A new part starts at the next index; an index beyond
+                    // it (a fuzzer's 2^63) is a new part too, not a gap to
+                    // fill.
+                    let part =
+                        usize::try_from(part).map_or(summary.len(), |p| p.min(summary.len()));
+                    if part == summary.len() {
+                        summary.push(String::new());
                     }
-                    summary[part].push_str(delta);
+                    if let Some(text) = summary.get_mut(part) {
+                        text.push_str(delta);
+                    }
                 }
                 if delta.is_empty() {
                     Ok(Feed::Continue)

@@ -180,6 +180,33 @@ async fn deltas_without_done_items_still_make_the_answer() {
     assert_eq!(response.usage.input_tokens, 10);
 }
 
+/// Found by fuzzing (`sse_responses`): a huge `summary_index` grew the
+/// summary to it and panicked on the allocation.
+#[tokio::test]
+async fn a_summary_index_far_ahead_starts_one_new_part() {
+    let fixture = [
+        event(
+            "response.output_item.added",
+            json!({"output_index": 0, "item": {"id": "rs_1", "type": "reasoning", "summary": []}}),
+        ),
+        event(
+            "response.reasoning_summary_text.delta",
+            json!({"output_index": 0, "summary_index": u64::MAX / 2, "delta": "far"}),
+        ),
+        completed(json!([]), 1, 0, 1),
+    ]
+    .concat();
+    let (response, _) = ok(&fixture).await;
+    assert_eq!(
+        response.message.content,
+        vec![ContentBlock::Reasoning {
+            id: "rs_1".into(),
+            encrypted_content: None,
+            summary: vec!["far".into()],
+        }]
+    );
+}
+
 #[tokio::test]
 async fn the_output_of_completed_is_used_when_no_item_was_streamed() {
     let output = json!([{"id": "msg_1", "type": "message", "role": "assistant",
