@@ -147,7 +147,7 @@ impl Price {
 /// `[providers.<id>]`.
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct ProviderEntry {
-    /// `anthropic` or `openai`.
+    /// `anthropic`, `openai` (Chat Completions) or `openai-responses`.
     pub(crate) kind: String,
     /// The base URL (with `/v1` for OpenAI-compatible servers).
     pub(crate) base_url: String,

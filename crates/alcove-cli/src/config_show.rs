@@ -113,7 +113,7 @@ async fn context_lines(common: &CommonArgs, config: &config::Config) -> anyhow::
             .to_owned(),
         );
     };
-    let provider = match provider::resolve_spec(&spec, config) {
+    let mut provider = match provider::resolve_spec(&spec, config) {
         Ok(provider) => provider,
         Err(err) => {
             return Ok(format!(
@@ -122,14 +122,40 @@ async fn context_lines(common: &CommonArgs, config: &config::Config) -> anyhow::
             ));
         }
     };
+    crate::model_options::apply(&mut provider, config);
     let window = context_setup::window(config, &provider).await;
     let limits = context_setup::limits(config, window.tokens)?;
     Ok(format!(
-        "# context window of {spec}: {} tokens  # {}
+        "# wire of {spec}: {}
+# context window of {spec}: {} tokens  # {}
 # compacts when a request would pass {} tokens (auto_compact_at)
 ",
-        window.tokens, window.source, limits.compact_at
+        wire(&provider),
+        window.tokens,
+        window.source,
+        limits.compact_at
     ))
+}
+
+/// The wire a provider speaks, with the reasoning it asks for.
+fn wire(provider: &alcove_model::ProviderConfig) -> String {
+    let name = match provider.protocol {
+        alcove_model::WireProtocol::Anthropic => "Anthropic Messages",
+        alcove_model::WireProtocol::OpenAi => "OpenAI Chat Completions",
+        alcove_model::WireProtocol::OpenAiResponses => "OpenAI Responses",
+    };
+    let mut reasoning = Vec::new();
+    if let Some(effort) = &provider.reasoning_effort {
+        reasoning.push(format!("reasoning effort {effort}"));
+    }
+    if let Some(summary) = &provider.reasoning_summary {
+        reasoning.push(format!("summary {summary}"));
+    }
+    if reasoning.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{name} ({})", reasoning.join(", "))
+    }
 }
 
 /// The built-in defaults, from the constants the session uses.

@@ -155,6 +155,8 @@ mod tests {
             retry: Default::default(),
             prompt_cache_key: None,
             context_window: None,
+            reasoning_effort: None,
+            reasoning_summary: None,
             temperature: None,
             text_tool_calls: false,
         }

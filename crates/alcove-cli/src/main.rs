@@ -19,6 +19,7 @@ mod mcp_cmd;
 mod mcp_setup;
 mod model_aliases;
 mod model_options;
+mod openai_wire;
 mod output;
 mod permission_setup;
 mod provider;

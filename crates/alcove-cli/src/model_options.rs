@@ -13,6 +13,10 @@
 //! Layers, later wins: built-in defaults (local or hosted) < `[retry]` <
 //! `temperature` < `[model_options."<provider>"]` <
 //! `[model_options."<provider>/<model>"]`.
+//!
+//! The same entries choose an OpenAI provider's wire (`wire`) and a
+//! reasoning model's effort and summary; the defaults for those are in
+//! `openai_wire.rs`.
 
 use std::time::Duration;
 
@@ -37,6 +41,26 @@ pub(crate) struct ModelOptionsEntry {
     /// OpenAI wire: run tool calls the model wrote as text (default: on for
     /// a local server, off otherwise).
     pub(crate) text_tool_calls: Option<bool>,
+    /// OpenAI providers: the wire spoken (default: Responses for the
+    /// models `openai_wire.rs` lists on the built-in provider, else the
+    /// provider's kind).
+    pub(crate) wire: Option<Wire>,
+    /// A reasoning model's effort (`minimal`, `low`, `medium`, `high`, …):
+    /// `reasoning.effort` on Responses, `reasoning_effort` on Chat.
+    pub(crate) reasoning_effort: Option<String>,
+    /// Responses: the reasoning summary (`auto`, `concise`, `detailed`, or
+    /// `off` for none), streamed as thinking.
+    pub(crate) reasoning_summary: Option<String>,
+}
+
+/// `wire = "responses" | "chat"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Wire {
+    /// OpenAI Responses (`/v1/responses`).
+    Responses,
+    /// OpenAI Chat Completions (`/v1/chat/completions`).
+    Chat,
 }
 
 /// Applies the defaults and every configured layer to `provider`.
@@ -47,15 +71,54 @@ pub(crate) fn apply(provider: &mut ProviderConfig, config: &Config) {
         provider.temperature = Some(LOCAL_TEMPERATURE);
     }
     // A hosted model makes real calls; JSON in its prose is prose.
-    provider.text_tool_calls = local && provider.protocol == WireProtocol::OpenAi;
+    provider.text_tool_calls = local && provider.protocol != WireProtocol::Anthropic;
     apply_retry(provider, &config.retry);
     if let Some(temperature) = config.temperature {
         provider.temperature = Some(temperature);
     }
     let specific = format!("{}/{}", provider.id, provider.model);
-    for key in [provider.id.clone(), specific] {
+    let mut effort_for_this_model = false;
+    for (key, is_specific) in [(provider.id.clone(), false), (specific, true)] {
         if let Some(entry) = config.model_options.get(&key) {
             apply_entry(provider, entry);
+            effort_for_this_model |= is_specific && entry.reasoning_effort.is_some();
+        }
+    }
+    reasoning_defaults(provider, effort_for_this_model);
+}
+
+/// Fills in and trims the reasoning settings for the wire the provider
+/// ended up on (`openai_wire.rs` says why).
+fn reasoning_defaults(provider: &mut ProviderConfig, effort_for_this_model: bool) {
+    let reasons = crate::openai_wire::takes_reasoning(&provider.model);
+    match provider.protocol {
+        WireProtocol::OpenAiResponses => {
+            if reasons {
+                provider
+                    .reasoning_effort
+                    .get_or_insert_with(|| crate::openai_wire::DEFAULT_EFFORT.to_owned());
+                provider
+                    .reasoning_summary
+                    .get_or_insert_with(|| crate::openai_wire::DEFAULT_SUMMARY.to_owned());
+            }
+            // A provider-wide setting reaches only the models that reason.
+            if !(reasons || effort_for_this_model) {
+                provider.reasoning_effort = None;
+                provider.reasoning_summary = None;
+            }
+            if matches!(provider.reasoning_summary.as_deref(), Some("off" | "none")) {
+                provider.reasoning_summary = None;
+            }
+        }
+        WireProtocol::OpenAi => {
+            provider.reasoning_summary = None;
+            if !(reasons || effort_for_this_model) {
+                provider.reasoning_effort = None;
+            }
+        }
+        WireProtocol::Anthropic => {
+            provider.reasoning_effort = None;
+            provider.reasoning_summary = None;
         }
     }
 }
@@ -140,6 +203,20 @@ fn apply_entry(provider: &mut ProviderConfig, entry: &ModelOptionsEntry) {
     if let Some(on) = entry.text_tool_calls {
         provider.text_tool_calls = on;
     }
+    if let Some(wire) = entry.wire
+        && provider.protocol != WireProtocol::Anthropic
+    {
+        provider.protocol = match wire {
+            Wire::Responses => WireProtocol::OpenAiResponses,
+            Wire::Chat => WireProtocol::OpenAi,
+        };
+    }
+    if let Some(effort) = &entry.reasoning_effort {
+        provider.reasoning_effort = Some(effort.clone());
+    }
+    if let Some(summary) = &entry.reasoning_summary {
+        provider.reasoning_summary = Some(summary.clone());
+    }
 }
 
 #[cfg(test)]
@@ -159,6 +236,8 @@ mod tests {
             text_tool_calls: false,
             prompt_cache_key: None,
             context_window: None,
+            reasoning_effort: None,
+            reasoning_summary: None,
         }
     }
 
@@ -239,5 +318,41 @@ mod tests {
         apply(&mut hosted, &config);
         assert_eq!(hosted.temperature, Some(0.5));
         assert_eq!(hosted.retry.first_byte_timeout, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn wire_and_reasoning_follow_the_model_then_config() {
+        let openai = |model: &str, protocol: WireProtocol| ProviderConfig {
+            model: model.to_owned(),
+            protocol,
+            ..provider("openai", "https://api.openai.com/v1")
+        };
+        // A reasoning model on Responses gets Codex's defaults.
+        let mut codex = openai("gpt-5-codex", WireProtocol::OpenAiResponses);
+        apply(&mut codex, &Config::default());
+        assert_eq!(codex.reasoning_effort.as_deref(), Some("medium"));
+        assert_eq!(codex.reasoning_summary.as_deref(), Some("auto"));
+        // Chat Completions sends no effort unless configured, and then only
+        // to a model that takes it, or one it was configured for.
+        let config: Config = toml::from_str(
+            "[model_options.openai]\nreasoning_effort = \"high\"\n\
+             [model_options.\"openai/gpt-5\"]\nwire = \"chat\"\n\
+             [model_options.\"openai/gpt-4.1\"]\nwire = \"responses\"\nreasoning_summary = \"off\"\n",
+        )
+        .unwrap();
+        let mut gpt5 = openai("gpt-5", WireProtocol::OpenAiResponses);
+        apply(&mut gpt5, &config);
+        assert_eq!(gpt5.protocol, WireProtocol::OpenAi);
+        assert_eq!(gpt5.reasoning_effort.as_deref(), Some("high"));
+        assert_eq!(gpt5.reasoning_summary, None);
+        let mut plain = openai("gpt-4o", WireProtocol::OpenAi);
+        apply(&mut plain, &config);
+        assert_eq!(plain.reasoning_effort, None);
+        let mut moved = openai("gpt-4.1", WireProtocol::OpenAi);
+        apply(&mut moved, &config);
+        assert_eq!(moved.protocol, WireProtocol::OpenAiResponses);
+        assert_eq!(moved.reasoning_effort, None);
+        assert_eq!(moved.reasoning_summary, None);
+        assert!(toml::from_str::<Config>("[model_options.openai]\nwire = \"grpc\"\n").is_err());
     }
 }

@@ -58,9 +58,10 @@ pub(crate) fn resolve_spec(spec: &str, config: &Config) -> Result<ProviderConfig
         let protocol = match entry.kind.as_str() {
             "anthropic" => WireProtocol::Anthropic,
             "openai" => WireProtocol::OpenAi,
+            "openai-responses" => WireProtocol::OpenAiResponses,
             other => {
                 return Err(UsageError(format!(
-                    "[providers.{id}] kind = \"{other}\" is not known; use \"anthropic\" or \"openai\""
+                    "[providers.{id}] kind = \"{other}\" is not known; use \"anthropic\", \"openai\" (Chat Completions) or \"openai-responses\""
                 )));
             }
         };
@@ -105,7 +106,7 @@ pub(crate) fn resolve_spec(spec: &str, config: &Config) -> Result<ProviderConfig
                 ));
             }
             let base = base.unwrap_or_else(|| "https://api.openai.com/v1".to_owned());
-            Ok(provider(id, WireProtocol::OpenAi, base, key, model))
+            Ok(provider(id, openai_protocol(model), base, key, model))
         }
         "ollama" => {
             let base = env("OLLAMA_BASE_URL").unwrap_or_else(|| OLLAMA_BASE_URL.to_owned());
@@ -138,7 +139,7 @@ async fn discover() -> Result<ProviderConfig, UsageError> {
         let base = env("OPENAI_BASE_URL").unwrap_or_else(|| "https://api.openai.com/v1".to_owned());
         return Ok(provider(
             "openai",
-            WireProtocol::OpenAi,
+            openai_protocol(DEFAULT_OPENAI_MODEL),
             base,
             Some(key),
             DEFAULT_OPENAI_MODEL,
@@ -162,6 +163,15 @@ async fn discover() -> Result<ProviderConfig, UsageError> {
     Err(UsageError(HOW_TO_CONFIGURE.to_owned()))
 }
 
+/// The built-in `openai` provider's wire for `model` (`openai_wire.rs`).
+fn openai_protocol(model: &str) -> WireProtocol {
+    if crate::openai_wire::prefers_responses(model) {
+        WireProtocol::OpenAiResponses
+    } else {
+        WireProtocol::OpenAi
+    }
+}
+
 fn provider(
     id: &str,
     protocol: WireProtocol,
@@ -180,5 +190,7 @@ fn provider(
         text_tool_calls: false,
         prompt_cache_key: None,
         context_window: None,
+        reasoning_effort: None,
+        reasoning_summary: None,
     }
 }

@@ -451,7 +451,11 @@ async fn send(
             tools: request.tools.len(),
         },
     );
-    let on_delta = |delta: StreamDelta| runtime.emit(&run.path, delta_event(delta));
+    let on_delta = |delta: StreamDelta| {
+        if let Some(kind) = delta_event(delta) {
+            runtime.emit(&run.path, kind);
+        }
+    };
     let reply = tokio::select! {
         biased;
         () = run.cancel.cancelled() => None,
@@ -475,9 +479,12 @@ fn append(runtime: &Runtime, run: &AgentRun, messages: &mut Vec<Message>, messag
     }
 }
 
-fn delta_event(delta: StreamDelta) -> EventKind {
-    match delta {
+/// The event a stream delta becomes; thinking has no event yet (the
+/// thinking-images branch adds `ThinkingDelta`), so it is not shown.
+fn delta_event(delta: StreamDelta) -> Option<EventKind> {
+    Some(match delta {
         StreamDelta::Text(text) => EventKind::TextDelta { text },
+        StreamDelta::Thinking(_) => return None,
         StreamDelta::Restarted { reason } => EventKind::StreamRestarted { reason },
         StreamDelta::Retry {
             attempt,
@@ -488,7 +495,7 @@ fn delta_event(delta: StreamDelta) -> EventKind {
             delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
             reason,
         },
-    }
+    })
 }
 
 #[cfg(test)]

@@ -38,7 +38,7 @@ pub struct Target {
 }
 
 /// Every fuzz target, in the order the smoke test and `fuzz/run` use.
-pub const TARGETS: [Target; 6] = [
+pub const TARGETS: [Target; 7] = [
     Target {
         name: "sse_anthropic",
         entry: sse_anthropic,
@@ -46,6 +46,10 @@ pub const TARGETS: [Target; 6] = [
     Target {
         name: "sse_openai",
         entry: sse_openai,
+    },
+    Target {
+        name: "sse_responses",
+        entry: sse_responses,
     },
     Target {
         name: "tool_arguments",
@@ -78,6 +82,11 @@ pub fn sse_anthropic(data: &[u8]) {
 /// An OpenAI Chat Completions SSE stream, as [`sse_anthropic`].
 pub fn sse_openai(data: &[u8]) {
     sse(WireProtocol::OpenAi, data);
+}
+
+/// An OpenAI Responses SSE stream, as [`sse_anthropic`].
+pub fn sse_responses(data: &[u8]) {
+    sse(WireProtocol::OpenAiResponses, data);
 }
 
 fn sse(protocol: WireProtocol, data: &[u8]) {

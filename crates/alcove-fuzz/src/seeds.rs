@@ -9,13 +9,14 @@ pub fn inputs(name: &str) -> Vec<Vec<u8>> {
     let texts: Vec<String> = match name {
         "sse_anthropic" => anthropic_streams(),
         "sse_openai" => openai_streams(),
+        "sse_responses" => responses_streams(),
         "tool_arguments" => TOOL_ARGUMENTS.iter().map(|s| (*s).to_owned()).collect(),
         "agent_definition" => DEFINITIONS.iter().map(|s| (*s).to_owned()).collect(),
         "permission_rules" => RULES.iter().map(|s| (*s).to_owned()).collect(),
         "shell_split" => COMMANDS.iter().map(|s| (*s).to_owned()).collect(),
         _ => Vec::new(),
     };
-    let knobbed = matches!(name, "sse_anthropic" | "sse_openai");
+    let knobbed = matches!(name, "sse_anthropic" | "sse_openai" | "sse_responses");
     texts
         .into_iter()
         .enumerate()
@@ -34,7 +35,7 @@ pub fn inputs(name: &str) -> Vec<Vec<u8>> {
 /// Tokens worth splicing into the target `name`'s inputs.
 pub fn dictionary(name: &str) -> &'static [&'static str] {
     match name {
-        "sse_anthropic" | "sse_openai" => SSE_TOKENS,
+        "sse_anthropic" | "sse_openai" | "sse_responses" => SSE_TOKENS,
         "tool_arguments" => JSON_TOKENS,
         "agent_definition" => YAML_TOKENS,
         "permission_rules" | "shell_split" => RULE_TOKENS,
@@ -119,6 +120,62 @@ fn anthropic_streams() -> Vec<String> {
         format!(": comment\nid: 7\nretry: 100\n{start}{}", end("end_turn")),
         format!("{start}{text}"),
         format!("\u{feff}{start}{}", end("end_turn")),
+    ]
+}
+
+fn responses_streams() -> Vec<String> {
+    let event =
+        |name: &str, data: &str| format!("event: {name}\ndata: {{\"type\":\"{name}\",{data}}}\n\n");
+    let reasoning = [
+        event(
+            "response.output_item.added",
+            r#""output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[]}"#,
+        ),
+        event(
+            "response.reasoning_summary_text.delta",
+            r#""output_index":0,"summary_index":0,"delta":"Think ✓""#,
+        ),
+        event(
+            "response.output_item.done",
+            r#""output_index":0,"item":{"id":"rs_1","type":"reasoning","encrypted_content":"gAAA","summary":[{"type":"summary_text","text":"Think ✓"}]}"#,
+        ),
+    ]
+    .concat();
+    let text = [
+        event(
+            "response.output_item.added",
+            r#""output_index":1,"item":{"id":"msg_1","type":"message","role":"assistant","content":[]}"#,
+        ),
+        event(
+            "response.output_text.delta",
+            r#""output_index":1,"content_index":0,"delta":"Hi""#,
+        ),
+    ]
+    .concat();
+    let call = [
+        event(
+            "response.output_item.added",
+            r#""output_index":2,"item":{"id":"fc_1","type":"function_call","call_id":"call_1","name":"Bash","arguments":""}"#,
+        ),
+        event(
+            "response.function_call_arguments.delta",
+            r#""output_index":2,"delta":"{\"command\":\"ls\"}""#,
+        ),
+    ]
+    .concat();
+    let completed = event(
+        "response.completed",
+        r#""response":{"status":"completed","output":[],"usage":{"input_tokens":40,"input_tokens_details":{"cached_tokens":30},"output_tokens":9}}"#,
+    );
+    let failed = event(
+        "response.failed",
+        r#""response":{"status":"failed","error":{"code":"context_length_exceeded","message":"Your input exceeds the context window of this model."}}"#,
+    );
+    vec![
+        format!("{reasoning}{text}{call}{completed}"),
+        format!("{text}{completed}"),
+        format!("{reasoning}{failed}"),
+        text,
     ]
 }
 

@@ -50,6 +50,11 @@ fn sse_openai() {
 }
 
 #[test]
+fn sse_responses() {
+    smoke("sse_responses");
+}
+
+#[test]
 fn tool_arguments() {
     smoke("tool_arguments");
 }
@@ -74,6 +79,7 @@ fn every_target_has_a_smoke_test_and_seeds() {
     let tested = [
         "sse_anthropic",
         "sse_openai",
+        "sse_responses",
         "tool_arguments",
         "agent_definition",
         "permission_rules",

@@ -397,6 +397,8 @@ impl<'a> MessageJson<'a> {
                     is_error: *is_error,
                     cache_control: None,
                 }),
+                // The Responses wire's own; this API has no such block.
+                ContentBlock::Reasoning { .. } => None,
             })
             .collect();
         MessageJson { role, content }

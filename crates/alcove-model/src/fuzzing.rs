@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::anthropic::AnthropicAssembler;
 use crate::openai::OpenAiAssembler;
+use crate::responses::ResponsesAssembler;
 use crate::retry::AttemptError;
 use crate::sse::{Assembler, Timeouts, read_stream as read_sse};
 use crate::{ModelResponse, StreamDelta, WireProtocol};
@@ -34,6 +35,7 @@ pub fn read_stream(
     match protocol {
         WireProtocol::Anthropic => run(AnthropicAssembler::default(), chunks),
         WireProtocol::OpenAi => run(OpenAiAssembler::default(), chunks),
+        WireProtocol::OpenAiResponses => run(ResponsesAssembler::new("fuzz"), chunks),
     }
 }
 

@@ -1,11 +1,13 @@
 //! Streaming clients for the language models alcove talks to.
 //!
-//! One [`Model`] trait, two wire protocols:
-//! - Anthropic Messages (`anthropic.rs`), and
+//! One [`Model`] trait, three wire protocols:
+//! - Anthropic Messages (`anthropic.rs`),
 //! - OpenAI Chat Completions (`openai.rs`), which also serves Ollama, vLLM,
-//!   llama.cpp's server and OpenRouter.
+//!   llama.cpp's server and OpenRouter, and
+//! - OpenAI Responses (`responses.rs`), the one OpenAI's coding models
+//!   (`gpt-5-codex`, `codex-*`) are served on.
 //!
-//! Both stream over SSE, translate to and from the provider-neutral
+//! All stream over SSE, translate to and from the provider-neutral
 //! [`alcove_protocol::Message`], retry transient failures with backoff and
 //! jitter (honouring `retry-after`), and give up on a stream that goes idle.
 //! A stream that breaks half-way is retried from the start of the request,
@@ -26,6 +28,7 @@ pub mod fuzzing;
 mod http;
 mod openai;
 mod overflow;
+mod responses;
 mod retry;
 mod serialized;
 mod sse;
@@ -36,6 +39,7 @@ mod window;
 pub use anthropic::AnthropicModel;
 pub use openai::OpenAiModel;
 pub use overflow::classify_overflow;
+pub use responses::ResponsesModel;
 pub use retry::{LOCAL_FIRST_BYTE_TIMEOUT, RetryPolicy};
 pub use window::probe_context_window;
 
@@ -71,6 +75,8 @@ pub struct ModelResponse {
 pub enum StreamDelta {
     /// A piece of assistant text.
     Text(String),
+    /// A piece of the model's thinking or reasoning summary.
+    Thinking(String),
     /// The stream broke after some output; the request is being sent again
     /// from the start, so text shown so far for this request is void.
     Restarted {
@@ -174,6 +180,8 @@ pub enum WireProtocol {
     Anthropic,
     /// OpenAI Chat Completions (`POST {base}/chat/completions`, base includes `/v1`).
     OpenAi,
+    /// OpenAI Responses (`POST {base}/responses`, base includes `/v1`).
+    OpenAiResponses,
 }
 
 /// Everything needed to talk to one provider. Built by the CLI from flags,
@@ -208,6 +216,13 @@ pub struct ProviderConfig {
     /// (config, server, table); reported back by [`Model::context_window`]
     /// so an agent on this model compacts against its own window.
     pub context_window: Option<u64>,
+    /// How hard a reasoning model thinks (`minimal`, `low`, `medium`,
+    /// `high`, …): `reasoning.effort` on the Responses wire,
+    /// `reasoning_effort` on Chat Completions; `None` sends nothing.
+    pub reasoning_effort: Option<String>,
+    /// Responses wire only: the reasoning summary asked for (`auto`,
+    /// `concise`, `detailed`), streamed as thinking; `None` asks for none.
+    pub reasoning_summary: Option<String>,
 }
 
 /// Builds the client for a provider.
@@ -215,6 +230,7 @@ pub fn connect(config: ProviderConfig) -> Result<Arc<dyn Model>, ModelError> {
     match config.protocol {
         WireProtocol::Anthropic => Ok(Arc::new(AnthropicModel::new(config)?)),
         WireProtocol::OpenAi => Ok(Arc::new(OpenAiModel::new(config)?)),
+        WireProtocol::OpenAiResponses => Ok(Arc::new(ResponsesModel::new(config)?)),
     }
 }
 

@@ -35,6 +35,7 @@ pub struct OpenAiModel {
     text_tool_calls: bool,
     context_window: Option<u64>,
     prompt_cache_key: Option<String>,
+    reasoning_effort: Option<String>,
     /// Messages already serialized, reused by the next request.
     serialized: std::sync::Arc<SerializedCache>,
 }
@@ -68,6 +69,7 @@ impl OpenAiModel {
             text_tool_calls: config.text_tool_calls,
             context_window: config.context_window,
             prompt_cache_key: config.prompt_cache_key,
+            reasoning_effort: config.reasoning_effort,
             serialized: Default::default(),
         })
     }
@@ -91,6 +93,7 @@ impl Model for OpenAiModel {
         let mut body = Body::new(&self.model, request, Some(&self.serialized));
         body.temperature = self.temperature;
         body.prompt_cache_key = self.prompt_cache_key.as_deref();
+        body.reasoning_effort = self.reasoning_effort.as_deref();
         let mut response = self
             .http
             .complete(&self.headers, &body, OpenAiAssembler::default, on_delta)
@@ -193,7 +196,17 @@ impl Assembler for OpenAiAssembler {
                 self.text.push_str(text);
                 Ok(Feed::Text(text.to_string()))
             }
-            _ => Ok(Feed::Continue),
+            // The thinking that llama.cpp, vLLM and DeepSeek stream apart
+            // from the answer (`reasoning_content`; `reasoning` on some
+            // servers): shown as thinking, never kept as the answer's text,
+            // so never sent back. (A chunk carrying both reports the text.)
+            _ => match delta["reasoning_content"]
+                .as_str()
+                .or_else(|| delta["reasoning"].as_str())
+            {
+                Some(thinking) if !thinking.is_empty() => Ok(Feed::Thinking(thinking.to_owned())),
+                _ => Ok(Feed::Continue),
+            },
         }
     }
 

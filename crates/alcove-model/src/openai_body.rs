@@ -32,6 +32,9 @@ pub(super) struct Body<'a> {
     /// One session's requests share a cache on servers that key it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) prompt_cache_key: Option<&'a str>,
+    /// How hard a reasoning model (o-series, gpt-5) thinks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) reasoning_effort: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -73,6 +76,7 @@ impl<'a> Body<'a> {
             tools,
             temperature: None,
             prompt_cache_key: None,
+            reasoning_effort: None,
         }
     }
 }
@@ -178,7 +182,7 @@ fn push_message<'a>(out: &mut Vec<ChatMessage<'a>>, message: &'a Message) {
                         tool_call_id: Some(tool_use_id.as_str()),
                         tool_calls: Vec::new(),
                     }),
-                    ContentBlock::ToolUse { .. } => {}
+                    ContentBlock::ToolUse { .. } | ContentBlock::Reasoning { .. } => {}
                 }
             }
             match texts.as_slice() {
@@ -200,7 +204,9 @@ fn push_message<'a>(out: &mut Vec<ChatMessage<'a>>, message: &'a Message) {
                             arguments: Arguments(input),
                         },
                     }),
-                    ContentBlock::ToolResult { .. } => {}
+                    // Reasoning items are the Responses wire's; Chat
+                    // Completions takes no reasoning back.
+                    ContentBlock::ToolResult { .. } | ContentBlock::Reasoning { .. } => {}
                 }
             }
             let content = match texts.as_slice() {

@@ -69,6 +69,59 @@ async fn streams_text_and_usage() {
 }
 
 #[tokio::test]
+async fn reasoning_content_is_thinking_not_the_answer() {
+    // llama.cpp and DeepSeek stream `reasoning_content`, vLLM `reasoning`.
+    let fixture = [
+        chunk(
+            json!({"role": "assistant", "content": null, "reasoning_content": "Let me "}),
+            None,
+        ),
+        chunk(
+            json!({"content": null, "reasoning_content": "think."}),
+            None,
+        ),
+        chunk(json!({"reasoning": " More."}), None),
+        chunk(json!({"content": "Answer."}), None),
+        chunk(json!({}), Some("stop")),
+        DONE.to_string(),
+    ]
+    .concat();
+    let (response, deltas) = ok(&fixture).await;
+    assert_eq!(
+        deltas,
+        vec![
+            StreamDelta::Thinking("Let me ".into()),
+            StreamDelta::Thinking("think.".into()),
+            StreamDelta::Thinking(" More.".into()),
+            StreamDelta::Text("Answer.".into()),
+        ]
+    );
+    assert_eq!(response.message, Message::assistant_text("Answer."));
+}
+
+#[test]
+fn reasoning_effort_is_sent_only_when_set() {
+    let request = ModelRequest {
+        system: String::new(),
+        messages: vec![Message::user_text("hi")],
+        tools: Vec::new().into(),
+        max_tokens: 10,
+    };
+    let mut body = Body::new("o3", &request, None);
+    assert!(
+        serde_json::to_value(&body)
+            .unwrap()
+            .get("reasoning_effort")
+            .is_none()
+    );
+    body.reasoning_effort = Some("high");
+    assert_eq!(
+        serde_json::to_value(&body).unwrap()["reasoning_effort"],
+        "high"
+    );
+}
+
+#[tokio::test]
 async fn assembles_parallel_tool_calls_by_index() {
     let call = |index: u32, id: Option<&str>, name: Option<&str>, args: &str| {
         let mut piece = json!({"index": index, "function": {"arguments": args}});

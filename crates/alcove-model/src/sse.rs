@@ -18,14 +18,21 @@ use crate::sse_decode::{Decoder, Event};
 use crate::{ModelError, ModelResponse, StreamDelta};
 
 /// What one event did to the response being built.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub(crate) enum Feed {
     /// Nothing to report; keep reading.
     Continue,
     /// A piece of assistant text to report; keep reading.
     Text(String),
+    /// A piece of the model's thinking or reasoning summary to report
+    /// (never part of the answer's text); keep reading.
+    Thinking(String),
     /// The protocol's end marker: the response is complete.
     Done,
+    /// The provider said in the stream that the request does not fit the
+    /// model's window (the Responses wire's `response.failed`): final, the
+    /// loop compacts, as for the same answer given as an HTTP status.
+    Overflow(ModelError),
 }
 
 /// An event that ends the attempt: an error event, or data that is not
@@ -138,7 +145,12 @@ where
                     shown = true;
                     on_delta(StreamDelta::Text(text));
                 }
+                Ok(Feed::Thinking(text)) => {
+                    shown = true;
+                    on_delta(StreamDelta::Thinking(text));
+                }
                 Ok(Feed::Done) => break 'read true,
+                Ok(Feed::Overflow(error)) => return Err(AttemptError::Fatal(error)),
                 Err(failure) if failure.retryable => {
                     return Err(AttemptError::Retryable {
                         error: ModelError::Stream(failure.message),

@@ -16,12 +16,16 @@ use alcove_protocol::{ContentBlock, Message, Role, StopReason, ToolSpec, Usage};
 use alcove_testkit::{Block, FakeServer, Script, Step};
 use serde_json::{Value, json};
 
-const PROTOCOLS: [WireProtocol; 2] = [WireProtocol::Anthropic, WireProtocol::OpenAi];
+const PROTOCOLS: [WireProtocol; 3] = [
+    WireProtocol::Anthropic,
+    WireProtocol::OpenAi,
+    WireProtocol::OpenAiResponses,
+];
 
 fn config(protocol: WireProtocol, server: &FakeServer) -> ProviderConfig {
     let base_url = match protocol {
         WireProtocol::Anthropic => server.url(),
-        WireProtocol::OpenAi => server.openai_url(),
+        WireProtocol::OpenAi | WireProtocol::OpenAiResponses => server.openai_url(),
     };
     ProviderConfig {
         id: "fake".into(),
@@ -41,6 +45,8 @@ fn config(protocol: WireProtocol, server: &FakeServer) -> ProviderConfig {
         text_tool_calls: false,
         prompt_cache_key: None,
         context_window: None,
+        reasoning_effort: None,
+        reasoning_summary: None,
     }
 }
 
@@ -85,7 +91,7 @@ fn count(deltas: &[StreamDelta], restarted: bool) -> usize {
         .filter(|d| match d {
             StreamDelta::Restarted { .. } => restarted,
             StreamDelta::Retry { .. } => !restarted,
-            StreamDelta::Text(_) => false,
+            StreamDelta::Text(_) | StreamDelta::Thinking(_) => false,
         })
         .count()
 }
@@ -146,7 +152,7 @@ async fn text_and_tool_calls_round_trip() {
         assert_eq!(sent.tool_names(), vec!["read_file".to_string()]);
         let auth = match protocol {
             WireProtocol::Anthropic => sent.header("x-api-key"),
-            WireProtocol::OpenAi => sent.header("authorization"),
+            WireProtocol::OpenAi | WireProtocol::OpenAiResponses => sent.header("authorization"),
         };
         assert!(auth.unwrap().ends_with("sk-fake"));
         server.assert_script_finished();

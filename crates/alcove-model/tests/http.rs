@@ -208,6 +208,8 @@ fn config(protocol: WireProtocol, base_url: String) -> ProviderConfig {
         text_tool_calls: false,
         prompt_cache_key: None,
         context_window: None,
+        reasoning_effort: None,
+        reasoning_summary: None,
     }
 }
 

@@ -58,6 +58,21 @@ pub enum ContentBlock {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
     },
+    /// A reasoning item of the OpenAI Responses wire, kept so it can be
+    /// sent back unchanged: with `store: false` the model keeps its
+    /// reasoning across tool calls only through the encrypted content, and
+    /// the API refuses a function call sent without the reasoning item that
+    /// preceded it. Other wires leave it out of their requests.
+    Reasoning {
+        /// The item id the provider gave it (`rs_…`).
+        id: String,
+        /// The opaque reasoning state, when the provider returned it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        encrypted_content: Option<String>,
+        /// The reasoning summary's parts, as streamed (may be empty).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        summary: Vec<String>,
+    },
 }
 
 impl Message {

@@ -92,7 +92,15 @@ pub(crate) fn judge(model: &ContextModel, cache: &mut Cache, record: &RecordedRe
     }
     let accounting = match protocol {
         Protocol::Anthropic => cached(cache, &record.first_user_message_text(), &elements),
-        Protocol::OpenAi => automatic(cache, &record.first_user_message_text(), &elements),
+        Protocol::OpenAi => automatic(
+            cache,
+            &record.first_user_message_text(),
+            &elements,
+            Some((1024, 128)),
+        ),
+        // Any shared prefix counts on the Responses wire, so the short
+        // prompts of tests show its cached input.
+        Protocol::Responses => automatic(cache, &record.first_user_message_text(), &elements, None),
     };
     if let Some((marker, keep)) = &model.summarizer
         && record.last_user_text().contains(marker.as_str())
@@ -123,7 +131,13 @@ fn elements(body: &Value, protocol: Protocol) -> Vec<(u64, u64, bool)> {
         Value::String(text) => parts.push(json!({"type": "text", "text": text})),
         _ => {}
     }
-    for message in body["messages"].as_array().into_iter().flatten() {
+    if let Some(instructions) = body["instructions"].as_str() {
+        parts.push(json!({"type": "text", "text": instructions}));
+    }
+    let conversation = body["messages"]
+        .as_array()
+        .or_else(|| body["input"].as_array());
+    for message in conversation.into_iter().flatten() {
         match (&message["content"], protocol) {
             (Value::Array(blocks), Protocol::Anthropic) => {
                 for block in blocks {
@@ -195,23 +209,35 @@ fn cached(cache: &mut Cache, conversation: &str, elements: &[(u64, u64, bool)]) 
     }
 }
 
-/// OpenAI's automatic prompt cache: no breakpoints; a prompt of 1,024
-/// tokens or more reads the longest prefix an earlier request of the
-/// conversation sent, counted in steps of 128 tokens, and every prefix of
-/// it is stored for the next.
-fn automatic(cache: &mut Cache, conversation: &str, elements: &[(u64, u64, bool)]) -> Accounting {
+/// OpenAI's automatic prompt cache (both of its wires): no breakpoints; a
+/// request reads the longest prefix an earlier request of the conversation
+/// began with, and every prefix of it is stored for the next; nothing is
+/// billed as a write. `rounding` is the real service's `(minimum, step)`:
+/// a prompt under `minimum` tokens reads nothing, and reads count in
+/// `step`s; `None` counts any shared prefix.
+fn automatic(
+    cache: &mut Cache,
+    conversation: &str,
+    elements: &[(u64, u64, bool)],
+    rounding: Option<(u64, u64)>,
+) -> Accounting {
     let total: u64 = elements.iter().map(|(tokens, _, _)| tokens).sum();
     let stored = cache.stored.entry(conversation.to_owned()).or_default();
     let mut running = 0;
     let mut read = 0;
     for (tokens, hash, _) in elements {
         running += tokens;
-        if stored.contains(hash) {
-            read = running;
+        if !stored.contains(hash) {
+            break;
         }
-        stored.insert(*hash);
+        read = running;
     }
-    let read = if total >= 1024 { read / 128 * 128 } else { 0 };
+    stored.extend(elements.iter().map(|(_, hash, _)| *hash));
+    let read = match rounding {
+        Some((minimum, _)) if total < minimum => 0,
+        Some((_, step)) => read / step * step,
+        None => read,
+    };
     Accounting {
         uncached: total - read,
         cache_read: read,
@@ -221,6 +247,7 @@ fn automatic(cache: &mut Cache, conversation: &str, elements: &[(u64, u64, bool)
 
 fn overflow_body(protocol: Protocol, style: OverflowStyle, total: u64, window: u64) -> Value {
     match (protocol, style) {
+        (Protocol::Responses, _) => crate::responses::overflow_body(),
         (Protocol::Anthropic, _) => crate::anthropic::error_body(
             "invalid_request_error",
             &format!("prompt is too long: {total} tokens > {window} maximum"),
@@ -246,6 +273,7 @@ fn overflow_body(protocol: Protocol, style: OverflowStyle, total: u64, window: u
 fn summary(body: &Value, marker: &str, keep: &str) -> String {
     let mut strings = Vec::new();
     collect_strings(&body["messages"], &mut strings);
+    collect_strings(&body["input"], &mut strings);
     let mut seen = HashSet::new();
     let mut lines = vec!["## Facts".to_owned()];
     for text in strings.iter().filter(|text| !text.contains(marker)) {

@@ -2,8 +2,9 @@
 //! binary, since no model service is reachable from tests.
 //!
 //! [`FakeServer`] listens on 127.0.0.1 and speaks the real wire protocols —
-//! Anthropic Messages SSE on `POST /v1/messages` and OpenAI Chat Completions
-//! SSE on `POST /v1/chat/completions` (plus `GET /v1/models`). Each request is
+//! Anthropic Messages SSE on `POST /v1/messages`, OpenAI Chat Completions
+//! SSE on `POST /v1/chat/completions` and OpenAI Responses SSE on
+//! `POST /v1/responses` (plus `GET /v1/models`). Each request is
 //! recorded, matched to a scripted conversation by the text of its first user
 //! message, and answered with that conversation's next [`Step`]. [`TestEnv`]
 //! runs the binary in a temporary home and workspace pointed at the server.
@@ -38,8 +39,9 @@
 //!
 //! The server is strict by default: a request whose history a real server
 //! would refuse (tool call arguments that are not a JSON object, a tool call
-//! not answered in the next message, roles out of turn) gets that server's
-//! error (`strict.rs`; [`Script::lenient`] turns it off). [`Script::one_slot`]
+//! not answered in the next message, roles out of turn, a Responses function
+//! call sent without the reasoning item it followed) gets that server's
+//! error (`strict.rs`, `responses_strict.rs`; [`Script::lenient`] turns it off). [`Script::one_slot`]
 //! answers one request at a time, like a one-slot local server, and
 //! [`Step::first_byte_after`] holds back the first byte like a long prefill.
 
@@ -48,6 +50,8 @@ mod context;
 mod env;
 mod openai;
 mod record;
+mod responses;
+mod responses_strict;
 mod script;
 mod server;
 mod strict;

@@ -13,6 +13,8 @@ pub enum Protocol {
     Anthropic,
     /// OpenAI Chat Completions (`/v1/chat/completions`, and the OpenAI-style `/v1/models`).
     OpenAi,
+    /// OpenAI Responses (`/v1/responses`).
+    Responses,
 }
 
 /// One HTTP request received by the fake server.
@@ -38,16 +40,22 @@ impl RecordedRequest {
     /// /v1/chat/completions`), not a probe or a listing.
     pub fn is_model_call(&self) -> bool {
         self.method == "POST"
-            && (self.path == "/v1/messages" || self.path == "/v1/chat/completions")
+            && matches!(
+                self.path.as_str(),
+                "/v1/messages" | "/v1/chat/completions" | "/v1/responses"
+            )
     }
 
     /// The protocol, by path: `…/messages` (or a model listing carrying an
-    /// `anthropic-version` header) is Anthropic, anything else OpenAI.
+    /// `anthropic-version` header) is Anthropic, `…/responses` Responses,
+    /// anything else OpenAI.
     pub fn protocol(&self) -> Protocol {
         let anthropic_listing =
             self.path.ends_with("/models") && self.header("anthropic-version").is_some();
         if self.path.ends_with("/messages") || anthropic_listing {
             Protocol::Anthropic
+        } else if self.path.ends_with("/responses") {
+            Protocol::Responses
         } else {
             Protocol::OpenAi
         }
@@ -71,9 +79,12 @@ impl RecordedRequest {
         self.body["stream"].as_bool().unwrap_or(false)
     }
 
+    /// The conversation: `messages`, or a Responses request's `input`
+    /// items (messages among function calls, their outputs and reasoning).
     fn messages(&self) -> &[Value] {
         self.body["messages"]
             .as_array()
+            .or_else(|| self.body["input"].as_array())
             .map(Vec::as_slice)
             .unwrap_or_default()
     }
@@ -126,7 +137,8 @@ impl RecordedRequest {
             .collect()
     }
 
-    /// Number of conversation messages, not counting OpenAI `system` / `developer` messages.
+    /// Number of conversation messages, not counting OpenAI `system` /
+    /// `developer` messages (on the Responses wire: input items).
     pub fn message_count(&self) -> usize {
         self.messages()
             .iter()
@@ -139,6 +151,16 @@ impl RecordedRequest {
     pub fn system_prompt(&self) -> String {
         match self.protocol() {
             Protocol::Anthropic => all_text(&self.body["system"]),
+            Protocol::Responses => std::iter::once(all_text(&self.body["instructions"]))
+                .chain(
+                    self.messages()
+                        .iter()
+                        .filter(|m| m["role"] == "system" || m["role"] == "developer")
+                        .map(|m| all_text(&m["content"])),
+                )
+                .filter(|text| !text.is_empty())
+                .collect::<Vec<_>>()
+                .join("\n"),
             Protocol::OpenAi => self
                 .messages()
                 .iter()
@@ -157,6 +179,10 @@ impl RecordedRequest {
         for m in self.messages() {
             if m["role"] == "tool" {
                 out.push((str_of(&m["tool_call_id"]), all_text(&m["content"]), false));
+                continue;
+            }
+            if m["type"] == "function_call_output" {
+                out.push((str_of(&m["call_id"]), all_text(&m["output"]), false));
                 continue;
             }
             let Some(blocks) = m["content"].as_array() else {
@@ -178,6 +204,15 @@ impl RecordedRequest {
     /// as a JSON string.
     pub fn assistant_tool_calls(&self) -> Vec<(String, String, Value)> {
         let mut out = Vec::new();
+        for m in self
+            .messages()
+            .iter()
+            .filter(|m| m["type"] == "function_call")
+        {
+            let args = str_of(&m["arguments"]);
+            let input = serde_json::from_str(&args).unwrap_or(Value::String(args));
+            out.push((str_of(&m["call_id"]), str_of(&m["name"]), input));
+        }
         for m in self.messages().iter().filter(|m| m["role"] == "assistant") {
             if let Some(calls) = m["tool_calls"].as_array() {
                 for c in calls {
@@ -205,7 +240,12 @@ fn text_parts(content: &Value) -> Vec<String> {
         Value::String(s) => vec![s.clone()],
         Value::Array(blocks) => blocks
             .iter()
-            .filter(|b| b["type"] == "text")
+            .filter(|b| {
+                matches!(
+                    b["type"].as_str(),
+                    Some("text" | "input_text" | "output_text")
+                )
+            })
             .filter_map(|b| b["text"].as_str())
             .map(str::to_string)
             .collect(),

@@ -204,6 +204,8 @@ pub struct Step {
     pub(crate) truncated: bool,
     pub(crate) piece_chars: usize,
     pub(crate) first_byte_ms: u64,
+    /// Responses wire: a reasoning item with this summary comes first.
+    pub(crate) reasoning: Option<String>,
 }
 
 impl Step {
@@ -217,6 +219,7 @@ impl Step {
             retry_after: None,
             truncated: false,
             piece_chars: PIECE_CHARS,
+            reasoning: None,
         }
     }
 
@@ -352,6 +355,18 @@ impl Step {
     /// over [`Script::count_tokens`] like [`Step::usage`] does.
     pub fn cache_usage(mut self, read: u64, written: u64) -> Step {
         self.cache = Some((read, written));
+        self
+    }
+
+    /// On the Responses wire, starts the reply with a reasoning item whose
+    /// summary is `summary` (streamed as `response.reasoning_summary_text`
+    /// deltas) and, when the request asked for it with `include`, its
+    /// encrypted content. The server remembers the item: a later request
+    /// that sends a function call of this reply without the reasoning item
+    /// before it, or with its encrypted content changed, is refused as the
+    /// real API refuses it. The other wires leave it out.
+    pub fn reasoning(mut self, summary: &str) -> Step {
+        self.reasoning = Some(summary.to_string());
         self
     }
 

@@ -22,9 +22,10 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
 use crate::context::{Accounting, Cache, ContextModel, Verdict};
 use crate::record::{Protocol, RecordedRequest};
+use crate::responses_strict::IssuedReasoning;
 use crate::script::{Script, Step, StepKind};
 use crate::wire::{Ctx, Ending, IdGen, prefix};
-use crate::{anthropic, openai, strict};
+use crate::{anthropic, openai, responses, responses_strict, strict};
 
 type Body = UnsyncBoxBody<Bytes, std::io::Error>;
 
@@ -41,6 +42,8 @@ struct State {
     /// a large part of the server's own CPU in a 64-wide fan-out).
     requests: Vec<Arc<RecordedRequest>>,
     cache: Cache,
+    /// The reasoning items the Responses wire returned with their calls.
+    reasoning: IssuedReasoning,
 }
 
 struct Shared {
@@ -117,6 +120,7 @@ impl FakeServer {
                     .collect(),
                 requests: Vec::new(),
                 cache: Cache::default(),
+                reasoning: IssuedReasoning::default(),
             }),
             models: script.models,
             context: script.context,
@@ -355,8 +359,11 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
             )
         } else if let Some(rejection) = shared
             .strict
-            .then(|| strict::validate(protocol, &record.body).err())
-            .flatten()
+            .then(|| match protocol {
+                Protocol::Responses => responses_strict::validate(&record.body, &state.reasoning),
+                _ => strict::validate(protocol, &record.body),
+            })
+            .and_then(Result::err)
         {
             Plan::Reject(rejection.status, protocol, rejection.message)
         } else {
@@ -391,14 +398,14 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
             };
             let body = match protocol {
                 Protocol::Anthropic => anthropic::error_body(kind, &message),
-                Protocol::OpenAi => openai::error_body(kind, &message),
+                Protocol::OpenAi | Protocol::Responses => openai::error_body(kind, &message),
             };
             json_response(status, &body)
         }
         Plan::Models(Protocol::Anthropic) => {
             json_response(StatusCode::OK, &anthropic::models(&shared.models))
         }
-        Plan::Models(Protocol::OpenAi) => {
+        Plan::Models(Protocol::OpenAi | Protocol::Responses) => {
             json_response(StatusCode::OK, &openai::models(&shared.models, now()))
         }
     };
@@ -478,6 +485,10 @@ async fn answer(
         truncated: step.truncated,
         piece_chars: step.piece_chars,
     };
+    let asked = responses::Asked {
+        reasoning: step.reasoning.as_deref(),
+        encrypted: responses::asks_encrypted(&record.body),
+    };
     let mut response = match &step.kind {
         StepKind::Hang => std::future::pending().await,
         StepKind::HttpError { status, body } => {
@@ -496,6 +507,11 @@ async fn answer(
             let body = match protocol {
                 Protocol::Anthropic => anthropic::message(blocks, &ctx),
                 Protocol::OpenAi => openai::completion(blocks, &ctx),
+                Protocol::Responses => {
+                    let (body, issued) = responses::response(blocks, asked, &ctx);
+                    remember(shared, issued);
+                    body
+                }
             };
             json_response(StatusCode::OK, &body)
         }
@@ -503,6 +519,11 @@ async fn answer(
             let sse = match protocol {
                 Protocol::Anthropic => anthropic::stream(kind, &ctx),
                 Protocol::OpenAi => openai::stream(kind, &ctx),
+                Protocol::Responses => {
+                    let (sse, issued) = responses::stream(kind, asked, &ctx);
+                    remember(shared, issued);
+                    sse
+                }
             };
             sse_response(sse.events, sse.ending, step.first_byte_ms, permit)
         }
@@ -518,11 +539,20 @@ async fn answer(
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         let name = match protocol {
             Protocol::Anthropic => "request-id",
-            Protocol::OpenAi => "x-request-id",
+            Protocol::OpenAi | Protocol::Responses => "x-request-id",
         };
         headers.insert(HeaderName::from_static(name), value);
     }
     response
+}
+
+/// Keeps the reasoning a Responses reply issued, for the strict check of
+/// the requests that follow (before the reply is sent: the client cannot
+/// answer it sooner).
+fn remember(shared: &Shared, issued: Option<responses::Issued>) {
+    if let Some(issued) = issued {
+        shared.lock().reasoning.remember(issued);
+    }
 }
 
 fn full_response(status: StatusCode, content_type: &'static str, body: Bytes) -> Response<Body> {

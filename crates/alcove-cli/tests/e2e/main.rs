@@ -13,6 +13,8 @@
 //! - `real_models`: what real servers and small local models do (issue 17).
 //! - `report`: `alcove report`'s page, opened in headless Chromium (issue 40).
 //! - `small_models`: what a real small model still did to a session (issue 39).
+//! - `responses`: the OpenAI Responses wire with tools, reasoning, delegation,
+//!   compaction and resume (issue 36).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agent_limits;
@@ -32,6 +34,7 @@ mod permissions;
 mod real_models;
 mod reliability;
 mod report;
+mod responses;
 mod roles;
 mod skills;
 mod small_models;

@@ -292,14 +292,18 @@ impl Context {
             } => (*request_tokens, *window),
             _ => (None, None),
         };
-        if let Some(window) = stated_window.filter(|window| *window < self.limits.window) {
+        let used = stated_request.unwrap_or_else(|| self.next_request(messages));
+        // A provider that states no window (OpenAI's Responses wire: "Your
+        // input exceeds the context window of this model") still says the
+        // window is smaller than this request: it is taken as the window.
+        let window = stated_window.or(Some(used));
+        if let Some(window) = window.filter(|window| *window < self.limits.window) {
             self.limits = ContextLimits {
                 window,
                 compact_at: (window as f64 * ContextLimits::DEFAULT_FRACTION) as u64,
                 ..self.limits
             };
         }
-        let used = stated_request.unwrap_or_else(|| self.next_request(messages));
         let result = compact(
             runtime,
             run,

@@ -1,0 +1,311 @@
+//! The Responses request body (`POST {base}/responses`), written straight
+//! to bytes like the Chat Completions one (`openai_body.rs`): the body
+//! borrows the request, and each input item's JSON is kept in the client's
+//! [`SerializedCache`] between requests, so only new items are escaped.
+//!
+//! The neutral history becomes a flat list of input items, in block order:
+//! text runs become `message` items (`input_text` for the user,
+//! `output_text` for the assistant), a tool call a `function_call` (its
+//! `call_id` is the neutral id), a tool result a `function_call_output`,
+//! and a reasoning block the `reasoning` item it was, with its encrypted
+//! content. With `store: false` nothing is kept on the server, so a
+//! reasoning item without encrypted content cannot be sent back (the API
+//! would look its id up and fail): it is left out.
+
+use alcove_protocol::{ContentBlock, Message, Role, Schema, SharedText, ToolSpec};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
+
+use crate::ModelRequest;
+use crate::serialized::{
+    Piece, SerializedCache, hash_value, shared_digest, text_digest, tools_piece,
+};
+
+/// The `include` entry that makes the API return reasoning items'
+/// encrypted content.
+const ENCRYPTED_REASONING: &str = "reasoning.encrypted_content";
+
+/// The body of one request.
+#[derive(Serialize)]
+pub(super) struct Body<'a> {
+    model: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    instructions: &'a str,
+    input: Vec<Piece<Item<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Piece<Vec<ToolJson<'a>>>>,
+    tool_choice: &'static str,
+    parallel_tool_calls: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<ReasoningJson<'a>>,
+    /// Nothing is kept on the server: the history is sent each time, the
+    /// reasoning with it (encrypted).
+    store: bool,
+    stream: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    include: Vec<&'static str>,
+    /// One session's requests share a cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
+    max_output_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
+}
+
+/// `reasoning: {effort, summary}`.
+#[derive(Serialize)]
+struct ReasoningJson<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    effort: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<&'a str>,
+}
+
+/// The per-client settings a body carries besides the request.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Settings<'a> {
+    pub(super) temperature: Option<f32>,
+    pub(super) prompt_cache_key: Option<&'a str>,
+    pub(super) reasoning_effort: Option<&'a str>,
+    pub(super) reasoning_summary: Option<&'a str>,
+}
+
+impl<'a> Body<'a> {
+    /// The body for `request`; with a `cache`, input items and the tool
+    /// array are taken from it (and left in it) as JSON.
+    pub(super) fn new(
+        model: &'a str,
+        request: &'a ModelRequest,
+        settings: Settings<'a>,
+        cache: Option<&SerializedCache>,
+    ) -> Body<'a> {
+        let mut items = Vec::with_capacity(request.messages.len() * 2);
+        for message in &request.messages {
+            push_items(&mut items, message);
+        }
+        let input = items
+            .into_iter()
+            .map(|item| match cache {
+                Some(cache) => cache.piece_of(item.fingerprint(), item),
+                None => Piece::Fresh(item),
+            })
+            .collect();
+        let tools = tools_piece(cache, &request.tools, || ToolJson::all(&request.tools));
+        let reasoning = (settings.reasoning_effort.is_some()
+            || settings.reasoning_summary.is_some())
+        .then_some(ReasoningJson {
+            effort: settings.reasoning_effort,
+            summary: settings.reasoning_summary,
+        });
+        // Only a reasoning model takes `include` for its reasoning (Codex
+        // sends it exactly when it sends `reasoning`).
+        let include = if reasoning.is_some() {
+            vec![ENCRYPTED_REASONING]
+        } else {
+            Vec::new()
+        };
+        Body {
+            model,
+            instructions: &request.system,
+            input,
+            tools,
+            tool_choice: "auto",
+            parallel_tool_calls: true,
+            reasoning,
+            store: false,
+            stream: true,
+            include,
+            prompt_cache_key: settings.prompt_cache_key,
+            max_output_tokens: request.max_tokens,
+            temperature: settings.temperature,
+        }
+    }
+}
+
+/// One input item.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum Item<'a> {
+    Message {
+        role: &'static str,
+        content: Vec<Part<'a>>,
+    },
+    FunctionCall {
+        call_id: &'a str,
+        name: &'a str,
+        arguments: Arguments<'a>,
+    },
+    FunctionCallOutput {
+        call_id: &'a str,
+        output: &'a SharedText,
+    },
+    Reasoning {
+        id: &'a str,
+        summary: Vec<SummaryPart<'a>>,
+        encrypted_content: &'a str,
+    },
+}
+
+/// A part of a message item's content.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum Part<'a> {
+    InputText { text: &'a str },
+    OutputText { text: &'a str },
+}
+
+/// A part of a reasoning item's summary.
+#[derive(Serialize)]
+pub(super) struct SummaryPart<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+}
+
+/// A call's input as the JSON text the API wants: an object, or `{}` for
+/// input that is not one (what the model wrote stays in the transcript and
+/// in the call's error result).
+pub(super) struct Arguments<'a>(&'a Value);
+
+impl Serialize for Arguments<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if self.0.is_object() {
+            serializer.serialize_str(&self.0.to_string())
+        } else {
+            serializer.serialize_str("{}")
+        }
+    }
+}
+
+impl Item<'_> {
+    /// A fingerprint of everything the item's JSON is made of.
+    fn fingerprint(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut state = crate::serialized::hasher();
+        match self {
+            Item::Message { role, content } => {
+                (0u8, role).hash(&mut state);
+                for part in content {
+                    match part {
+                        Part::InputText { text } => (0u8, text_digest(text)).hash(&mut state),
+                        Part::OutputText { text } => (1u8, text_digest(text)).hash(&mut state),
+                    }
+                }
+            }
+            Item::FunctionCall {
+                call_id,
+                name,
+                arguments,
+            } => {
+                (1u8, call_id, name).hash(&mut state);
+                match arguments.0 {
+                    input @ Value::Object(_) => hash_value(input, &mut state),
+                    _ => 0u8.hash(&mut state),
+                }
+            }
+            Item::FunctionCallOutput { call_id, output } => {
+                (2u8, call_id, shared_digest(output)).hash(&mut state);
+            }
+            Item::Reasoning {
+                id,
+                summary,
+                encrypted_content,
+            } => {
+                (3u8, id, text_digest(encrypted_content)).hash(&mut state);
+                for part in summary {
+                    text_digest(part.text).hash(&mut state);
+                }
+            }
+        }
+        state.finish()
+    }
+}
+
+/// Appends one neutral message as input items, in block order.
+fn push_items<'a>(out: &mut Vec<Item<'a>>, message: &'a Message) {
+    let (role, text_part): (&'static str, fn(&'a str) -> Part<'a>) = match message.role {
+        Role::User => ("user", |text| Part::InputText { text }),
+        Role::Assistant => ("assistant", |text| Part::OutputText { text }),
+    };
+    let mut texts: Vec<Part<'a>> = Vec::new();
+    let flush = |out: &mut Vec<Item<'a>>, texts: &mut Vec<Part<'a>>| {
+        if !texts.is_empty() {
+            out.push(Item::Message {
+                role,
+                content: std::mem::take(texts),
+            });
+        }
+    };
+    for block in &message.content {
+        match block {
+            ContentBlock::Text { text } if text.is_empty() => {}
+            ContentBlock::Text { text } => texts.push(text_part(text)),
+            ContentBlock::ToolUse { id, name, input } => {
+                flush(out, &mut texts);
+                out.push(Item::FunctionCall {
+                    call_id: id,
+                    name,
+                    arguments: Arguments(input),
+                });
+            }
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                ..
+            } => {
+                flush(out, &mut texts);
+                out.push(Item::FunctionCallOutput {
+                    call_id: tool_use_id,
+                    output: content,
+                });
+            }
+            ContentBlock::Reasoning {
+                id,
+                encrypted_content: Some(encrypted_content),
+                summary,
+            } => {
+                flush(out, &mut texts);
+                out.push(Item::Reasoning {
+                    id,
+                    summary: summary
+                        .iter()
+                        .map(|text| SummaryPart {
+                            kind: "summary_text",
+                            text,
+                        })
+                        .collect(),
+                    encrypted_content,
+                });
+            }
+            ContentBlock::Reasoning { .. } => {}
+        }
+    }
+    flush(out, &mut texts);
+}
+
+/// A function tool: the Responses shape is flat (no `function` wrapper).
+#[derive(Serialize)]
+pub(super) struct ToolJson<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'a str,
+    description: &'a str,
+    /// alcove's schemas are not written for strict mode (optional fields).
+    strict: bool,
+    parameters: &'a Schema,
+}
+
+impl ToolJson<'_> {
+    fn all(tools: &[ToolSpec]) -> Vec<ToolJson<'_>> {
+        tools
+            .iter()
+            .map(|tool| ToolJson {
+                kind: "function",
+                name: &tool.name,
+                description: &tool.description,
+                strict: false,
+                parameters: &tool.input_schema,
+            })
+            .collect()
+    }
+}
