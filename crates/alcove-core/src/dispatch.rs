@@ -255,9 +255,10 @@ fn finish(
     runtime: &Runtime,
     run: &AgentRun,
     call: &ToolCall,
-    output: ToolOutput,
+    mut output: ToolOutput,
     started: Instant,
 ) -> ContentBlock {
+    let plan = output.effects.plan.take();
     // The event and the result's message share one text (and its JSON).
     let content = SharedText::from(cap(output.content, runtime.limits.result_cap));
     let event = AgentEvent {
@@ -272,6 +273,10 @@ fn finish(
         },
     };
     runtime.events.emit(&event);
+    if let Some(todos) = plan {
+        let todos = todos.into_vec();
+        runtime.emit(&run.path, EventKind::PlanUpdated { todos });
+    }
     ContentBlock::ToolResult {
         tool_use_id: call.id.clone(),
         content,

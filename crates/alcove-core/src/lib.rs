@@ -39,6 +39,7 @@ mod gate;
 mod hooks;
 pub mod isolation;
 mod memory;
+mod plan;
 mod repeats;
 mod skills;
 mod transcript;
@@ -75,5 +76,6 @@ pub use hooks::{
 };
 pub use hooks::{HookCall, HookScope, Hooks, NoHooks, PostToolNote, PreToolVerdict};
 pub use memory::{MEMORY_CAP, MEMORY_FILE, Memory};
+pub use plan::latest_plan;
 pub use skills::{SKILL_BODY_CAP, Skill, SkillTool, Skills, load_skills, parse_skill};
 pub use transcript::{Transcript, read_transcript};

@@ -7,7 +7,8 @@
 //!
 //! Built-ins use the parameter names models are trained on (Claude Code's):
 //! [`Read`], [`Write`], [`Edit`], [`Glob`], [`Grep`] (ripgrep's own crates)
-//! and [`Bash`] (its own process group, killed on timeout or cancel).
+//! [`Bash`] (its own process group, killed on timeout or cancel) and
+//! [`TodoWrite`] (the agent's plan).
 //!
 //! Tools never look at the process's working directory: every relative path
 //! resolves against the [`Workspace`] root they are given.
@@ -31,6 +32,7 @@ mod grep;
 mod process_group;
 mod read;
 mod schema;
+mod todo_write;
 mod workspace;
 mod write;
 
@@ -42,6 +44,7 @@ pub use glob::Glob;
 pub use grep::Grep;
 pub use process_group::ProcessGroup;
 pub use read::Read;
+pub use todo_write::{TODO_WRITE, TodoWrite, parse_todos};
 pub use workspace::Workspace;
 pub use write::Write;
 
@@ -330,5 +333,6 @@ pub fn builtin_tools_confined(
         Arc::new(Write::default()),
         Arc::new(Edit::default()),
         Arc::new(bash),
+        Arc::new(TodoWrite::default()),
     ]
 }

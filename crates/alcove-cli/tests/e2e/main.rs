@@ -10,6 +10,7 @@
 //! - `batch`: batch fan-out (`alcove batch`, `spawn_batch`, the Slurm runner).
 //! - `reliability`: faults, load, crashes and signals with nothing lost (issue 7).
 //! - `skills`, `memory`: skills, custom commands, `/init`, model aliases and the memory file (issue 15).
+//! - `plan`: the `TodoWrite` plan through events, compaction, resume and children (issue 37).
 //! - `real_models`: what real servers and small local models do (issue 17).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -27,6 +28,7 @@ mod lifecycle;
 mod mcp;
 mod memory;
 mod permissions;
+mod plan;
 mod real_models;
 mod reliability;
 mod roles;
