@@ -398,8 +398,10 @@ impl Session {
                 // MCP tools join the same pool, so children narrow them like
                 // built-ins and share their servers by reference.
                 let confinement = Some(self.sandbox.confinement.clone());
+                let web: Arc<dyn alcove_tools::Tool> = Arc::new(alcove_core::WebFetch::default());
                 let pool = alcove_tools::builtin_tools_confined(env, confinement)
                     .into_iter()
+                    .chain(std::iter::once(web))
                     .chain(self.skill_tool.clone())
                     .chain(self.mcp.tools())
                     .filter(offered)

@@ -43,6 +43,7 @@ mod plan;
 mod repeats;
 mod skills;
 mod transcript;
+mod web;
 
 pub use agent_loop::{
     AgentOutcome, AgentRun, DEFAULT_MAX_TOOL_CALLS_PER_REPLY, Inbox, Limits, Runtime, ToolSpecSets,
@@ -79,3 +80,4 @@ pub use memory::{MEMORY_CAP, MEMORY_FILE, Memory};
 pub use plan::latest_plan;
 pub use skills::{SKILL_BODY_CAP, Skill, SkillTool, Skills, load_skills, parse_skill};
 pub use transcript::{Transcript, read_transcript};
+pub use web::{WEB_FETCH, WebFetch};

@@ -59,6 +59,9 @@ pub enum Access {
     Execute,
     /// Delegates to a child agent, whose own calls are gated one by one.
     Delegate,
+    /// Reaches the network from alcove itself (WebFetch): asked unless a
+    /// rule allows it; in plan mode only an allow rule lets it run.
+    Network,
 }
 
 /// What one validated call intends to do, for the permission layer, hooks and

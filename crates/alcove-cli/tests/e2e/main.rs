@@ -11,6 +11,7 @@
 //! - `reliability`: faults, load, crashes and signals with nothing lost (issue 7).
 //! - `skills`, `memory`: skills, custom commands, `/init`, model aliases and the memory file (issue 15).
 //! - `plan`: the `TodoWrite` plan through events, compaction, resume and children (issue 37).
+//! - `web`: `WebFetch` and the `researcher` type against a local HTTP server (issue 37).
 //! - `real_models`: what real servers and small local models do (issue 17).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -36,3 +37,4 @@ mod skills;
 mod support;
 mod tools;
 mod tui;
+mod web;
