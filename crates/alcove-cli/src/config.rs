@@ -65,6 +65,17 @@ pub(crate) struct Config {
     pub(crate) prompt_cache_key: Option<bool>,
     /// `[pricing."provider/model"]`: prices per million tokens.
     pub(crate) pricing: BTreeMap<String, Price>,
+    /// `[web]`: the search service behind `WebSearch`.
+    pub(crate) web: WebEntry,
+}
+
+/// `[web]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct WebEntry {
+    /// A SearXNG-compatible endpoint (`https://search.example/search`):
+    /// `WebSearch` is offered only when it is set.
+    pub(crate) search_url: Option<String>,
 }
 
 /// `[pricing."provider/model"]`: what a million tokens of each kind cost.

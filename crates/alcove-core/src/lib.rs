@@ -80,4 +80,4 @@ pub use memory::{MEMORY_CAP, MEMORY_FILE, Memory};
 pub use plan::latest_plan;
 pub use skills::{SKILL_BODY_CAP, Skill, SkillTool, Skills, load_skills, parse_skill};
 pub use transcript::{Transcript, read_transcript};
-pub use web::{WEB_FETCH, WebFetch};
+pub use web::{WEB_FETCH, WEB_SEARCH, WebFetch, WebSearch};

@@ -53,6 +53,17 @@ impl Web {
                     "/away" => format!(
                         "HTTP/1.1 302 Found\r\nLocation: http://localhost:{port}/page.html\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
                     ),
+                    search if search.starts_with("/search?") => {
+                        let body = json!({"results": [
+                            {"title": "Tokio", "url": "https://tokio.rs/", "content": "An asynchronous runtime."},
+                            {"title": "Blocked", "url": "https://spam.example/", "content": "no"},
+                        ]})
+                        .to_string();
+                        format!(
+                            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                            body.len()
+                        )
+                    }
                     _ => "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
                         .to_owned(),
                 };
@@ -243,4 +254,54 @@ fn a_domain_deny_holds_in_a_child_and_a_researcher_runs_no_command_and_reads_no_
     assert!(is_error && !read.contains("TOP-SECRET"), "{read}");
     assert!(!env.path("ran.txt").exists());
     assert!(web.hits().is_empty(), "{:?}", web.hits());
+}
+
+#[test]
+fn web_search_exists_only_with_a_search_url_and_lists_the_services_results() {
+    let web = Web::start();
+    let script = || {
+        Script::new().conversation(
+            "search it",
+            vec![
+                Step::tool_call(
+                    "WebSearch",
+                    json!({"query": "rust async", "blocked_domains": ["spam.example"]}),
+                ),
+                Step::text("found"),
+            ],
+        )
+    };
+    // Without `[web] search_url` there is no WebSearch to call.
+    let (env, server) = setup(script());
+    let out = exec(&env, &server, &["--allow", "WebSearch", "search it"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let requests = server.requests_for("search it");
+    assert!(!requests[0].tool_names().contains(&"WebSearch".to_owned()));
+    assert!(requests[0].tool_names().contains(&"WebFetch".to_owned()));
+    let (content, is_error) = first_result(&server, "search it");
+    assert!(
+        is_error && content.contains("Unknown tool `WebSearch`"),
+        "{content}"
+    );
+    assert!(web.hits().is_empty());
+
+    let (env, server) = setup(script());
+    env.write_file(
+        ".alcove/config.toml",
+        &format!(
+            "[web]\nsearch_url = \"{}\"\n",
+            web.url("127.0.0.1", "/search")
+        ),
+    );
+    let out = exec(&env, &server, &["--allow", "WebSearch", "search it"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (content, is_error) = first_result(&server, "search it");
+    assert!(!is_error, "{content}");
+    assert!(
+        content.contains("1. [Tokio](https://tokio.rs/)"),
+        "{content}"
+    );
+    assert!(content.contains("An asynchronous runtime."), "{content}");
+    assert!(!content.contains("spam.example"), "{content}");
+    assert_eq!(web.hits(), ["/search?q=rust+async&format=json"]);
 }

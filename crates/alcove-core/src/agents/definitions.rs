@@ -230,9 +230,9 @@ mod tests {
             description: "mine".to_owned(),
             ..AgentDefinition::default()
         });
-        assert_eq!(definitions.all().len(), 2);
+        assert_eq!(definitions.all().len(), 3);
         assert_eq!(definitions.all()[1].description, "mine");
-        assert_eq!(definitions.names(), "general-purpose, Explore");
+        assert_eq!(definitions.names(), "general-purpose, Explore, researcher");
     }
 
     #[test]

@@ -7,9 +7,11 @@
 //! URL's host. Loopback, private and link-local targets, found after DNS
 //! resolution, are refused unless an allow rule names the host. HTML
 //! becomes Markdown (htmd); the result is capped like any other.
+//! `search`: `WebSearch`, only with a configured search endpoint.
 
 mod address;
 mod fetch;
+mod search;
 
 use alcove_protocol::ToolSpec;
 use alcove_tools::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
@@ -21,6 +23,7 @@ use crate::agents::AgentScope;
 use fetch::{FetchLimits, Fetched};
 
 pub(crate) use fetch::{host_of, parse as parse_url};
+pub use search::{WEB_SEARCH, WebSearch};
 
 /// The tool's name.
 pub const WEB_FETCH: &str = "WebFetch";
