@@ -54,10 +54,14 @@ pub(crate) fn run(common: &CommonArgs, args: &AgentsArgs) -> anyhow::Result<u8> 
     for warning in &warnings {
         eprintln!("alcove: warning: {warning}");
     }
-    let pool: Vec<String> = alcove_tools::builtin_tools()
+    let mut pool: Vec<String> = alcove_tools::builtin_tools()
         .iter()
         .map(|tool| tool.spec().name.clone())
         .collect();
+    pool.push(alcove_core::WEB_FETCH.to_owned());
+    if settings.web.search_url.is_some() {
+        pool.push(alcove_core::WEB_SEARCH.to_owned());
+    }
     if args.json {
         let list: Vec<Value> = definitions
             .all()

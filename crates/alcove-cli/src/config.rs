@@ -67,6 +67,17 @@ pub(crate) struct Config {
     pub(crate) pricing: BTreeMap<String, Price>,
     /// `[telemetry]`: OpenTelemetry traces (off unless a collector is named).
     pub(crate) telemetry: crate::telemetry::TelemetryEntry,
+    /// `[web]`: the search service behind `WebSearch`.
+    pub(crate) web: WebEntry,
+}
+
+/// `[web]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct WebEntry {
+    /// A SearXNG-compatible endpoint (`https://search.example/search`):
+    /// `WebSearch` is offered only when it is set.
+    pub(crate) search_url: Option<String>,
 }
 
 /// `[pricing."provider/model"]`: what a million tokens of each kind cost.

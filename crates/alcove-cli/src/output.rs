@@ -127,6 +127,11 @@ impl EventSink for Trace {
                 format!("session.end status={} turns={turns}", status.as_str())
             }
             EventKind::Warning { message } => format!("warning message={message} agent={agent}"),
+            EventKind::PlanUpdated { todos } => format!(
+                "plan.update done={} steps={} agent={agent}",
+                alcove_protocol::completed_count(todos),
+                todos.len()
+            ),
             EventKind::Message { .. }
             | EventKind::TextDelta { .. }
             | EventKind::AssistantText { .. } => return,

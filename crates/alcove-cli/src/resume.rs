@@ -135,13 +135,20 @@ pub(crate) fn repair_history(history: &mut Vec<Message>, ended_by_overflow: bool
 
 /// The conversation an opened session continues (`Session::history`, read
 /// back from its transcript when it was resumed), made valid to continue;
-/// the repair is recorded in the transcript.
+/// the repair is recorded in the transcript, and the plan it held is
+/// announced again (`plan_updated`).
 pub(crate) fn continue_history(session: &Session) -> Vec<Message> {
     let mut history = session.history.clone();
     for message in repair_history(&mut history, session.ended_by_overflow) {
         session
             .runtime
             .emit(&AgentPath::main(), EventKind::Message { message });
+    }
+    // The plan the session had is shown again (the history holds it).
+    if let Some(todos) = alcove_core::latest_plan(&history) {
+        session
+            .runtime
+            .emit(&AgentPath::main(), EventKind::PlanUpdated { todos });
     }
     history
 }

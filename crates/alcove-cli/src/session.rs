@@ -18,7 +18,7 @@ use alcove_protocol::{AgentPath, EventKind, Message};
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent_setup::{agent_limits, tool_profile};
+use crate::agent_setup::{ToolProfile, agent_limits, tool_profile};
 use crate::config::{self, Config, Dirs};
 use crate::context_setup::{self, WindowChoice};
 use crate::model_aliases::Aliases;
@@ -92,6 +92,8 @@ pub(crate) struct Session {
     pub(crate) memory: Arc<Memory>,
     /// The `Skill` tool, when there is a skill the model may invoke.
     skill_tool: Option<Arc<dyn alcove_tools::Tool>>,
+    /// `WebFetch`, and `WebSearch` when `[web] search_url` is set.
+    web_tools: Vec<Arc<dyn alcove_tools::Tool>>,
     /// Builds a client for another `provider/name` (a command's `model`).
     model_factory: Arc<ModelFactory>,
     pub(crate) config: Config,
@@ -356,6 +358,18 @@ impl Session {
                     gate.clone(),
                 )) as Arc<dyn alcove_tools::Tool>
             });
+        let mut web_tools: Vec<Arc<dyn alcove_tools::Tool>> =
+            vec![Arc::new(alcove_core::WebFetch::default())];
+        if let Some(url) = config
+            .web
+            .search_url
+            .as_deref()
+            .filter(|url| !url.trim().is_empty())
+        {
+            web_tools.push(Arc::new(
+                alcove_core::WebSearch::new(url).map_err(UsageError)?,
+            ));
+        }
         // Instructions, then the skill catalog; the memory section comes last
         // (see `main_run`), so its changes leave the rest of the prefix as it was.
         let mut prompt = system_prompt(runtime.workspace.root(), &project);
@@ -367,6 +381,7 @@ impl Session {
             skills,
             commands: Arc::new(commands),
             skill_tool,
+            web_tools,
             model_factory,
             runtime,
             supervisor,
@@ -436,14 +451,19 @@ impl Session {
             agent_type: None,
             tools: {
                 // A bare tool name in a deny rule takes the tool away, from children too.
-                let offered =
-                    |tool: &Arc<dyn alcove_tools::Tool>| self.gate.offers(&tool.spec().name);
+                let lean = matches!(tool_profile(&self.config), Ok(ToolProfile::Lean));
+                // The lean profile (small models) leaves the everyday extras out.
+                let offered = |tool: &Arc<dyn alcove_tools::Tool>| {
+                    let name = tool.spec().name.as_str();
+                    self.gate.offers(name) && !(lean && LEAN_LEAVES_OUT.contains(&name))
+                };
                 let env = permission_setup::env_policy(&self.config);
                 // MCP tools join the same pool, so children narrow them like
                 // built-ins and share their servers by reference.
                 let confinement = Some(self.sandbox.confinement.clone());
                 let pool = alcove_tools::builtin_tools_confined(env, confinement)
                     .into_iter()
+                    .chain(self.web_tools.iter().cloned())
                     .chain(self.skill_tool.clone())
                     .chain(self.mcp.tools())
                     .filter(offered)
@@ -477,6 +497,14 @@ impl Session {
         Ok(runtime)
     }
 }
+
+/// The tools `tool_profile = "lean"` leaves out of the main agent's (and
+/// so its children's) pool: each costs prefill on a small local model.
+const LEAN_LEAVES_OUT: [&str; 3] = [
+    alcove_tools::TODO_WRITE,
+    alcove_core::WEB_FETCH,
+    alcove_core::WEB_SEARCH,
+];
 
 /// The policy a parent alcove passed (`--parent-policy`, or
 /// `ALCOVE_PARENT_POLICY` when the flag is absent).

@@ -391,10 +391,11 @@ fn finish(
     runtime: &Runtime,
     run: &AgentRun,
     call: &ToolCall,
-    output: ToolOutput,
+    mut output: ToolOutput,
     started: Instant,
     room: usize,
 ) -> ContentBlock {
+    let plan = output.effects.plan.take();
     // The event and the result's message share one text (and its JSON).
     let content = SharedText::from(cap(output.content, room));
     let event = AgentEvent {
@@ -409,6 +410,10 @@ fn finish(
         },
     };
     runtime.events.emit(&event);
+    if let Some(todos) = plan {
+        let todos = todos.into_vec();
+        runtime.emit(&run.path, EventKind::PlanUpdated { todos });
+    }
     ContentBlock::ToolResult {
         tool_use_id: call.id.clone(),
         content,

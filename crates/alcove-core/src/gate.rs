@@ -348,6 +348,25 @@ impl PermissionGate {
         false
     }
 
+    /// Whether an allow rule at some level (or of the session) names `host`
+    /// for `tool` (`WebFetch(domain:localhost)`): what lets a fetch reach a
+    /// loopback or private address. A bare rule names no host.
+    pub fn names_host(&self, tool: &str, host: &str) -> bool {
+        let mut level = Some(self);
+        while let Some(gate) = level {
+            if gate.rules.names_host(tool, host)
+                || gate
+                    .session_rules()
+                    .iter()
+                    .any(|rule| rule.names_host(tool, host))
+            {
+                return true;
+            }
+            level = gate.parent.as_deref();
+        }
+        false
+    }
+
     /// Checks one validated call of `tool` with arguments `input`, for an
     /// agent whose commands run in `sandbox`.
     #[allow(clippy::too_many_arguments)]
@@ -570,6 +589,14 @@ impl PermissionGate {
                     )),
                 }
             }
+            Access::Network => match self.mode {
+                PermissionMode::Plan => Outcome::Deny(plan_denial(tool)),
+                _ => Outcome::Ask(format!(
+                    "{tool} ({summary}) asked by {agent} needs approval. {} allows it; \
+                     --permission-mode bypassPermissions allows fetches.",
+                    hint()
+                )),
+            },
             Access::Execute => match self.mode {
                 PermissionMode::Plan => Outcome::Deny(plan_denial(tool)),
                 // Only Bash's commands run in the sandbox (a process-runner

@@ -41,10 +41,12 @@ mod hooks;
 pub mod isolation;
 mod memory;
 mod repair;
+mod plan;
 mod repeats;
 mod schema_fit;
 mod skills;
 mod transcript;
+mod web;
 
 pub use agent_loop::{
     AgentOutcome, AgentRun, DEFAULT_MAX_TOOL_CALLS_PER_REPLY, Inbox, Limits, Runtime, ToolSpecSets,
@@ -79,5 +81,7 @@ pub use hooks::{
 };
 pub use hooks::{HookCall, HookScope, Hooks, NoHooks, PostToolNote, PreToolVerdict};
 pub use memory::{MEMORY_CAP, MEMORY_FILE, Memory};
+pub use plan::latest_plan;
 pub use skills::{SKILL_BODY_CAP, Skill, SkillTool, Skills, load_skills, parse_skill};
 pub use transcript::{Transcript, read_transcript};
+pub use web::{WEB_FETCH, WEB_SEARCH, WebFetch, WebSearch};

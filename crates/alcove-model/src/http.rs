@@ -156,7 +156,7 @@ impl Http {
 /// client trusts no certificate at all instead of loading the system store:
 /// parsing the store's PEM files was three quarters of alcove's start-up
 /// instructions, spent on TLS that such a client never speaks.
-pub(crate) fn client_builder(bases: &[&str]) -> reqwest::ClientBuilder {
+pub fn client_builder(bases: &[&str]) -> reqwest::ClientBuilder {
     // Installing twice is harmless: the second call just reports the first.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let builder = reqwest::Client::builder();

@@ -37,6 +37,9 @@ mod text_calls;
 mod window;
 
 pub use anthropic::AnthropicModel;
+/// A reqwest client builder with alcove's TLS set up (rustls on ring; no
+/// certificate store for plain-HTTP URLs): for `WebFetch` too.
+pub use http::client_builder as http_client_builder;
 pub use openai::OpenAiModel;
 pub use overflow::classify_overflow;
 pub use responses::ResponsesModel;

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Message, SharedText, Usage};
+use crate::{Message, SharedText, Todo, Usage};
 
 /// What one tool call did, as data next to the text the model reads.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,6 +25,10 @@ pub struct Effects {
     /// The bytes the call read, wrote or a command printed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
+    /// The plan a `TodoWrite` call set. Not written with the call's event:
+    /// dispatch sends it on as its own `plan_updated` event.
+    #[serde(skip)]
+    pub plan: Option<Box<[Todo]>>,
 }
 
 impl Effects {
@@ -306,5 +310,11 @@ pub enum EventKind {
         /// the model (`[pricing."provider/model"]`); never guessed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cost: Option<f64>,
+    },
+    /// The agent's plan changed (a `TodoWrite` call): the whole plan as it
+    /// stands now. Also emitted by `resume` with the plan it restored.
+    PlanUpdated {
+        /// Every step, in order.
+        todos: Vec<Todo>,
     },
 }

@@ -15,10 +15,12 @@
 
 mod event;
 mod message;
+mod plan;
 mod schema;
 mod text;
 
 pub use event::{AgentEvent, AgentPath, Effects, EventKind, RunStatus};
 pub use message::{ContentBlock, Message, Role, StopReason, ToolSpec, Usage};
+pub use plan::{Todo, TodoStatus, completed_count};
 pub use schema::Schema;
 pub use text::SharedText;

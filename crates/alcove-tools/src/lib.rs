@@ -7,7 +7,8 @@
 //!
 //! Built-ins use the parameter names models are trained on (Claude Code's):
 //! [`Read`], [`Write`], [`Edit`], [`Glob`], [`Grep`] (ripgrep's own crates)
-//! and [`Bash`] (its own process group, killed on timeout or cancel).
+//! [`Bash`] (its own process group, killed on timeout or cancel) and
+//! [`TodoWrite`] (the agent's plan).
 //!
 //! Tools never look at the process's working directory: every relative path
 //! resolves against the [`Workspace`] root they are given.
@@ -32,6 +33,7 @@ mod nearest;
 mod process_group;
 mod read;
 mod schema;
+mod todo_write;
 mod workspace;
 mod write;
 
@@ -43,6 +45,7 @@ pub use glob::Glob;
 pub use grep::Grep;
 pub use process_group::ProcessGroup;
 pub use read::Read;
+pub use todo_write::{TODO_WRITE, TodoWrite, parse_todos};
 pub use workspace::Workspace;
 pub use write::Write;
 
@@ -57,6 +60,9 @@ pub enum Access {
     Execute,
     /// Delegates to a child agent, whose own calls are gated one by one.
     Delegate,
+    /// Reaches the network from alcove itself (WebFetch): asked unless a
+    /// rule allows it; in plan mode only an allow rule lets it run.
+    Network,
 }
 
 /// What one validated call intends to do, for the permission layer, hooks and
@@ -343,5 +349,6 @@ pub fn builtin_tools_confined(
         Arc::new(Write::default()),
         Arc::new(Edit::default()),
         Arc::new(bash),
+        Arc::new(TodoWrite::default()),
     ]
 }

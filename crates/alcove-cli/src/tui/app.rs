@@ -103,6 +103,8 @@ pub(crate) struct App {
     pub(crate) context: Option<(u64, u64)>,
     /// A short message for the footer, until the next key.
     pub(crate) hint: Option<String>,
+    /// The main agent's plan, from its last `plan_updated`.
+    pub(crate) plan: Vec<alcove_protocol::Todo>,
     ctrl_c_armed: bool,
     outbox: Vec<Line<'static>>,
     last_committed: Option<Cell>,
@@ -128,6 +130,7 @@ impl App {
             usage: Usage::default(),
             main_turns: 0,
             context: None,
+            plan: Vec::new(),
             hint: None,
             ctrl_c_armed: false,
             outbox: Vec::new(),
@@ -188,6 +191,9 @@ impl App {
                 }
             }
             EventKind::TurnStarted { .. } if event.agent.as_str() == "main" => self.main_turns += 1,
+            EventKind::PlanUpdated { todos } if event.agent.as_str() == "main" => {
+                self.plan = todos.clone();
+            }
             _ => {}
         }
         self.panel.apply(event, &self.facts.workspace, now);

@@ -7,7 +7,7 @@
 //!
 //! - `app`: the state and everything that changes it; `view`: the viewport.
 //! - `conversation`, `cells`, `markdown`, `diff`, `wrap`: how a conversation becomes lines.
-//! - `panel`: the live delegation panel; `approval`: the approver and its prompt.
+//! - `panel`: the live delegation panel; `plan`: the main agent's plan; `approval`: the approver and its prompt.
 //! - `editor`: the prompt editor; `commands`: slash commands; `picker`: the resume picker.
 //! - `term`: the inline viewport with history written into the scrollback.
 
@@ -23,6 +23,7 @@ mod markdown;
 mod panel;
 mod picker;
 mod plain;
+mod plan;
 mod runner;
 mod term;
 mod theme;

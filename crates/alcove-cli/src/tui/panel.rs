@@ -46,6 +46,8 @@ pub(crate) struct Child {
     pub(crate) epoch: u64,
     /// Its own live transcript.
     pub(crate) log: Conversation,
+    /// Its plan: steps completed, steps (from its last `plan_updated`).
+    pub(crate) plan: Option<(usize, usize)>,
 }
 
 /// Every child of the session, in start order.
@@ -80,6 +82,7 @@ impl Panel {
                     ended: None,
                     epoch: self.epoch,
                     log: Conversation::default(),
+                    plan: None,
                 });
                 return true;
             }
@@ -118,6 +121,9 @@ impl Panel {
                 entry.current_tool = Some(format!("{name} {arg}"));
             }
             EventKind::ToolCallFinished { .. } => entry.current_tool = None,
+            EventKind::PlanUpdated { todos } => {
+                entry.plan = Some((alcove_protocol::completed_count(todos), todos.len()));
+            }
             _ => {}
         }
         let cells = entry.log.apply(&event.kind, workspace, true, now);
@@ -275,8 +281,9 @@ impl Child {
         } else {
             format!("{} turns", self.turns)
         };
+        let plan = format!("{:>width$}", self.plan_text(), width = columns.plan);
         let stats = format!(
-            "{turns:>9} {:>6} tok {:>7}",
+            "{plan}{turns:>9} {:>6} tok {:>7}",
             format_tokens(self.tokens),
             format_duration(self.elapsed(now))
         );
@@ -306,6 +313,14 @@ impl Child {
         ])
     }
 
+    /// `plan: 3/5 ` when it keeps a plan.
+    fn plan_text(&self) -> String {
+        match self.plan {
+            Some((done, steps)) if steps > 0 => format!("plan: {done}/{steps} "),
+            _ => String::new(),
+        }
+    }
+
     /// What it does now: its current tool, `thinking`, or how it ended.
     fn activity(&self) -> String {
         match (&self.state, &self.current_tool) {
@@ -331,6 +346,8 @@ struct Columns {
     name: usize,
     description: usize,
     activity: usize,
+    /// The `plan: 3/5 ` before the stats (0 when no row has a plan).
+    plan: usize,
 }
 
 /// The width of a row's stats (`  3 turns   1.2k tok   12.0s`).
@@ -338,21 +355,23 @@ const STATS_WIDTH: usize = 9 + 1 + 6 + 4 + 1 + 7;
 
 impl Columns {
     fn fit<'a>(children: impl Iterator<Item = &'a Child>, width: usize) -> Columns {
-        let (mut name, mut description, mut activity) = (0, 0, 0);
+        let (mut name, mut description, mut activity, mut plan) = (0, 0, 0, 0);
         for child in children {
+            plan = plan.max(text_width(&child.plan_text()));
             name = name.max(text_width(&child.name()));
             description = description.max(text_width(&child.description));
             activity = activity.max(text_width(&child.activity()));
         }
         let name = name.min(16);
         // icon, spaces between columns, stats
-        let room = width.saturating_sub(3 + name + 1 + 2 + 1 + STATS_WIDTH);
+        let room = width.saturating_sub(3 + name + 1 + 2 + 1 + plan + STATS_WIDTH);
         // The description gets what the activity leaves, but at least half.
         let description = description.min(room.saturating_sub(activity.min(room * 9 / 20)));
         Columns {
             name,
             description,
             activity: room - description,
+            plan,
         }
     }
 }

@@ -1,5 +1,5 @@
 //! What the viewport shows, top to bottom: the turn in progress (streaming
-//! answer, running calls), the delegation panel, an approval prompt, queued
+//! answer, running calls), the main agent's plan, the delegation panel, an approval prompt, queued
 //! prompts, the editor and a status line — or a child's live transcript.
 //!
 //! Everything is lines, so the viewport's height is known before drawing
@@ -66,7 +66,10 @@ pub(crate) fn layout(app: &App, width: u16, rows: u16, now: Instant) -> Screen {
     let rule = Line::styled("─".repeat(width_usize), theme.dim());
     let footer = footer(app, width_usize, now);
 
+    let mut plan = super::plan::lines(&app.plan, width_usize, theme);
     let fixed = approval.len() + queued.len() + 1 + editor.len() + 1;
+    plan.truncate(rows.saturating_sub(fixed + 2) / 2);
+    let fixed = fixed + plan.len();
     panel.truncate(rows.saturating_sub(fixed));
     let room = rows.saturating_sub(fixed + panel.len());
     // The panel shows children better than their parents' running Agent calls.
@@ -79,6 +82,7 @@ pub(crate) fn layout(app: &App, width: u16, rows: u16, now: Instant) -> Screen {
     let skip = live.len().saturating_sub(room);
 
     let mut lines: Vec<Line<'static>> = live.into_iter().skip(skip).collect();
+    lines.extend(plan);
     lines.extend(panel);
     lines.extend(approval.iter().cloned());
     lines.extend(queued);

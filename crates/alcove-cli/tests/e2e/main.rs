@@ -10,6 +10,8 @@
 //! - `batch`: batch fan-out (`alcove batch`, `spawn_batch`, the Slurm runner).
 //! - `reliability`: faults, load, crashes and signals with nothing lost (issue 7).
 //! - `skills`, `memory`: skills, custom commands, `/init`, model aliases and the memory file (issue 15).
+//! - `plan`: the `TodoWrite` plan through events, compaction, resume and children (issue 37).
+//! - `web`: `WebFetch` and the `researcher` type against a local HTTP server (issue 37).
 //! - `real_models`: what real servers and small local models do (issue 17).
 //! - `report`: `alcove report`'s page, opened in headless Chromium (issue 40).
 //! - `small_models`: what a real small model still did to a session (issue 39).
@@ -31,6 +33,7 @@ mod lifecycle;
 mod mcp;
 mod memory;
 mod permissions;
+mod plan;
 mod real_models;
 mod reliability;
 mod report;
@@ -42,3 +45,4 @@ mod support;
 mod telemetry;
 mod tools;
 mod tui;
+mod web;

@@ -579,3 +579,57 @@ fn slash_mcp_shows_the_servers_state_live() {
     pane.key("C-d");
     assert_eq!(pane.wait_exit(), 0);
 }
+
+#[test]
+fn the_main_agents_plan_is_drawn_under_the_conversation_and_a_childs_in_its_row() {
+    let step = |content: &str, status: &str, active: &str| json!({"content": content, "status": status, "activeForm": active});
+    let main_plan = json!({"todos": [
+        step("Survey the code", "completed", "Surveying the code"),
+        step("Delegate the look", "in_progress", "Delegating the look"),
+        step("Write the answer", "pending", "Writing the answer"),
+    ]});
+    let child_plan = json!({"todos": [
+        step("a", "completed", "a"), step("b", "completed", "b"), step("c", "completed", "c"),
+        step("d", "in_progress", "d"), step("e", "pending", "e"),
+    ]});
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "plan and delegate",
+                vec![
+                    Step::tool_call("TodoWrite", main_plan),
+                    Step::tool_call(
+                        "Agent",
+                        json!({"description": "look", "prompt": "CHILD: keep a plan"}),
+                    ),
+                    Step::text("ALL-DONE"),
+                ],
+            )
+            .conversation(
+                "CHILD: keep a plan",
+                vec![
+                    Step::tool_call("TodoWrite", child_plan),
+                    Step::tool_call(
+                        "Bash",
+                        json!({"command": "while [ ! -f release ]; do sleep 0.05; done"}),
+                    ),
+                    Step::text("looked"),
+                ],
+            ),
+    );
+    patient(&env);
+    let pane = Pane::start(&env, &server, &["--permission-mode", "bypassPermissions"]);
+    pane.wait_for_screen("Ask anything");
+    pane.prompt("plan and delegate");
+    let screen = pane.wait_for_screen("plan: 3/5");
+    assert!(screen.contains("Plan 1/3"), "{screen}");
+    assert!(screen.contains("▸ Delegating the look"), "{screen}");
+    assert!(screen.contains("○ Write the answer"), "{screen}");
+    env.write_file("release", "");
+    pane.wait_for("ALL-DONE");
+    // The plan stays in view once the turn is over.
+    let screen = pane.wait_for_screen("Plan 1/3");
+    assert!(screen.contains("✓ Survey the code"), "{screen}");
+    pane.prompt("/exit");
+    assert_eq!(pane.wait_exit(), 0);
+}

@@ -100,7 +100,7 @@ pub struct Definitions {
 pub const DEFAULT_AGENT_TYPE: &str = "general-purpose";
 
 impl Default for Definitions {
-    /// The built-ins: `general-purpose` and `explore`.
+    /// The built-ins: `general-purpose`, `explore` and `researcher`.
     fn default() -> Definitions {
         Definitions {
             definitions: vec![
@@ -128,6 +128,22 @@ impl Default for Definitions {
                         "Glob".to_owned(),
                         "Grep".to_owned(),
                     ]),
+                    ..AgentDefinition::default()
+                },
+                // Seed 004's external-research role: the web, without the
+                // local credentials (no command runs, nothing is written;
+                // `Read(...)` deny rules hold as for any child).
+                AgentDefinition {
+                    name: "researcher".to_owned(),
+                    description: "Researches outside the code: fetches web pages and reads                                   local files; runs no command and writes nothing."
+                        .to_owned(),
+                    system_prompt: "You are a research agent. Fetch pages with WebFetch and read                                     local files with Read, Glob and Grep; you cannot run commands                                     or write files. Cite the URL or file:line of every finding."
+                        .to_owned(),
+                    tools: Some(
+                        ["WebFetch", "WebSearch", "Read", "Glob", "Grep"]
+                            .map(str::to_owned)
+                            .to_vec(),
+                    ),
                     ..AgentDefinition::default()
                 },
             ],
@@ -217,9 +233,9 @@ mod tests {
             description: "mine".to_owned(),
             ..AgentDefinition::default()
         });
-        assert_eq!(definitions.all().len(), 2);
+        assert_eq!(definitions.all().len(), 3);
         assert_eq!(definitions.all()[1].description, "mine");
-        assert_eq!(definitions.names(), "general-purpose, Explore");
+        assert_eq!(definitions.names(), "general-purpose, Explore, researcher");
     }
 
     #[test]

@@ -225,6 +225,7 @@ pub(crate) fn footer(input: &ReportInput<'_>, evidence: &Evidence) -> String {
             }
         ));
     }
+    parts.extend(crate::plan::footer_part(&outcome.messages));
     if !input.ignored_tools.is_empty() {
         parts.push(format!(
             "unknown tool_names ignored: {}",

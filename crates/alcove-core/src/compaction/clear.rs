@@ -52,6 +52,13 @@ fn old_results(
     } else {
         boundary
     };
+    // A plan's results stay: the plan is never cleared to a stub.
+    let plans: Vec<&str> = messages
+        .iter()
+        .flat_map(|message| message.tool_uses())
+        .filter(|(_, name, _)| *name == alcove_tools::TODO_WRITE)
+        .map(|(id, _, _)| id)
+        .collect();
     messages[..boundary]
         .iter()
         .flat_map(|message| &message.content)
@@ -60,7 +67,10 @@ fn old_results(
                 tool_use_id,
                 content,
                 ..
-            } if content.len() > over_bytes && !content.starts_with(STUB_MARK) => {
+            } if content.len() > over_bytes
+                && !content.starts_with(STUB_MARK)
+                && !plans.contains(&tool_use_id.as_str()) =>
+            {
                 Some((tool_use_id.as_str(), content.len()))
             }
             _ => None,

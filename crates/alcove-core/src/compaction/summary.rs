@@ -11,6 +11,7 @@
 use alcove_protocol::{ContentBlock, Message, Role};
 
 use super::estimate;
+use crate::plan;
 
 /// What the summary block starts with; also how an earlier summary is told
 /// from the task text when compacting again.
@@ -103,7 +104,8 @@ pub(crate) fn rebuild(messages: &[Message], split: usize, summary: &str) -> Vec<
                 .content
                 .iter()
                 .filter(|block| {
-                    matches!(block, ContentBlock::Text { text } if !text.starts_with(SUMMARY_MARK))
+                    matches!(block, ContentBlock::Text { text }
+                        if !text.starts_with(SUMMARY_MARK) && !plan::is_plan_block(text))
                 })
                 .cloned()
                 .collect()
@@ -112,11 +114,21 @@ pub(crate) fn rebuild(messages: &[Message], split: usize, summary: &str) -> Vec<
     first.push(ContentBlock::Text {
         text: format!("{SUMMARY_MARK}\n\n{}", summary.trim()),
     });
+    // The plan is kept verbatim, never left to the note: carried here when
+    // the messages that hold it are replaced.
+    let split = split.min(messages.len());
+    if plan::latest_plan(&messages[split..]).is_none()
+        && let Some(todos) = plan::latest_plan(&messages[..split])
+    {
+        first.push(ContentBlock::Text {
+            text: plan::plan_block(&todos),
+        });
+    }
     let mut rebuilt = vec![Message {
         role: Role::User,
         content: first,
     }];
-    rebuilt.extend(messages[split.min(messages.len())..].iter().cloned());
+    rebuilt.extend(messages[split..].iter().cloned());
     rebuilt
 }
 

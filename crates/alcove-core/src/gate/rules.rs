@@ -79,6 +79,9 @@ enum Spec {
     Path(PathPattern),
     /// A child's agent type.
     Agent(String),
+    /// `WebFetch(domain:docs.rs)`: the URL's host, or with `*.` any
+    /// host under it.
+    Domain(String),
 }
 
 /// Tools whose rules take a path pattern.
@@ -131,13 +134,17 @@ impl Rule {
             Some(inner) => match tool {
                 "Bash" => Spec::Bash(BashPattern::parse(inner).map_err(|reason| error(&reason))?),
                 "Agent" | "Task" => Spec::Agent(inner.to_owned()),
+                "WebFetch" => match inner.strip_prefix("domain:").map(str::trim) {
+                    Some(domain) if !domain.is_empty() => Spec::Domain(domain.to_ascii_lowercase()),
+                    _ => return Err(error("a WebFetch rule reads `WebFetch(domain:<host>)`")),
+                },
                 tool if PATH_TOOLS.contains(&tool) => {
                     Spec::Path(PathPattern::parse(inner).map_err(|reason| error(&reason))?)
                 }
                 _ => {
                     return Err(error(&format!(
-                        "alcove matches patterns only for Bash, Read, Edit, Write, Glob, Grep and \
-                         Agent; write a bare `{tool}` to match every call"
+                        "alcove matches patterns only for Bash, Read, Edit, Write, Glob, Grep, \
+                         Agent and WebFetch; write a bare `{tool}` to match every call"
                     )));
                 }
             },
@@ -184,6 +191,12 @@ impl Rule {
         }
     }
 
+    /// Whether this is a domain rule of `tool` matching `host`.
+    pub(crate) fn names_host(&self, tool: &str, host: &str) -> bool {
+        self.covers_tool(tool)
+            && matches!(&self.spec, Spec::Domain(domain) if domain_matches(domain, host))
+    }
+
     pub(crate) fn is_bash_specific(&self) -> bool {
         matches!(self.spec, Spec::Bash(_))
     }
@@ -208,7 +221,23 @@ pub(crate) struct CallFacts<'a> {
     pub(crate) workspace: &'a Workspace,
 }
 
+/// Whether a `domain:` rule's `domain` matches `host` (`*.x` matches `x`
+/// and every host under it).
+fn domain_matches(domain: &str, host: &str) -> bool {
+    let host = host.to_ascii_lowercase();
+    match domain.strip_prefix("*.") {
+        Some(base) => host == base || host.ends_with(&format!(".{base}")),
+        None => host == domain,
+    }
+}
+
 impl CallFacts<'_> {
+    /// The host of a `WebFetch` call's `url`.
+    pub(crate) fn url_host(&self) -> Option<String> {
+        let url = self.input.get("url").and_then(Value::as_str)?;
+        crate::web::host_of(&crate::web::parse_url(url).ok()?).ok()
+    }
+
     /// The agent type an `Agent` (or `spawn_agent`) call asks for.
     pub(crate) fn agent_type(&self) -> String {
         ["subagent_type", "agent_type"]
@@ -235,6 +264,9 @@ impl Rule {
                     || pattern.matches(&facts.workspace.real_path(path), facts.paths_context)
             }),
             Spec::Agent(name) => name.eq_ignore_ascii_case(&facts.agent_type()),
+            Spec::Domain(domain) => facts
+                .url_host()
+                .is_some_and(|host| domain_matches(domain, &host)),
             Spec::Bash(pattern) => match (facts.shell, facts.command) {
                 (Some(Shell::Parts(parts)), _) => parts.iter().any(|part| match part {
                     Part::Command(words) => deny_variants(words)
@@ -269,6 +301,9 @@ impl Rule {
                     })
             }
             Spec::Agent(name) => name.eq_ignore_ascii_case(&facts.agent_type()),
+            Spec::Domain(domain) => facts
+                .url_host()
+                .is_some_and(|host| domain_matches(domain, &host)),
             Spec::Bash(_) => false,
         }
     }
@@ -372,6 +407,11 @@ impl RuleSet {
     }
 
     /// Whether a deny rule of this level catches the call.
+    /// Whether an allow rule here names `host` for `tool` ([`Rule::names_host`]).
+    pub(crate) fn names_host(&self, tool: &str, host: &str) -> bool {
+        self.allow.iter().any(|rule| rule.names_host(tool, host))
+    }
+
     pub(crate) fn denies(&self, facts: &CallFacts<'_>) -> bool {
         self.deny.iter().any(|rule| rule.catches(facts))
     }
@@ -426,6 +466,10 @@ pub(crate) fn suggestions(facts: &CallFacts<'_>) -> Vec<String> {
         ("Bash", Some(Shell::Parts(parts))) => out = suggest_bash(parts),
         ("Bash", _) => {}
         ("Agent" | "spawn_agent", _) => out.push(format!("Agent({})", facts.agent_type())),
+        ("WebFetch", _) => match facts.url_host() {
+            Some(host) => out.push(format!("WebFetch(domain:{host})")),
+            None => out.push("WebFetch".to_owned()),
+        },
         (tool, _) => match family {
             Some(family) if !facts.paths.is_empty() => {
                 for path in facts.paths {

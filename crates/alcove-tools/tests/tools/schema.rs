@@ -33,12 +33,18 @@ fn required(tool: &dyn Tool) -> Vec<String> {
 fn builtins_keep_their_order_and_names() {
     let tools = builtin_tools();
     let names: Vec<&str> = tools.iter().map(|tool| tool.spec().name.as_str()).collect();
-    assert_eq!(names, ["Read", "Glob", "Grep", "Write", "Edit", "Bash"]);
+    assert_eq!(
+        names,
+        ["Read", "Glob", "Grep", "Write", "Edit", "Bash", "TodoWrite"]
+    );
     let access: Vec<Access> = tools.iter().map(|tool| tool.access()).collect();
     use Access::*;
-    assert_eq!(access, [ReadOnly, ReadOnly, ReadOnly, Edit, Edit, Execute]);
+    assert_eq!(
+        access,
+        [ReadOnly, ReadOnly, ReadOnly, Edit, Edit, Execute, ReadOnly]
+    );
     let safe: Vec<bool> = tools.iter().map(|tool| tool.concurrency_safe()).collect();
-    assert_eq!(safe, [true, true, true, false, false, false]);
+    assert_eq!(safe, [true, true, true, false, false, false, false]);
 }
 
 #[test]
