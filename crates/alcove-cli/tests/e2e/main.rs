@@ -13,6 +13,7 @@
 //! - `real_models`: what real servers and small local models do (issue 17).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod acp;
 mod agent_limits;
 mod agents;
 mod bad_input;

@@ -171,6 +171,8 @@ impl Supervisor {
             .await?;
         let name = self.next_child_name();
         let child = self.build_child(scope, &name, definition, request, cancel)?;
+        self.running
+            .insert(child.path.clone(), child.run.cancel.clone());
         child.parent.emit(EventKind::AgentStarted {
             child: child.path.clone(),
             call_id: call_id.to_owned(),
@@ -368,6 +370,7 @@ impl ChildRun {
             output.content.push('\n');
             output.content.push_str(&line);
         }
+        supervisor.running.remove(&child.path);
         child.parent.emit(EventKind::AgentEnded {
             child: child.path.clone(),
             description: child.label.clone(),

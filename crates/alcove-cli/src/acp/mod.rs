@@ -1,0 +1,44 @@
+//! `alcove acp`: alcove as an Agent Client Protocol agent on stdin/stdout,
+//! for editors (Zed, JetBrains, Neovim, Emacs, VS Code extensions).
+//!
+//! stdout carries JSON-RPC only: nothing here prints, and the session gets
+//! no progress sink; warnings go to the transcript (and stderr is the
+//! editor's log). The protocol plumbing is the `agent-client-protocol`
+//! crate's; `v1.rs` maps protocol v1's methods onto [`sessions::Sessions`],
+//! which knows nothing of the wire version, so a `v2.rs` (a draft today)
+//! can be added beside it on the same sessions. A session is opened as
+//! `exec` and the TUI open theirs (`session.rs`), and this front end is one
+//! more consumer of the event stream (`updates.rs`) plus an approver
+//! (`approver.rs`).
+
+mod approver;
+mod mcp;
+mod replay;
+mod sessions;
+mod tool_calls;
+mod updates;
+mod v1;
+
+use std::sync::Arc;
+
+use clap::Args;
+
+use crate::CommonArgs;
+
+/// `alcove acp` arguments (the common options apply to every session).
+#[derive(Debug, Args)]
+pub(crate) struct AcpArgs {}
+
+/// Serves one client on stdin/stdout until it closes the connection.
+pub(crate) async fn run(common: &CommonArgs, _args: AcpArgs) -> anyhow::Result<u8> {
+    let sessions = Arc::new(sessions::Sessions::new(common.clone()));
+    let served = v1::serve(sessions.clone()).await;
+    sessions.close_all().await;
+    match served {
+        Ok(()) => Ok(0),
+        Err(error) => Err(anyhow::anyhow!(
+            "the ACP connection failed: {}",
+            error.message
+        )),
+    }
+}

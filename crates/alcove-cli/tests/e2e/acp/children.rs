@@ -1,0 +1,1 @@
+//! Children as subagent sessions, and as tool calls without the capability.

@@ -1,0 +1,1 @@
+//! Malformed JSON-RPC, unknown methods and sessions, a client that goes away.
