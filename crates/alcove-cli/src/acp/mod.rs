@@ -34,11 +34,17 @@ pub(crate) async fn run(common: &CommonArgs, _args: AcpArgs) -> anyhow::Result<u
     let sessions = Arc::new(sessions::Sessions::new(common.clone()));
     let served = v1::serve(sessions.clone()).await;
     sessions.close_all().await;
-    match served {
-        Ok(()) => Ok(0),
-        Err(error) => Err(anyhow::anyhow!(
-            "the ACP connection failed: {}",
+    // A client that goes away mid-write (its end of stdout closed) is how
+    // an editor closes an agent too: said on stderr, not a failure.
+    if let Err(error) = served {
+        let detail = error
+            .data
+            .map(|data| format!(" ({data})"))
+            .unwrap_or_default();
+        eprintln!(
+            "alcove acp: the connection ended: {}{detail}",
             error.message
-        )),
+        );
     }
+    Ok(0)
 }

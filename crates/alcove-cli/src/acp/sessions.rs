@@ -288,6 +288,12 @@ impl Sessions {
             .lock()
             .map(|mut open| open.drain().map(|(_, live)| live).collect())
             .unwrap_or_default();
+        // Approvals still pending were answered "disconnected" as the
+        // connection closed: a moment lets the asking agents read that
+        // before their turns are cancelled.
+        if !open.is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
         for live in open {
             if let Some(turn) = live.turn.lock().ok().and_then(|turn| turn.clone()) {
                 turn.cancel();

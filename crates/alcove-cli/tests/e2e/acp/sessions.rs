@@ -129,3 +129,194 @@ fn a_prompt_streams_text_and_tool_calls_with_diffs_and_asks_before_edits() {
     assert_eq!(seen.exit_code(), Some(0));
     assert_nothing_lost(&transcript(&env));
 }
+
+#[test]
+fn cancel_mid_turn_answers_every_call_and_leaves_no_process() {
+    let (env, server) = setup(Script::new().conversation(
+        "ACP CANCEL",
+        vec![
+            Step::tool_call("Bash", json!({"command": "echo $$ > pid.txt; sleep 30"})),
+            Step::text("never reached"),
+        ],
+    ));
+    let seen = sdk_client(
+        &env,
+        &server,
+        &json!({
+            "args": ["--permission-mode", "bypassPermissions"],
+            "steps": [
+                {"op": "new"},
+                {"op": "prompt", "text": "ACP CANCEL the sleep", "cancelWhen": {"toolTitle": "sleep 30"}},
+            ],
+        }),
+    );
+    assert_eq!(seen.of("cancel").len(), 1, "{:?}", seen.lines);
+    assert_eq!(
+        seen.responses("prompt"),
+        vec![json!({"stopReason": "cancelled"})],
+        "{}",
+        seen.stderr
+    );
+    let call = &seen.updates("tool_call")[0].1;
+    let last = seen
+        .updates("tool_call_update")
+        .into_iter()
+        .filter(|(_, update)| update["toolCallId"] == call["toolCallId"])
+        .next_back()
+        .unwrap()
+        .1;
+    assert_eq!(last["status"], "failed", "{last}");
+    let pid: u32 = env.read_file("pid.txt").trim().parse().unwrap();
+    assert!(
+        !process_alive(pid),
+        "the command's shell {pid} is still running"
+    );
+    assert_eq!(seen.exit_code(), Some(0));
+    assert_nothing_lost(&transcript(&env));
+}
+
+#[test]
+fn an_approval_left_unanswered_by_a_client_that_disconnects_denies() {
+    let (env, server) = setup(Script::new().conversation(
+        "ACP GONE",
+        vec![
+            Step::tool_call("Write", json!({"file_path": "gone.txt", "content": "x\n"})),
+            Step::text("The write was refused."),
+        ],
+    ));
+    let seen = sdk_client(
+        &env,
+        &server,
+        &json!({
+            "permissions": ["disconnect"],
+            "steps": [{"op": "new"}, {"op": "prompt", "text": "ACP GONE write it"}],
+        }),
+    );
+    assert_eq!(seen.of("disconnect").len(), 1, "{:?}", seen.lines);
+    assert_eq!(seen.exit_code(), Some(0), "{}", seen.stderr);
+    assert!(!env.path("gone.txt").exists());
+    let events = transcript(&env);
+    assert_nothing_lost(&events);
+    let denied = events
+        .iter()
+        .filter(|event| event["type"] == "tool_call_finished" && event["name"] == "Write")
+        .map(|event| event["content"].as_str().unwrap().to_owned())
+        .next()
+        .unwrap();
+    assert!(denied.contains("disconnected"), "{denied}");
+}
+
+#[test]
+fn a_mode_switch_is_announced_and_binds_the_next_turn() {
+    let (env, server) = setup(Script::new().conversation(
+        "ACP PLAN",
+        vec![
+            Step::tool_call("Write", json!({"file_path": "plan.txt", "content": "x\n"})),
+            Step::text("Planned only."),
+        ],
+    ));
+    let seen = sdk_client(
+        &env,
+        &server,
+        &json!({
+            "steps": [{"op": "new"}, {"op": "mode", "mode": "plan"}, {"op": "prompt", "text": "ACP PLAN it"}],
+        }),
+    );
+    let modes = &seen.responses("new")[0]["modes"];
+    assert_eq!(modes["currentModeId"], "default", "{modes}");
+    let ids: Vec<&str> = modes["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|mode| mode["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "default",
+            "acceptEdits",
+            "plan",
+            "bypassPermissions",
+            "dontAsk"
+        ]
+    );
+    let announced = seen.updates("current_mode_update");
+    assert_eq!(announced.len(), 1);
+    assert_eq!(announced[0].1["currentModeId"], "plan");
+    assert!(seen.of("permission").is_empty(), "plan mode asks nothing");
+    assert!(!env.path("plan.txt").exists());
+    assert_eq!(
+        seen.responses("prompt"),
+        vec![json!({"stopReason": "end_turn"})]
+    );
+}
+
+#[test]
+fn an_earlier_session_is_listed_and_loaded_with_its_history_replayed() {
+    let (env, server) = setup(Script::new().conversation(
+        "ACP LOAD first",
+        vec![
+            Step::tool_call("Read", json!({"file_path": "color.txt"})),
+            Step::text("Remembered: blue."),
+            Step::text("Still blue."),
+        ],
+    ));
+    env.write_file("color.txt", "blue\n");
+    let first = sdk_client(
+        &env,
+        &server,
+        &json!({"steps": [{"op": "new"}, {"op": "prompt", "text": "ACP LOAD first: the color"}]}),
+    );
+    let id = new_session_id(&first);
+    let second = sdk_client(
+        &env,
+        &server,
+        &json!({"steps": [{"op": "list"}, {"op": "load", "id": id}, {"op": "prompt", "text": "and now?"}]}),
+    );
+    let listed = &second.responses("list")[0]["sessions"];
+    assert_eq!(listed[0]["sessionId"], id.as_str(), "{listed}");
+    assert_eq!(
+        listed[0]["cwd"],
+        env.workspace()
+            .canonicalize()
+            .unwrap()
+            .display()
+            .to_string()
+    );
+    assert!(
+        listed[0]["title"]
+            .as_str()
+            .unwrap()
+            .contains("ACP LOAD first")
+    );
+    assert!(
+        second.responses("load")[0].get("error").is_none(),
+        "{:?}",
+        second.lines
+    );
+    // The history came back as updates before the load's answer.
+    let users = second.updates("user_message_chunk");
+    assert_eq!(users[0].0, id);
+    assert_eq!(users[0].1["content"]["text"], "ACP LOAD first: the color");
+    let replayed_call = &second.updates("tool_call")[0].1;
+    assert_eq!(replayed_call["kind"], "read");
+    let load_at = second
+        .lines
+        .iter()
+        .position(|line| line["step"] == "load")
+        .unwrap();
+    let first_update = second
+        .lines
+        .iter()
+        .position(|line| line["seen"] == "update")
+        .unwrap();
+    assert!(first_update < load_at);
+    assert_eq!(second.text_on(&id), "Remembered: blue.Still blue.");
+    // The continued turn carried the loaded conversation.
+    let last = server.requests_for("ACP LOAD first").pop().unwrap();
+    assert_eq!(last.last_user_text(), "and now?");
+    assert_eq!(
+        second.responses("prompt"),
+        vec![json!({"stopReason": "end_turn"})]
+    );
+}
