@@ -11,13 +11,13 @@
 //
 // Plan: { args: [alcove options], subagents: bool, permissions: ["allow-always"|"allow-once"|"reject"|"disconnect", …],
 //         steps: [{op: "new"} | {op: "load", id} | {op: "list"} | {op: "mode", mode}
-//                 | {op: "prompt", text, cancelWhen?: {sessionSuffix?, toolTitle}}] }
-// `cancelWhen` sends session/cancel (to the session whose id ends with
-// `sessionSuffix`, else the prompt's own) once a tool call whose title
+//                 | {op: "prompt", text, cancelWhen?: {sessionIncludes?, toolTitle}}] }
+// `cancelWhen` sends session/cancel (to the session whose id contains
+// `sessionIncludes`, else the prompt's own) once a tool call whose title
 // contains `toolTitle` is seen in it.
 
 import { spawn } from "node:child_process";
-import { Readable, Writable } from "node:stream";
+import { PassThrough, Readable, Writable } from "node:stream";
 import { client, ndJsonStream, methods } from "@agentclientprotocol/sdk/unstable";
 
 const plan = JSON.parse(process.argv[2] ?? "{}");
@@ -51,7 +51,22 @@ const app = client({ name: "alcove-e2e" })
     return { outcome: { outcome: "selected", optionId: option ? option.optionId : "reject" } };
   });
 
-const stream = ndJsonStream(Writable.toWeb(agent.stdin), Readable.toWeb(agent.stdout));
+// The SDK (2.4.0) drops tool call content of type `session` (a subagent
+// session link), which its schema does not know yet: those lines are also
+// printed as they came over the wire, {"seen":"wire", message}.
+const wire = new PassThrough();
+let pending = "";
+agent.stdout.on("data", (chunk) => {
+  pending += chunk.toString("utf8");
+  let end;
+  while ((end = pending.indexOf("\n")) >= 0) {
+    const line = pending.slice(0, end);
+    pending = pending.slice(end + 1);
+    if (line.includes('"type":"session"')) out({ seen: "wire", message: JSON.parse(line) });
+  }
+});
+agent.stdout.pipe(wire);
+const stream = ndJsonStream(Writable.toWeb(agent.stdin), Readable.toWeb(wire));
 
 async function run(ctx) {
   const init = await ctx.request(methods.agent.initialize, {
@@ -87,9 +102,9 @@ async function run(ctx) {
         if (step.cancelWhen) {
           let sent = false;
           watchers.push((params) => {
-            const { sessionSuffix, toolTitle } = step.cancelWhen;
-            const inSession = sessionSuffix
-              ? params.sessionId.endsWith(sessionSuffix)
+            const { sessionIncludes, toolTitle } = step.cancelWhen;
+            const inSession = sessionIncludes
+              ? params.sessionId.includes(sessionIncludes)
               : params.sessionId === target;
             const update = params.update;
             if (
