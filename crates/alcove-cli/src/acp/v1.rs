@@ -14,7 +14,7 @@ use agent_client_protocol::v1::schema::{
     PromptResponse, SessionCapabilities, SessionListCapabilities, SetSessionModeRequest,
     SetSessionModeResponse,
 };
-use agent_client_protocol::{Agent, Stdio, on_receive_notification, on_receive_request};
+use agent_client_protocol::{Agent, on_receive_notification, on_receive_request};
 
 use super::sessions::Sessions;
 
@@ -35,7 +35,10 @@ fn initialize_response() -> InitializeResponse {
 }
 
 /// Serves until the client closes its end.
-pub(super) async fn serve(sessions: Arc<Sessions>) -> Result<(), agent_client_protocol::Error> {
+pub(super) async fn serve(
+    sessions: Arc<Sessions>,
+    transport: impl agent_client_protocol::ConnectTo<Agent> + 'static,
+) -> Result<(), agent_client_protocol::Error> {
     let on_initialize = sessions.clone();
     let on_new = sessions.clone();
     let on_load = sessions.clone();
@@ -143,6 +146,6 @@ pub(super) async fn serve(sessions: Arc<Sessions>) -> Result<(), agent_client_pr
             },
             on_receive_notification!(),
         )
-        .connect_to(Stdio::new())
+        .connect_to(transport)
         .await
 }
