@@ -18,11 +18,11 @@ use serde_json::Value;
 use crate::support::{alcove, finish};
 
 /// `tests/acp` in the repository.
-fn clients_dir() -> PathBuf {
+pub(crate) fn clients_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/acp")
 }
 
-fn installed(path: PathBuf) -> PathBuf {
+pub(crate) fn installed(path: PathBuf) -> PathBuf {
     assert!(
         path.exists(),
         "{} is missing: the ACP test clients are installed by .ci/run (cd tests/acp && npm ci)",

@@ -320,3 +320,74 @@ fn an_earlier_session_is_listed_and_loaded_with_its_history_replayed() {
         vec![json!({"stopReason": "end_turn"})]
     );
 }
+
+#[test]
+fn acpx_runs_a_session_with_a_tool_call_to_its_end() {
+    let (env, server) = setup(Script::new().conversation(
+        "ACPX hello",
+        vec![
+            Step::tool_call("Read", json!({"file_path": "hello.txt"})),
+            Step::text("acpx got: hi there"),
+        ],
+    ));
+    env.write_file("hello.txt", "hi there\n");
+    let acpx = super::installed(super::clients_dir().join("node_modules/acpx/dist/cli.js"));
+    let agent = format!("{} acp", crate::support::alcove().display());
+    let mut command = env.command(std::path::Path::new("node"), &server);
+    command
+        .env("HOME", env.home())
+        .arg(acpx)
+        .args([
+            "--agent",
+            &agent,
+            "--approve-all",
+            "--format",
+            "json",
+            "--timeout",
+            "60",
+        ])
+        .args([
+            "--cwd",
+            &env.workspace().display().to_string(),
+            "exec",
+            "ACPX hello, read it",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let out = crate::support::finish(command.spawn().unwrap());
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    // acpx prints the wire, a JSON-RPC message per line.
+    let messages: Vec<serde_json::Value> = out
+        .stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let updates: Vec<&serde_json::Value> = messages
+        .iter()
+        .filter(|message| message["method"] == "session/update")
+        .map(|message| &message["params"]["update"])
+        .collect();
+    let text: String = updates
+        .iter()
+        .filter(|update| update["sessionUpdate"] == "agent_message_chunk")
+        .map(|update| update["content"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "acpx got: hi there");
+    assert!(
+        updates
+            .iter()
+            .any(|update| update["sessionUpdate"] == "tool_call"
+                && update["title"] == "Read hello.txt"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|message| message["result"]["stopReason"] == "end_turn"),
+        "{}",
+        out.stdout
+    );
+    server.assert_script_finished();
+}
