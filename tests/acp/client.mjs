@@ -9,7 +9,8 @@
 // answer}, {"seen":"response", step, result} / {"seen":"error", step, error},
 // and last {"seen":"exit", code, signal}. The Rust test asserts on them.
 //
-// Plan: { args: [alcove options], subagents: bool, permissions: ["allow-always"|"allow-once"|"reject"|"disconnect", …],
+// Plan: { args: [alcove options], subagents: bool, permissionsTogether?: N,
+//         permissions: ["allow-always"|"allow-once"|"reject"|"disconnect", …],
 //         steps: [{op: "new"} | {op: "load", id} | {op: "list"} | {op: "mode", mode}
 //                 | {op: "prompt", text, cancelWhen?: {sessionIncludes?, toolTitle}}] }
 // `cancelWhen` sends session/cancel (to the session whose id contains
@@ -34,6 +35,7 @@ let disconnect;
 const disconnected = new Promise((resolve) => (disconnect = resolve));
 const answers = [...(plan.permissions ?? [])];
 const watchers = [];
+const held = [];
 
 const app = client({ name: "alcove-e2e" })
   .onNotification(methods.client.session.update, ({ params }) => {
@@ -46,6 +48,17 @@ const app = client({ name: "alcove-e2e" })
     if (answer === "disconnect") {
       disconnect();
       return new Promise(() => {});
+    }
+    // With `permissionsTogether: N`, no request is answered before N are
+    // pending at once (they would never all be if one blocked the others).
+    if (plan.permissionsTogether) {
+      await new Promise((resolve) => {
+        held.push(resolve);
+        if (held.length >= plan.permissionsTogether) {
+          out({ seen: "permissions-pending", count: held.length });
+          held.splice(0).forEach((release) => release());
+        }
+      });
     }
     const option = params.options.find((option) => option.optionId === answer);
     return { outcome: { outcome: "selected", optionId: option ? option.optionId : "reject" } };

@@ -42,10 +42,9 @@ pub(crate) fn replay(updates: &Updates, history: &[Message], workspace: &std::pa
                         .raw_input(input.clone());
                     if matches!(name.as_str(), "Write" | "Edit") {
                         // The file has changed since: show what the call asked.
-                        call = call.content(vec![tool_calls::text(format!(
-                            "{}",
-                            serde_json::to_string_pretty(input).unwrap_or_default()
-                        ))]);
+                        call = call.content(vec![tool_calls::text(
+                            serde_json::to_string_pretty(input).unwrap_or_default(),
+                        )]);
                     }
                     updates.send(&session, SessionUpdate::ToolCall(call));
                 }

@@ -117,7 +117,7 @@ impl Sessions {
         open.into_iter()
             .find_map(|live| {
                 let child = live.updates.child_of_session(id)?;
-                Some((live.clone(), Some(child)))
+                Some((live, Some(child)))
             })
             .ok_or_else(|| unknown_session(id))
     }

@@ -71,8 +71,7 @@ fn last_state<'a>(seen: &'a Seen, child: &str) -> &'a Value {
     &seen
         .updates("subagent_update")
         .into_iter()
-        .filter(|(_, update)| update["sessionId"] == child && !update["state"].is_null())
-        .next_back()
+        .rfind(|(_, update)| update["sessionId"] == child && !update["state"].is_null())
         .unwrap()
         .1["state"]
 }
@@ -271,5 +270,102 @@ fn without_the_capability_children_are_their_parents_tool_calls_with_progress_an
         );
     }
     assert_eq!(seen.text_on(&parent), "Kids done.");
+    assert_nothing_lost(&transcript(&env));
+}
+
+#[test]
+fn two_childrens_approvals_are_pending_at_once_each_on_its_own_session() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "ACP ASKERS",
+                vec![
+                    Step::reply(vec![
+                        Block::tool_call("Agent", agent("left", "ASKER LEFT: write left.txt")),
+                        Block::tool_call("Agent", agent("right", "ASKER RIGHT: write right.txt")),
+                    ]),
+                    Step::text("Both asked."),
+                ],
+            )
+            .conversation(
+                "ASKER LEFT",
+                vec![
+                    Step::tool_call("Write", json!({"file_path": "left.txt", "content": "l\n"})),
+                    Step::text("left: done"),
+                ],
+            )
+            .conversation(
+                "ASKER RIGHT",
+                vec![
+                    Step::tool_call("Write", json!({"file_path": "right.txt", "content": "r\n"})),
+                    Step::text("right: done"),
+                ],
+            ),
+    );
+    let seen = sdk_client(
+        &env,
+        &server,
+        &json!({
+            "subagents": true,
+            "permissionsTogether": 2,
+            "permissions": ["allow-once", "reject"],
+            "steps": [{"op": "new"}, {"op": "prompt", "text": "ACP ASKERS go"}],
+        }),
+    );
+    let parent = new_session_id(&seen);
+    assert_eq!(
+        seen.responses("prompt"),
+        vec![json!({"stopReason": "end_turn"})],
+        "{}",
+        seen.stderr
+    );
+    assert_eq!(
+        seen.of("permissions-pending").len(),
+        1,
+        "both were pending at once: {:?}",
+        seen.lines
+    );
+    let children = announced(&seen, &parent);
+    let asks = seen.of("permission");
+    assert_eq!(asks.len(), 2);
+    // Each was asked on the asking child's own session, about its own call.
+    let mut asked: Vec<&str> = asks
+        .iter()
+        .map(|ask| ask["params"]["sessionId"].as_str().unwrap())
+        .collect();
+    asked.sort();
+    let mut expected: Vec<&str> = children.values().map(String::as_str).collect();
+    expected.sort();
+    assert_eq!(asked, expected);
+    for ask in &asks {
+        let session = ask["params"]["sessionId"].as_str().unwrap();
+        let call = seen
+            .updates("tool_call")
+            .into_iter()
+            .find(|(id, _)| *id == session)
+            .unwrap()
+            .1;
+        assert_eq!(ask["params"]["toolCall"]["toolCallId"], call["toolCallId"]);
+    }
+    // While it waited, each child's state said so.
+    for child in children.values() {
+        assert!(
+            seen.updates("subagent_update")
+                .iter()
+                .any(|(_, update)| update["sessionId"] == child.as_str()
+                    && update["state"]["state"] == "requires_action"),
+            "{child}"
+        );
+    }
+    // One was allowed, one rejected: one file exists.
+    let written = [
+        env.path("left.txt").exists(),
+        env.path("right.txt").exists(),
+    ];
+    assert_eq!(
+        written.iter().filter(|written| **written).count(),
+        1,
+        "{written:?}"
+    );
     assert_nothing_lost(&transcript(&env));
 }

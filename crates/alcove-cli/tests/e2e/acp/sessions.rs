@@ -27,6 +27,10 @@ fn a_prompt_streams_text_and_tool_calls_with_diffs_and_asks_before_edits() {
             Step::reply(vec![Block::text("All done: notes.txt says two.")]).piece_chars(5),
         ],
     ));
+    env.write_file(
+        ".alcove/commands/review.md",
+        "---\ndescription: Review the change\nargument-hint: <file>\n---\nReview $ARGUMENTS\n",
+    );
     let seen = sdk_client(
         &env,
         &server,
@@ -47,6 +51,20 @@ fn a_prompt_streams_text_and_tool_calls_with_diffs_and_asks_before_edits() {
         vec![json!({"stopReason": "end_turn"})],
         "{}",
         seen.stderr
+    );
+
+    // The commands a user may run, /init and the custom one.
+    let commands = seen.updates("available_commands_update");
+    let names: Vec<&str> = commands[0].1["availableCommands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|command| command["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["init", "review"]);
+    assert_eq!(
+        commands[0].1["availableCommands"][1]["description"],
+        "Review the change"
     );
 
     // The text came in pieces, as the model streamed it.
@@ -161,8 +179,7 @@ fn cancel_mid_turn_answers_every_call_and_leaves_no_process() {
     let last = seen
         .updates("tool_call_update")
         .into_iter()
-        .filter(|(_, update)| update["toolCallId"] == call["toolCallId"])
-        .next_back()
+        .rfind(|(_, update)| update["toolCallId"] == call["toolCallId"])
         .unwrap()
         .1;
     assert_eq!(last["status"], "failed", "{last}");
