@@ -110,6 +110,7 @@ pub(crate) async fn run(common: &CommonArgs, args: BatchArgs) -> anyhow::Result<
         approver: Arc::new(NoApprover),
         max_turns: None,
         resume: None,
+        extra_mcp: Vec::new(),
     };
     let session = Session::open(common, front_end).await?;
     session.ready().await;

@@ -58,6 +58,7 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
         approver: Arc::new(NoApprover),
         max_turns: args.max_turns,
         resume: args.resume.clone(),
+        extra_mcp: Vec::new(),
     };
     let session = Session::open(common, front_end).await?;
     session.runtime.hooks.session_start().await;

@@ -4,6 +4,7 @@
 //! exits the process. `exec` runs one prompt headless; the interactive UI
 //! (`tui`) renders the same event stream.
 
+mod acp;
 mod agent_setup;
 mod agents_cmd;
 mod batch_cmd;
@@ -108,6 +109,8 @@ enum Command {
     Config(config_show::ConfigArgs),
     /// MCP servers: `alcove mcp list`, `alcove mcp add`, `alcove mcp remove`.
     Mcp(mcp_cmd::McpArgs),
+    /// Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, Neovim, …).
+    Acp(acp::AcpArgs),
     /// Continue an earlier session of this folder: pick one, `--last`, or give its id.
     Resume(tui::ResumeArgs),
     /// Apply a worktree child's branch to the workspace, listing conflicts.
@@ -195,6 +198,7 @@ fn main() -> ExitCode {
             Some(Command::Skills(args)) => skills_cmd::run(&cli.common, &args),
             Some(Command::Config(args)) => config_show::run(&cli.common, &args).await,
             Some(Command::Mcp(args)) => mcp_cmd::run(&cli.common, args).await,
+            Some(Command::Acp(args)) => acp::run(&cli.common, args).await,
             Some(Command::Resume(args)) => tui::resume(&cli.common, args).await,
             Some(Command::Merge(args)) => worktrees_cmd::merge(&cli.common, &args),
             Some(Command::Worktrees(args)) => worktrees_cmd::worktrees(&cli.common, &args),

@@ -66,6 +66,9 @@ pub(crate) struct FrontEnd {
     /// The id of an earlier session to continue: its transcript is read back
     /// and appended to.
     pub(crate) resume: Option<String>,
+    /// MCP servers the front end adds to the configured ones (an ACP
+    /// client's `mcpServers`); one of the same name replaces the configured one.
+    pub(crate) extra_mcp: Vec<alcove_mcp::ServerConfig>,
 }
 
 /// An open session.
@@ -151,30 +154,10 @@ impl Session {
         // A parent alcove's sandbox is a ceiling for this one's.
         let ceiling = parent.as_ref().and_then(ParentPolicy::sandbox);
         let sandbox = sandbox_setup::setup(&layers, common, workspace.root(), ceiling)?;
-        let gate = permission_setup::gate(mode, &layers, common)?;
         // One access policy: the file tools are held to what the sandbox
         // lets commands read and write.
         let access = Arc::new(sandbox.confinement.access_policy());
-        // An alcove started by another's process runner narrows the policy
-        // its parent passed, never loosens it.
-        let gate = match parent {
-            Some(policy) => {
-                let mut gate = policy
-                    .gate(std::env::var_os("HOME").map(PathBuf::from))
-                    .map_err(UsageError)?
-                    .narrowed(Some(gate.mode()), gate.rules().clone());
-                // Its own commands run in its own sandbox.
-                if let Some(level) = Arc::get_mut(&mut gate) {
-                    level.set_sandboxed_commands(sandbox.auto_allow);
-                    level.set_access(access);
-                }
-                gate
-            }
-            None => Arc::new(
-                gate.with_sandboxed_commands(sandbox.auto_allow)
-                    .with_access(access),
-            ),
-        };
+        let gate = session_gate(mode, &layers, common, parent, sandbox.auto_allow, access)?;
         let max_turns = front_end
             .max_turns
             .or(config.max_turns)
@@ -228,8 +211,12 @@ impl Session {
         );
         // MCP servers start now, in the background; the first model request
         // waits for them at most their startup timeout (`ready`).
-        let (mcp_configs, mcp_warnings) = mcp_setup::configs_from(layers, workspace.root());
+        let (mut mcp_configs, mcp_warnings) = mcp_setup::configs_from(layers, workspace.root());
         setup_warnings.extend(mcp_warnings);
+        for extra in front_end.extra_mcp {
+            mcp_configs.retain(|config| config.name != extra.name);
+            mcp_configs.push(extra);
+        }
         // MCP servers and hooks get the same `[env]` policy as Bash: they
         // do not see the secrets. Matching the environment against it is
         // done only when either exists (it was a twelfth of start-up's
@@ -505,6 +492,62 @@ const LEAN_LEAVES_OUT: [&str; 3] = [
     alcove_core::WEB_FETCH,
     alcove_core::WEB_SEARCH,
 ];
+
+/// The main agent's gate in `mode`: the config's and the flags' rules, and
+/// the policy of a parent alcove (which it narrows, never loosens).
+fn session_gate(
+    mode: PermissionMode,
+    layers: &[config_show::Layer],
+    common: &CommonArgs,
+    parent: Option<ParentPolicy>,
+    sandboxed_commands: bool,
+    access: Arc<alcove_sandbox::AccessPolicy>,
+) -> anyhow::Result<Arc<PermissionGate>> {
+    let gate = permission_setup::gate(mode, layers, common)?;
+    // An alcove started by another's process runner narrows the policy
+    // its parent passed, never loosens it.
+    Ok(match parent {
+        Some(policy) => {
+            let mut gate = policy
+                .gate(std::env::var_os("HOME").map(PathBuf::from))
+                .map_err(UsageError)?
+                .narrowed(Some(gate.mode()), gate.rules().clone());
+            // Its own commands run in its own sandbox.
+            if let Some(level) = Arc::get_mut(&mut gate) {
+                level.set_sandboxed_commands(sandboxed_commands);
+                level.set_access(access);
+            }
+            gate
+        }
+        None => Arc::new(
+            gate.with_sandboxed_commands(sandboxed_commands)
+                .with_access(access),
+        ),
+    })
+}
+
+impl Session {
+    /// A new gate for the main agent in `mode`, built as the session's was
+    /// (an editor switching modes mid-session; rules granted "always" are
+    /// the caller's to carry over).
+    pub(crate) fn gate_in_mode(
+        &self,
+        common: &CommonArgs,
+        mode: PermissionMode,
+    ) -> anyhow::Result<Arc<PermissionGate>> {
+        let layers =
+            config_show::layers(&self.dirs, self.runtime.workspace.root(), &common.overrides)
+                .map_err(|err| UsageError(format!("{err:#}")))?;
+        session_gate(
+            mode,
+            &layers,
+            common,
+            parent_policy(common)?,
+            self.sandbox.auto_allow,
+            Arc::new(self.sandbox.confinement.access_policy()),
+        )
+    }
+}
 
 /// The policy a parent alcove passed (`--parent-policy`, or
 /// `ALCOVE_PARENT_POLICY` when the flag is absent).

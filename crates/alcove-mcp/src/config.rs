@@ -199,10 +199,14 @@ pub fn parse_mcp_json(
     let Value::Object(servers) = servers else {
         return Err("`mcpServers` must be an object".to_owned());
     };
-    Ok(servers
+    // By name, whether or not serde_json keeps the file's order (its
+    // `preserve_order` feature, which a dependency of the binary turns on).
+    let mut entries: Vec<(String, JsonEntry)> = servers
         .iter()
         .map(|(name, entry)| (name.clone(), expand_value(entry, lookup)))
-        .collect())
+        .collect();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(entries)
 }
 
 fn expand_value(value: &Value, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Value, String> {

@@ -11,11 +11,32 @@
 
 use serde_json::Value;
 
-/// The lean schema of `T`, derived now.
+/// The lean schema of `T`, derived now, its keys in sorted order: the same
+/// text whether or not serde_json keeps insertion order (its
+/// `preserve_order` feature, which a dependency of the binary turns on for
+/// the whole build).
 pub(crate) fn lean_schema_of<T: schemars::JsonSchema>() -> Value {
     let mut schema = schemars::schema_for!(T).to_value();
     lean(&mut schema);
-    schema
+    sorted(schema)
+}
+
+/// `value` with every object's keys in sorted order.
+fn sorted(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(key, value)| (key, sorted(value)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+        other => other,
+    }
 }
 
 /// Stops a debug build whose kept schema text `kept` (the file `path`) is

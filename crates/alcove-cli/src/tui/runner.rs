@@ -59,6 +59,7 @@ impl Channels {
                 approver: self.approver.clone(),
                 max_turns: None,
                 resume,
+                extra_mcp: Vec::new(),
             },
         )
         .await?;

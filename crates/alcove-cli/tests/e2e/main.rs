@@ -19,6 +19,7 @@
 //!   compaction and resume (issue 36).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod acp;
 mod agent_limits;
 mod agents;
 mod bad_input;

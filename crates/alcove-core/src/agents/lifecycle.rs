@@ -194,6 +194,8 @@ impl Supervisor {
             .build_child(scope, &name, definition, request, cancel)
             .map_err(StartError::Build)?;
         child.call_id = call_id.to_owned();
+        self.running
+            .insert(child.path.clone(), child.run.cancel.clone());
         child.parent.emit(EventKind::AgentStarted {
             child: child.path.clone(),
             call_id: call_id.to_owned(),
@@ -471,6 +473,7 @@ impl ChildRun {
             output.content.push('\n');
             output.content.push_str(&line);
         }
+        supervisor.running.remove(&child.path);
         child.parent.emit(EventKind::AgentEnded {
             child: child.path.clone(),
             description: child.label.clone(),

@@ -17,6 +17,7 @@ use std::time::Duration;
 use alcove_model::Model;
 use alcove_tools::Tool;
 use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
 
 use super::agent_tool::AgentTool;
 use super::batch::{Batches, batch_tools};
@@ -116,6 +117,32 @@ pub struct Supervisor {
     /// Variables a process-runner child's command gets besides the policy
     /// (the front end's: the trace it continues).
     pub(crate) process_env: Option<Arc<ProcessEnv>>,
+    /// The cancellation token of every child now running, by path, so a
+    /// front end can stop one child (and its descendants) alone.
+    pub(crate) running: RunningChildren,
+}
+
+/// The tokens of the children now running (see [`Supervisor::cancel_agent`]).
+#[derive(Default)]
+pub(crate) struct RunningChildren(
+    std::sync::Mutex<std::collections::HashMap<alcove_protocol::AgentPath, CancellationToken>>,
+);
+
+impl RunningChildren {
+    /// Records a child that was just announced (forgetting those cancelled).
+    pub(crate) fn insert(&self, path: alcove_protocol::AgentPath, cancel: CancellationToken) {
+        if let Ok(mut running) = self.0.lock() {
+            running.retain(|_, token| !token.is_cancelled());
+            running.insert(path, cancel);
+        }
+    }
+
+    /// Forgets a child that ended.
+    pub(crate) fn remove(&self, path: &alcove_protocol::AgentPath) {
+        if let Ok(mut running) = self.0.lock() {
+            running.remove(path);
+        }
+    }
 }
 
 /// The environment variables for the process that runs `child`, started by
@@ -159,6 +186,26 @@ impl Supervisor {
             batches: Batches::new(limits.max_concurrent),
             batch_runner: None,
             process_env: None,
+            running: RunningChildren::default(),
+        }
+    }
+
+    /// Cancels the running child at `path` and, through the cancellation
+    /// tree, its descendants; its parent reads its report as for any
+    /// cancelled child and goes on. Returns whether such a child ran.
+    pub fn cancel_agent(&self, path: &alcove_protocol::AgentPath) -> bool {
+        let token = self
+            .running
+            .0
+            .lock()
+            .ok()
+            .and_then(|running| running.get(path).cloned());
+        match token {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
         }
     }
 

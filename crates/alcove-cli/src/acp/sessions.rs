@@ -1,0 +1,488 @@
+//! The ACP sessions of one connection, and what each request does to them.
+//!
+//! Each ACP session is one alcove session, opened as `exec` and the TUI
+//! open theirs (`session.rs`), with this front end's sinks (`updates.rs`)
+//! and approver (`approver.rs`): its id is the alcove session id, so
+//! `session/load` finds the transcript, and its children's subagent
+//! sessions are `<id>/main/agent-N`. A prompt runs the main agent's turn
+//! on a task of its own under a cancellation token of its own, so
+//! `session/cancel` cancels it as Esc does (every tool call is answered by
+//! the loop), and a cancel naming a child's session cancels that child and
+//! its descendants only (`Supervisor::cancel_agent`).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ContentBlock as AcpBlock,
+    CurrentModeUpdate, EmbeddedResourceResource, McpServer, SessionMode, SessionModeState,
+    SessionUpdate, StopReason, UnstructuredCommandInput,
+};
+use agent_client_protocol::{Client, Error, ErrorCode};
+use alcove_core::{EventSink, PermissionMode, run_agent};
+use alcove_protocol::{AgentPath, EventKind, Message, RunStatus};
+use tokio_util::sync::CancellationToken;
+
+use super::approver::{AcpApprover, ModeGate};
+use super::replay;
+use super::updates::Updates;
+use crate::CommonArgs;
+use crate::session::{FrontEnd, Session};
+
+/// The permission modes, as ACP modes (id, name, description).
+const MODES: [(PermissionMode, &str, &str); 5] = [
+    (
+        PermissionMode::Default,
+        "Default",
+        "Ask before edits and commands the rules do not allow",
+    ),
+    (
+        PermissionMode::AcceptEdits,
+        "Accept edits",
+        "Edits in the workspace run without asking",
+    ),
+    (
+        PermissionMode::Plan,
+        "Plan",
+        "Read and plan only: no edits, no commands",
+    ),
+    (
+        PermissionMode::BypassPermissions,
+        "Bypass permissions",
+        "Everything runs without asking (deny rules still hold)",
+    ),
+    (
+        PermissionMode::DontAsk,
+        "Don't ask",
+        "Whatever would be asked is denied",
+    ),
+];
+
+/// One open ACP session.
+pub(crate) struct Live {
+    session: Session,
+    updates: Arc<Updates>,
+    gate: Arc<ModeGate>,
+    /// The options it was opened with (`--cd` the client's cwd).
+    common: CommonArgs,
+    history: tokio::sync::Mutex<Vec<Message>>,
+    /// The running prompt's token.
+    turn: Mutex<Option<CancellationToken>>,
+    mode: Mutex<PermissionMode>,
+}
+
+/// Every session of the connection.
+pub(crate) struct Sessions {
+    common: CommonArgs,
+    subagents: std::sync::atomic::AtomicBool,
+    open: Mutex<HashMap<String, Arc<Live>>>,
+}
+
+/// A JSON-RPC error with `message`.
+fn error(code: ErrorCode, message: impl Into<String>) -> Error {
+    Error::new(code, message)
+}
+
+impl Sessions {
+    pub(crate) fn new(common: CommonArgs) -> Sessions {
+        Sessions {
+            common,
+            subagents: Default::default(),
+            open: Mutex::default(),
+        }
+    }
+
+    /// Whether the client asked for subagent sessions (`initialize`).
+    pub(crate) fn set_subagents(&self, on: bool) {
+        self.subagents
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn live(&self, id: &str) -> Option<Arc<Live>> {
+        self.open.lock().ok().and_then(|open| open.get(id).cloned())
+    }
+
+    /// The session `id` names: an open one, or the one owning the subagent session `id`.
+    fn owner(&self, id: &str) -> Result<(Arc<Live>, Option<AgentPath>), Error> {
+        if let Some(live) = self.live(id) {
+            return Ok((live, None));
+        }
+        let open: Vec<Arc<Live>> = self
+            .open
+            .lock()
+            .map(|open| open.values().cloned().collect())
+            .unwrap_or_default();
+        open.into_iter()
+            .find_map(|live| {
+                let child = live.updates.child_of_session(id)?;
+                Some((live, Some(child)))
+            })
+            .ok_or_else(|| unknown_session(id))
+    }
+
+    /// `session/new` and `session/load`: opens an alcove session in `cwd`.
+    pub(crate) async fn open(
+        &self,
+        connection: ConnectionTo<Client>,
+        cwd: &Path,
+        mcp_servers: Vec<McpServer>,
+        resume: Option<String>,
+    ) -> Result<Arc<Live>, Error> {
+        if !cwd.is_absolute() {
+            return Err(error(
+                ErrorCode::INVALID_PARAMS,
+                format!("cwd must be an absolute path, got {}", cwd.display()),
+            ));
+        }
+        let mut common = self.common.clone();
+        common.cd = Some(cwd.to_owned());
+        let workspace = common
+            .workspace()
+            .map_err(|err| error(ErrorCode::INVALID_PARAMS, format!("{err:#}")))?;
+        let extra_mcp = mcp_servers
+            .into_iter()
+            .map(super::mcp::server_config)
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(|message| error(ErrorCode::INVALID_PARAMS, message))?;
+        let updates = Arc::new(Updates::new(
+            connection,
+            self.subagents.load(std::sync::atomic::Ordering::Relaxed),
+            workspace.root().to_owned(),
+        ));
+        // The gate comes with the session; the approver reads it through this.
+        let gate = Arc::new(ModeGate::new(Arc::new(alcove_core::PermissionGate::new(
+            PermissionMode::DontAsk,
+        ))));
+        let front_end = FrontEnd {
+            sinks: vec![updates.clone() as Arc<dyn EventSink>],
+            approver: Arc::new(AcpApprover::new(updates.clone(), gate.clone(), workspace)),
+            max_turns: None,
+            resume: resume.clone(),
+            extra_mcp,
+        };
+        let session = Session::open(&common, front_end)
+            .await
+            .map_err(|err| error(ErrorCode::INVALID_PARAMS, format!("{err:#}")))?;
+        let id = session.id.clone();
+        updates.set_top(id.clone());
+        gate.switch(session.gate.clone());
+        session.runtime.hooks.session_start().await;
+        session.ready().await;
+        let history = crate::resume::continue_history(&session);
+        let mode = session.gate.mode();
+        let live = Arc::new(Live {
+            session,
+            updates,
+            gate,
+            common,
+            history: tokio::sync::Mutex::new(history),
+            turn: Mutex::default(),
+            mode: Mutex::new(mode),
+        });
+        if let Ok(mut open) = self.open.lock() {
+            open.insert(id, live.clone());
+        }
+        Ok(live)
+    }
+
+    /// Everything `session/list` shows.
+    pub(crate) fn list(
+        &self,
+        cwd: Option<&Path>,
+    ) -> Vec<agent_client_protocol::v1::schema::SessionInfo> {
+        match crate::config::Dirs::from_env() {
+            Ok(dirs) => replay::list(&dirs.data, cwd),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// `session/prompt`: runs one turn of the main agent.
+    pub(crate) async fn prompt(
+        &self,
+        id: &str,
+        blocks: Vec<AcpBlock>,
+    ) -> Result<StopReason, Error> {
+        let (live, child) = self.owner(id)?;
+        if child.is_some() {
+            return Err(error(
+                ErrorCode::INVALID_PARAMS,
+                format!("{id} is a subagent session: it takes no prompts of its own"),
+            ));
+        }
+        let cancel = CancellationToken::new();
+        {
+            let Ok(mut turn) = live.turn.lock() else {
+                return Err(error(ErrorCode::INTERNAL_ERROR, "session state poisoned"));
+            };
+            if turn.as_ref().is_some_and(|turn| !turn.is_cancelled()) {
+                return Err(error(
+                    ErrorCode::INVALID_REQUEST,
+                    format!(
+                        "session {id} is already running a prompt; cancel it or wait for its stopReason"
+                    ),
+                ));
+            }
+            *turn = Some(cancel.clone());
+        }
+        let text = prompt_text(&blocks);
+        let stop = live.run_turn(text, cancel).await;
+        if let Ok(mut turn) = live.turn.lock() {
+            *turn = None;
+        }
+        stop
+    }
+
+    /// `session/cancel`: the running turn of a session, or one child.
+    pub(crate) fn cancel(&self, id: &str) {
+        let Ok((live, child)) = self.owner(id) else {
+            return;
+        };
+        match child {
+            Some(child) => {
+                live.session.supervisor.cancel_agent(&child);
+            }
+            None => {
+                if let Some(turn) = live.turn.lock().ok().and_then(|turn| turn.clone()) {
+                    turn.cancel();
+                }
+            }
+        }
+    }
+
+    /// `session/set_mode`.
+    pub(crate) fn set_mode(&self, id: &str, mode_id: &str) -> Result<(), Error> {
+        let (live, child) = self.owner(id)?;
+        if child.is_some() {
+            return Err(error(
+                ErrorCode::INVALID_PARAMS,
+                "a subagent session has its parent's mode",
+            ));
+        }
+        let mode = PermissionMode::parse(mode_id).ok_or_else(|| {
+            error(
+                ErrorCode::INVALID_PARAMS,
+                format!(
+                    "unknown mode `{mode_id}`; use default, acceptEdits, plan, bypassPermissions or dontAsk"
+                ),
+            )
+        })?;
+        let gate = live
+            .session
+            .gate_in_mode(&live.common, mode)
+            .map_err(|err| error(ErrorCode::INTERNAL_ERROR, format!("{err:#}")))?;
+        live.gate.switch(gate);
+        if let Ok(mut current) = live.mode.lock() {
+            *current = mode;
+        }
+        live.announce_mode();
+        Ok(())
+    }
+
+    /// The connection closed: every session's turn is cancelled and the
+    /// sessions end as `exec`'s do.
+    pub(crate) async fn close_all(&self) {
+        let open: Vec<Arc<Live>> = self
+            .open
+            .lock()
+            .map(|mut open| open.drain().map(|(_, live)| live).collect())
+            .unwrap_or_default();
+        // Approvals still pending were answered "disconnected" as the
+        // connection closed: a moment lets the asking agents read that
+        // before their turns are cancelled.
+        if !open.is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        for live in open {
+            if let Some(turn) = live.turn.lock().ok().and_then(|turn| turn.clone()) {
+                turn.cancel();
+            }
+            live.end().await;
+        }
+    }
+}
+
+fn unknown_session(id: &str) -> Error {
+    error(
+        ErrorCode::RESOURCE_NOT_FOUND,
+        format!("unknown session `{id}`: open one with session/new or session/load"),
+    )
+}
+
+/// A prompt's content blocks as the text the model reads: text as it is,
+/// embedded resources with their URI, links as their URI.
+fn prompt_text(blocks: &[AcpBlock]) -> String {
+    let mut parts = Vec::new();
+    for block in blocks {
+        match block {
+            AcpBlock::Text(text) => parts.push(text.text.clone()),
+            AcpBlock::Resource(resource) => match &resource.resource {
+                EmbeddedResourceResource::TextResourceContents(contents) => parts.push(format!(
+                    "<context uri=\"{}\">\n{}\n</context>",
+                    contents.uri, contents.text
+                )),
+                EmbeddedResourceResource::BlobResourceContents(contents) => {
+                    parts.push(format!("[binary resource {} not included]", contents.uri));
+                }
+                #[allow(unreachable_patterns)]
+                _ => {}
+            },
+            AcpBlock::ResourceLink(link) => parts.push(format!("@{}", link.uri)),
+            // Images land with the images work (ContentBlock::Image); until
+            // then the model is told one was left out.
+            AcpBlock::Image(_) => parts
+                .push("[an image was attached; this model connection takes text only]".to_owned()),
+            _ => {}
+        }
+    }
+    parts.join("\n\n")
+}
+
+impl Live {
+    /// The session's id (also the transcript's).
+    pub(crate) fn id(&self) -> &str {
+        &self.session.id
+    }
+
+    /// The modes offered, with the current one.
+    pub(crate) fn modes(&self) -> SessionModeState {
+        let current = self
+            .mode
+            .lock()
+            .map(|mode| *mode)
+            .unwrap_or(PermissionMode::Default);
+        SessionModeState::new(
+            current.as_str(),
+            MODES
+                .iter()
+                .map(|(mode, name, description)| {
+                    SessionMode::new(mode.as_str(), *name).description(description.to_string())
+                })
+                .collect(),
+        )
+    }
+
+    /// `current_mode_update`.
+    pub(crate) fn announce_mode(&self) {
+        let current = self.modes().current_mode_id;
+        self.updates.send(
+            self.updates.top(),
+            SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(current)),
+        );
+    }
+
+    /// `available_commands_update`: `/init`, the custom commands and the
+    /// skills a user may run.
+    pub(crate) fn announce_commands(&self) {
+        let hint = |text: &str| {
+            Some(AvailableCommandInput::Unstructured(
+                UnstructuredCommandInput::new(text.to_owned()),
+            ))
+        };
+        let mut commands = vec![AvailableCommand::new(
+            "init",
+            "Create or update AGENTS.md from an exploration of the repository",
+        )];
+        for command in self.session.commands.all() {
+            commands.push(
+                AvailableCommand::new(
+                    command.name.clone(),
+                    command
+                        .description
+                        .clone()
+                        .unwrap_or_else(|| format!("/{}", command.name)),
+                )
+                .input(hint(
+                    command.argument_hint.as_deref().unwrap_or("arguments"),
+                )),
+            );
+        }
+        for skill in self.session.skills.all() {
+            commands.push(
+                AvailableCommand::new(skill.name.clone(), skill.description.clone())
+                    .input(hint("arguments")),
+            );
+        }
+        self.updates.send(
+            self.updates.top(),
+            SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
+        );
+    }
+
+    /// Replays the loaded history.
+    pub(crate) async fn replay(&self) {
+        let history = self.history.lock().await;
+        replay::replay(
+            &self.updates,
+            &history,
+            self.session.runtime.workspace.root(),
+        );
+    }
+
+    async fn run_turn(&self, text: String, cancel: CancellationToken) -> Result<StopReason, Error> {
+        let session = &self.session;
+        let (prompt, runtime) = crate::commands::prepare(session, text);
+        let prompt = match session.runtime.hooks.user_prompt_submit(&prompt).await {
+            Ok(None) => prompt,
+            Ok(Some(context)) => format!("{prompt}\n\n[hook context]\n{context}"),
+            Err(reason) => {
+                session.runtime.emit(
+                    &AgentPath::main(),
+                    EventKind::Warning {
+                        message: format!(
+                            "the prompt was blocked by a UserPromptSubmit hook: {reason}"
+                        ),
+                    },
+                );
+                self.updates.send(
+                    self.updates.top(),
+                    super::updates::message_chunk(&format!(
+                        "The prompt was blocked by a UserPromptSubmit hook: {reason}"
+                    )),
+                );
+                return Ok(StopReason::Refusal);
+            }
+        };
+        let mut run = session.main_run(cancel);
+        if let Some(gate) = self.gate.current() {
+            run.gate = gate;
+        }
+        let mut history = self.history.lock().await;
+        let outcome = run_agent(&runtime, &run, history.clone(), Message::user_text(prompt)).await;
+        *history = outcome.messages;
+        match outcome.status {
+            RunStatus::Completed => Ok(StopReason::EndTurn),
+            RunStatus::MaxTurns => Ok(StopReason::MaxTurnRequests),
+            RunStatus::Aborted => Ok(StopReason::Cancelled),
+            RunStatus::Budget => Ok(StopReason::MaxTokens),
+            RunStatus::Failed => Err(error(
+                ErrorCode::INTERNAL_ERROR,
+                format!(
+                    "the model failed: {}",
+                    outcome.error.unwrap_or_else(|| "unknown error".to_owned())
+                ),
+            )),
+        }
+    }
+
+    /// Ends the session as `exec` does: spawned agents closed, MCP servers
+    /// stopped, `session_ended` recorded.
+    async fn end(&self) {
+        let session = &self.session;
+        let _ = session.supervisor.close_all().await;
+        session.reported().await;
+        session.mcp.shutdown().await;
+        session.runtime.hooks.session_end("other").await;
+        session.runtime.emit(
+            &AgentPath::main(),
+            EventKind::SessionEnded {
+                status: RunStatus::Completed,
+                turns: 0,
+                usage: Default::default(),
+                error: None,
+                cost: None,
+            },
+        );
+    }
+}
