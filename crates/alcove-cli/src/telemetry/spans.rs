@@ -145,19 +145,9 @@ impl Spans {
                 ..
             } => {
                 self.materialize(child);
-                if let Some(mut agent) = self.agents.remove(child) {
-                    agent.end_open(now);
-                    agent.span.set_attributes(usage_attributes(usage));
-                    agent
-                        .span
-                        .set_attribute(KeyValue::new("alcove.agent.status", status.as_str()));
-                    agent
-                        .span
-                        .set_attribute(KeyValue::new("alcove.agent.turns", i64::from(*turns)));
-                    if !ok {
-                        agent.span.set_status(Status::error(status.as_str()));
-                    }
-                    agent.span.end_with_timestamp(now);
+                if let Some(agent) = self.agents.remove(child) {
+                    let error = (!ok).then(|| status.as_str().to_owned());
+                    agent.end(now, status.as_str(), *turns, usage, error);
                 }
             }
             EventKind::ModelRequest {
@@ -340,19 +330,9 @@ impl Spans {
                 error,
                 ..
             } => {
-                if let Some(mut agent) = self.agents.remove(path) {
-                    agent.end_open(now);
-                    agent.span.set_attributes(usage_attributes(usage));
-                    agent
-                        .span
-                        .set_attribute(KeyValue::new("alcove.agent.status", status.as_str()));
-                    agent
-                        .span
-                        .set_attribute(KeyValue::new("alcove.agent.turns", i64::from(*turns)));
-                    if let Some(error) = error {
-                        agent.span.set_status(Status::error(first_line(error)));
-                    }
-                    agent.span.end_with_timestamp(now);
+                if let Some(agent) = self.agents.remove(path) {
+                    let error = error.as_deref().map(first_line);
+                    agent.end(now, status.as_str(), *turns, usage, error);
                 }
                 self.end_all();
             }
@@ -467,6 +447,28 @@ impl AgentSpans {
             }
             span.end_with_timestamp(now);
         }
+    }
+
+    /// Ends the agent's span with its totals (and open calls under it);
+    /// `error` marks a run that did not complete.
+    fn end(
+        mut self,
+        now: SystemTime,
+        status: &'static str,
+        turns: u32,
+        usage: &Usage,
+        error: Option<String>,
+    ) {
+        self.end_open(now);
+        self.span.set_attributes(usage_attributes(usage));
+        self.span
+            .set_attribute(KeyValue::new("alcove.agent.status", status));
+        self.span
+            .set_attribute(KeyValue::new("alcove.agent.turns", i64::from(turns)));
+        if let Some(error) = error {
+            self.span.set_status(Status::error(error));
+        }
+        self.span.end_with_timestamp(now);
     }
 
     /// Ends the request and calls still open (the agent ended under them).

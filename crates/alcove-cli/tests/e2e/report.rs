@@ -244,6 +244,8 @@ fn tree_script() -> Script {
         .conversation(
             "BOTTOM child",
             vec![
+                // An Edit needs a Read of the file first (issue 39).
+                Step::tool_call("Read", json!({"file_path": "notes.txt"})),
                 Step::tool_call(
                     "Edit",
                     json!({"file_path": "notes.txt", "old_string": "old line", "new_string": "new line"}),
@@ -397,7 +399,7 @@ fn a_tree_report_shows_every_lane_its_figures_and_each_conversation_on_click() {
         bottom.contains("-old line") && bottom.contains("+new line"),
         "{bottom}"
     );
-    assert!(bottom.contains("status: completed | turns: 2"), "{bottom}");
+    assert!(bottom.contains("status: completed | turns: 3"), "{bottom}");
     // The worktree child's branch, as its parent's result named it.
     let branch = read_jsonl(&transcripts(&env)[0])
         .iter()

@@ -276,8 +276,16 @@ fn a_responses_session_compacts_on_overflow_and_resumes_with_its_reasoning() {
             .to_string()
             .contains("re-run the call to see it")
     );
-    // The retry still carries every call's reasoning, sealed.
-    assert_eq!(items(&retried, "reasoning").len(), 3, "{}", retried.body);
+    // The retry still carries every call's reasoning, sealed (the
+    // overflow comes once two or three reads are in, as results are sized).
+    let calls = items(&retried, "function_call").len();
+    assert!(calls >= 2, "{}", retried.body);
+    assert_eq!(
+        items(&retried, "reasoning").len(),
+        calls,
+        "{}",
+        retried.body
+    );
     let id = of_type(&events, "session_started")[0]["session_id"]
         .as_str()
         .unwrap()
@@ -299,7 +307,9 @@ fn a_responses_session_compacts_on_overflow_and_resumes_with_its_reasoning() {
     let request = server.requests().pop().unwrap();
     assert_eq!(request.path, "/v1/responses");
     assert_eq!(request.last_user_text(), "and now?");
-    assert_eq!(items(&request, "reasoning").len(), 3, "{}", request.body);
+    let calls = items(&request, "function_call").len();
+    assert!(calls >= 2, "{}", request.body);
+    assert_eq!(items(&request, "reasoning").len(), calls, "{}", request.body);
     server.assert_script_finished();
 }
 
