@@ -151,6 +151,8 @@ mod tests {
             retry: Default::default(),
             prompt_cache_key: None,
             context_window: None,
+            thinking: Default::default(),
+            effort: None,
             temperature: None,
             text_tool_calls: false,
         }

@@ -180,5 +180,7 @@ fn provider(
         text_tool_calls: false,
         prompt_cache_key: None,
         context_window: None,
+        thinking: Default::default(),
+        effort: None,
     }
 }

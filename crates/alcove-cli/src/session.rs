@@ -417,6 +417,7 @@ impl Session {
             token_budget: None,
             lineage: None,
             sandbox: self.sandbox.scope,
+            effort: None,
         }
     }
 }

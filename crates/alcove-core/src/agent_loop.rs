@@ -203,6 +203,9 @@ pub struct AgentRun {
     /// The sandbox its commands run in (a child's is the stricter of its
     /// definition's and its parent's).
     pub sandbox: alcove_tools::SandboxScope,
+    /// The reasoning effort its requests ask for (its definition's or its
+    /// `Agent` call's); `None`: the model's configured effort.
+    pub effort: Option<String>,
 }
 
 impl AgentRun {
@@ -438,6 +441,7 @@ async fn send(
         messages: std::mem::take(messages),
         tools: tool_specs.clone(),
         max_tokens: runtime.limits.max_tokens,
+        effort: run.effort.clone(),
     };
     runtime.emit(
         &run.path,
@@ -474,6 +478,7 @@ fn append(runtime: &Runtime, run: &AgentRun, messages: &mut Vec<Message>, messag
 fn delta_event(delta: StreamDelta) -> EventKind {
     match delta {
         StreamDelta::Text(text) => EventKind::TextDelta { text },
+        StreamDelta::Thinking(text) => EventKind::ThinkingDelta { text },
         StreamDelta::Restarted { reason } => EventKind::StreamRestarted { reason },
         StreamDelta::Retry {
             attempt,

@@ -20,6 +20,7 @@ use crate::http::Http;
 use crate::serialized::{
     Piece, SerializedCache, hash_value, shared_digest, text_digest, tools_piece,
 };
+use crate::thinking::{OutputConfigJson, ThinkingJson};
 use crate::{Model, ModelError, ModelRequest, ModelResponse, ProviderConfig, StreamDelta};
 
 /// The API version this client speaks.
@@ -34,6 +35,8 @@ pub struct AnthropicModel {
     http: Http,
     temperature: Option<f32>,
     context_window: Option<u64>,
+    thinking: crate::Thinking,
+    effort: Option<String>,
     /// Messages already serialized, reused by the next request.
     serialized: std::sync::Arc<SerializedCache>,
 }
@@ -67,6 +70,8 @@ impl AnthropicModel {
             headers,
             temperature: config.temperature,
             context_window: config.context_window,
+            thinking: config.thinking,
+            effort: config.effort,
             serialized: Default::default(),
         })
     }
@@ -88,7 +93,12 @@ impl Model for AnthropicModel {
         on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
     ) -> Result<ModelResponse, ModelError> {
         let mut body = Body::new(&self.model, request, Some(&self.serialized));
-        body.temperature = self.temperature;
+        body.think(
+            self.thinking,
+            request.effort.as_deref().or(self.effort.as_deref()),
+        );
+        // The API refuses a temperature other than 1 with thinking.
+        body.temperature = self.temperature.filter(|_| body.thinking.is_none());
         self.http
             .complete(&self.headers, &body, AnthropicAssembler::default, on_delta)
             .await
@@ -99,6 +109,18 @@ impl Model for AnthropicModel {
 #[cfg(test)]
 pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
     serde_json::to_value(Body::new(model, request, None)).unwrap_or_default()
+}
+
+/// The JSON body of a Messages request with thinking settings (for tests).
+#[cfg(test)]
+pub(crate) fn request_body_thinking(
+    model: &str,
+    request: &ModelRequest,
+    thinking: crate::Thinking,
+) -> Value {
+    let mut body = Body::new(model, request, None);
+    body.think(thinking, request.effort.as_deref());
+    serde_json::to_value(body).unwrap_or_default()
 }
 
 /// The JSON body of a Messages request, borrowing the request and written
@@ -121,6 +143,10 @@ struct Body<'a> {
     tools: Option<Piece<Vec<ToolJson<'a>>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<ThinkingJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_config: Option<OutputConfigJson>,
 }
 
 /// `{"type": "ephemeral"}`: a prompt cache breakpoint.
@@ -187,7 +213,18 @@ impl<'a> Body<'a> {
             system: (!request.system.is_empty()).then(|| system(&request.system, cache)),
             tools,
             temperature: None,
+            thinking: None,
+            output_config: None,
         }
+    }
+
+    /// Asks for thinking and effort as the model takes them (`thinking.rs`),
+    /// raising `max_tokens` to hold a thinking budget.
+    fn think(&mut self, thinking: crate::Thinking, effort: Option<&str>) {
+        let plan = crate::thinking::plan(self.model, thinking, effort, self.max_tokens);
+        self.thinking = plan.thinking;
+        self.output_config = plan.output_config;
+        self.max_tokens = plan.max_tokens;
     }
 }
 
@@ -293,22 +330,35 @@ enum BlockJson<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<Ephemeral>,
     },
+    /// Sent back exactly as received (the API checks the signature).
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    RedactedThinking {
+        data: &'a str,
+    },
 }
 
 impl MessageJson<'_> {
-    /// Puts a cache breakpoint on the last block; false when there is none.
+    /// Puts a cache breakpoint on the last block; false when there is
+    /// none, or when it is thinking (which cannot carry one).
     fn mark_last(&mut self) -> bool {
-        self.content.last_mut().map(BlockJson::mark).is_some()
+        self.content.last_mut().is_some_and(BlockJson::mark)
     }
 }
 
 impl BlockJson<'_> {
-    /// Puts a cache breakpoint on this block.
-    fn mark(&mut self) {
+    /// Puts a cache breakpoint on this block; false when it cannot take one.
+    fn mark(&mut self) -> bool {
         match self {
             BlockJson::Text { cache_control, .. }
             | BlockJson::ToolUse { cache_control, .. }
-            | BlockJson::ToolResult { cache_control, .. } => *cache_control = BREAKPOINT,
+            | BlockJson::ToolResult { cache_control, .. } => {
+                *cache_control = BREAKPOINT;
+                true
+            }
+            BlockJson::Thinking { .. } | BlockJson::RedactedThinking { .. } => false,
         }
     }
 }
@@ -357,6 +407,11 @@ impl<'a> MessageJson<'a> {
                     let content = shared_digest(content);
                     (2u8, tool_use_id, content, is_error, cache_control.is_some()).hash(&mut state)
                 }
+                BlockJson::Thinking {
+                    thinking,
+                    signature,
+                } => (3u8, text_digest(thinking), signature).hash(&mut state),
+                BlockJson::RedactedThinking { data } => (4u8, text_digest(data)).hash(&mut state),
             }
         }
         state.finish()
@@ -397,6 +452,16 @@ impl<'a> MessageJson<'a> {
                     is_error: *is_error,
                     cache_control: None,
                 }),
+                ContentBlock::Thinking {
+                    thinking,
+                    signature,
+                } => Some(BlockJson::Thinking {
+                    thinking,
+                    signature,
+                }),
+                ContentBlock::RedactedThinking { data } => {
+                    Some(BlockJson::RedactedThinking { data })
+                }
             })
             .collect();
         MessageJson { role, content }

@@ -160,7 +160,7 @@ async fn truncated_and_malformed_streams_fail() {
 
 #[tokio::test]
 async fn unknown_blocks_and_events_are_ignored() {
-    let thinking = "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}\n\n\
+    let thinking = "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"server_tool_use\",\"thinking\":\"\"}}\n\n\
 event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hmm\"}}\n\n\
 event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n\
 event: brand_new\ndata: {\"type\":\"brand_new\"}\n\n";
@@ -213,6 +213,7 @@ fn sample_request() -> ModelRequest {
         }]
         .into(),
         max_tokens: 1024,
+        effort: None,
     }
 }
 
@@ -326,4 +327,59 @@ fn cached_messages_give_the_same_bytes_as_fresh_ones() {
         "{text}"
     );
     assert!(text.contains("\"required\":[\"path\"]"), "{text}");
+}
+
+const THINKING: &str = "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}\n\n\
+event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"First, \"}}\n\n\
+event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"read it.\"}}\n\n\
+event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"EqQBCgIYAh\"}}\n\n\
+event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n\
+event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"redacted_thinking\",\"data\":\"EmwKAhgB\"}}\n\n\
+event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n";
+
+#[tokio::test]
+async fn thinking_is_kept_with_its_signature_and_streamed_apart() {
+    let tool = tool_block(2, "toolu_1", "Read", &["{\"file_path\":", "\"a\"}"]);
+    let (response, deltas) = ok(&format!("{START}{THINKING}{tool}{TOOL_STOP}")).await;
+    let thinking: String = deltas
+        .iter()
+        .filter_map(|delta| match delta {
+            StreamDelta::Thinking(text) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(thinking, "First, read it.");
+    assert_eq!(text_of(&deltas), "");
+    assert_eq!(
+        response.message.content[..2],
+        [
+            ContentBlock::Thinking {
+                thinking: "First, read it.".into(),
+                signature: "EqQBCgIYAh".into(),
+            },
+            ContentBlock::RedactedThinking {
+                data: "EmwKAhgB".into()
+            },
+        ]
+    );
+    assert_eq!(response.message.text(), "");
+
+    // Sent back unchanged, in order, with no cache breakpoint on thinking.
+    let request = ModelRequest {
+        system: String::new(),
+        messages: vec![Message::user_text("go"), response.message],
+        tools: Vec::new().into(),
+        max_tokens: 100,
+        effort: None,
+    };
+    let body = request_body_thinking("claude-opus-4-6", &request, crate::Thinking::Default);
+    assert_eq!(body["thinking"], json!({"type": "adaptive"}));
+    assert_eq!(
+        body["messages"][1]["content"][0],
+        json!({"type": "thinking", "thinking": "First, read it.", "signature": "EqQBCgIYAh"})
+    );
+    assert_eq!(
+        body["messages"][1]["content"][1],
+        json!({"type": "redacted_thinking", "data": "EmwKAhgB"})
+    );
 }

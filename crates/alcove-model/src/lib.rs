@@ -31,6 +31,7 @@ mod serialized;
 mod sse;
 mod sse_decode;
 mod text_calls;
+mod thinking;
 mod window;
 
 pub use anthropic::AnthropicModel;
@@ -52,6 +53,10 @@ pub struct ModelRequest {
     pub tools: std::sync::Arc<[ToolSpec]>,
     /// The output token limit.
     pub max_tokens: u32,
+    /// The reasoning effort this agent asks for (its definition's
+    /// `effort:` or its `Agent` call's), over the provider's configured
+    /// one; `None` keeps that.
+    pub effort: Option<String>,
 }
 
 /// The complete answer to one [`ModelRequest`].
@@ -71,6 +76,8 @@ pub struct ModelResponse {
 pub enum StreamDelta {
     /// A piece of assistant text.
     Text(String),
+    /// A piece of the model's thinking or reasoning summary.
+    Thinking(String),
     /// The stream broke after some output; the request is being sent again
     /// from the start, so text shown so far for this request is void.
     Restarted {
@@ -208,6 +215,45 @@ pub struct ProviderConfig {
     /// (config, server, table); reported back by [`Model::context_window`]
     /// so an agent on this model compacts against its own window.
     pub context_window: Option<u64>,
+    /// Anthropic wire: whether and how the model thinks (`thinking.rs`).
+    pub thinking: Thinking,
+    /// The reasoning effort (`low`, `medium`, `high`, `max`), `None` for
+    /// the model's default; a request's own effort wins.
+    pub effort: Option<String>,
+}
+
+/// Whether and how a model thinks before it answers (Anthropic's extended
+/// and adaptive thinking; `thinking` in `[model_options]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Thinking {
+    /// Adaptive where the model takes it, else none.
+    #[default]
+    Default,
+    /// No thinking is asked for.
+    Off,
+    /// The model decides how much to think (`{"type": "adaptive"}`); on a
+    /// model without adaptive thinking, a budget chosen from the effort.
+    Adaptive,
+    /// At most this many thinking tokens (`{"type": "enabled",
+    /// "budget_tokens": N}`), on top of the answer's `max_tokens`.
+    Budget(u32),
+}
+
+/// The efforts a request may ask for, least first: OpenAI's words and
+/// Anthropic's (`minimal` is sent to Anthropic as `low`, `xhigh` as `max`).
+pub const EFFORTS: [&str; 6] = ["minimal", "low", "medium", "high", "xhigh", "max"];
+
+/// `effort` when it is one of [`EFFORTS`] (any case), else an error naming them.
+pub fn parse_effort(effort: &str) -> Result<String, String> {
+    let lower = effort.trim().to_ascii_lowercase();
+    if EFFORTS.contains(&lower.as_str()) {
+        Ok(lower)
+    } else {
+        Err(format!(
+            "unknown effort `{effort}`; use one of {}",
+            EFFORTS.join(", ")
+        ))
+    }
 }
 
 /// Builds the client for a provider.

@@ -178,7 +178,8 @@ fn push_message<'a>(out: &mut Vec<ChatMessage<'a>>, message: &'a Message) {
                         tool_call_id: Some(tool_use_id.as_str()),
                         tool_calls: Vec::new(),
                     }),
-                    ContentBlock::ToolUse { .. } => {}
+                    // Thinking is Anthropic's, never sent on this wire.
+                    _ => {}
                 }
             }
             match texts.as_slice() {
@@ -200,7 +201,8 @@ fn push_message<'a>(out: &mut Vec<ChatMessage<'a>>, message: &'a Message) {
                             arguments: Arguments(input),
                         },
                     }),
-                    ContentBlock::ToolResult { .. } => {}
+                    // Thinking is Anthropic's, never sent on this wire.
+                    _ => {}
                 }
             }
             let content = match texts.as_slice() {

@@ -262,6 +262,7 @@ fn request_body_translates_messages() {
         ],
         tools: vec![ls_tool()].into(),
         max_tokens: 512,
+        effort: None,
     };
     let body = request_body("gpt-test", &request);
     assert_eq!(
@@ -354,6 +355,7 @@ fn cached_messages_give_the_same_bytes_as_fresh_ones() {
         messages: vec![Message::user_text("list files")],
         tools: vec![ls_tool()].into(),
         max_tokens: 512,
+        effort: None,
     };
     // Turn after turn, earlier messages come from the cache: every body
     // must be exactly what a fresh build sends.

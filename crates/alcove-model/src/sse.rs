@@ -24,6 +24,8 @@ pub(crate) enum Feed {
     Continue,
     /// A piece of assistant text to report; keep reading.
     Text(String),
+    /// A piece of thinking to report; keep reading.
+    Thinking(String),
     /// The protocol's end marker: the response is complete.
     Done,
 }
@@ -137,6 +139,10 @@ where
                 Ok(Feed::Text(text)) => {
                     shown = true;
                     on_delta(StreamDelta::Text(text));
+                }
+                Ok(Feed::Thinking(text)) => {
+                    shown = true;
+                    on_delta(StreamDelta::Thinking(text));
                 }
                 Ok(Feed::Done) => break 'read true,
                 Err(failure) if failure.retryable => {

@@ -41,6 +41,8 @@ fn config(protocol: WireProtocol, server: &FakeServer) -> ProviderConfig {
         text_tool_calls: false,
         prompt_cache_key: None,
         context_window: None,
+        thinking: Default::default(),
+        effort: None,
     }
 }
 
@@ -56,6 +58,7 @@ fn request(prompt: &str) -> ModelRequest {
         }]
         .into(),
         max_tokens: 256,
+        effort: None,
     }
 }
 
@@ -85,7 +88,7 @@ fn count(deltas: &[StreamDelta], restarted: bool) -> usize {
         .filter(|d| match d {
             StreamDelta::Restarted { .. } => restarted,
             StreamDelta::Retry { .. } => !restarted,
-            StreamDelta::Text(_) => false,
+            StreamDelta::Text(_) | StreamDelta::Thinking(_) => false,
         })
         .count()
 }

@@ -208,6 +208,8 @@ fn config(protocol: WireProtocol, base_url: String) -> ProviderConfig {
         text_tool_calls: false,
         prompt_cache_key: None,
         context_window: None,
+        thinking: Default::default(),
+        effort: None,
     }
 }
 
@@ -218,6 +220,7 @@ async fn complete(config: ProviderConfig) -> (Result<ModelResponse, ModelError>,
         messages: vec![Message::user_text("hello")],
         tools: Vec::new().into(),
         max_tokens: 100,
+        effort: None,
     };
     let deltas = Mutex::new(Vec::new());
     let result = model

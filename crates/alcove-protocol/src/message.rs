@@ -58,6 +58,22 @@ pub enum ContentBlock {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
     },
+    /// The model's thinking before it answered (Anthropic extended or
+    /// adaptive thinking). Kept with its signature and sent back unchanged:
+    /// the API verifies the signature, and refuses a tool-use turn whose
+    /// thinking was dropped or altered. Never part of [`Message::text`].
+    Thinking {
+        /// What the model thought (a summary, on the newest models).
+        thinking: String,
+        /// The provider's signature over it, opaque.
+        signature: String,
+    },
+    /// Thinking the provider encrypted (flagged by its safety systems):
+    /// nothing to show, but sent back unchanged like [`ContentBlock::Thinking`].
+    RedactedThinking {
+        /// The encrypted thinking, opaque.
+        data: String,
+    },
 }
 
 impl Message {
@@ -86,6 +102,17 @@ impl Message {
             }
         }
         text
+    }
+
+    /// The concatenation of the message's thinking blocks, with no separator.
+    pub fn thinking(&self) -> String {
+        let mut thinking = String::new();
+        for block in &self.content {
+            if let ContentBlock::Thinking { thinking: part, .. } = block {
+                thinking.push_str(part);
+            }
+        }
+        thinking
     }
 
     /// The tool calls of this message, in order: `(id, name, input)`.

@@ -39,7 +39,9 @@
 //! The server is strict by default: a request whose history a real server
 //! would refuse (tool call arguments that are not a JSON object, a tool call
 //! not answered in the next message, roles out of turn) gets that server's
-//! error (`strict.rs`; [`Script::lenient`] turns it off). [`Script::one_slot`]
+//! error (`strict.rs`; [`Script::lenient`] turns it off). A Messages
+//! request that asks for thinking gets replies that open with a signed
+//! thinking block, which must come back unchanged (`thinking.rs`). [`Script::one_slot`]
 //! answers one request at a time, like a one-slot local server, and
 //! [`Step::first_byte_after`] holds back the first byte like a long prefill.
 
@@ -51,6 +53,7 @@ mod record;
 mod script;
 mod server;
 mod strict;
+mod thinking;
 mod wire;
 
 pub use context::OverflowStyle;

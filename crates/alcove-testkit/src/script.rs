@@ -197,6 +197,7 @@ pub struct Step {
     pub(crate) truncated: bool,
     pub(crate) piece_chars: usize,
     pub(crate) first_byte_ms: u64,
+    pub(crate) redacted_thinking: bool,
 }
 
 impl Step {
@@ -209,6 +210,7 @@ impl Step {
             retry_after: None,
             truncated: false,
             piece_chars: PIECE_CHARS,
+            redacted_thinking: false,
         }
     }
 
@@ -331,6 +333,14 @@ impl Step {
     /// Sets the reported token usage (default: [`DEFAULT_INPUT_TOKENS`], [`DEFAULT_OUTPUT_TOKENS`]).
     pub fn usage(mut self, input_tokens: u64, output_tokens: u64) -> Step {
         self.usage = Some((input_tokens, output_tokens));
+        self
+    }
+
+    /// When the request asks for thinking (Anthropic), a `redacted_thinking`
+    /// block follows the reply's thinking block, as when Anthropic's
+    /// safety systems encrypt part of it.
+    pub fn redacted_thinking(mut self) -> Step {
+        self.redacted_thinking = true;
         self
     }
 

@@ -468,6 +468,8 @@ async fn answer(
         created: now(),
         truncated: step.truncated,
         piece_chars: step.piece_chars,
+        thinking: protocol == Protocol::Anthropic && crate::thinking::requested(&record.body),
+        redacted_thinking: step.redacted_thinking,
     };
     let mut response = match &step.kind {
         StepKind::Hang => std::future::pending().await,

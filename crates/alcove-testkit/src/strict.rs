@@ -9,7 +9,9 @@
 //! wire: the first message is the user's, roles alternate, text blocks are
 //! not empty, a `tool_use` input is an object, and every `tool_use` is
 //! answered by a `tool_result` at the start of the next (user) message,
-//! which answers nothing else. Rejections carry the status and the wording
+//! which answers nothing else; thinking blocks come back as they were
+//! signed, and a tool-use turn's assistant message opens with its thinking
+//! when thinking is on (`thinking.rs`). Rejections carry the status and the wording
 //! of the real servers.
 
 use std::collections::BTreeSet;
@@ -45,7 +47,10 @@ pub(crate) fn validate(protocol: Protocol, body: &Value) -> Result<(), Rejection
     }
     match protocol {
         Protocol::OpenAi => openai(messages),
-        Protocol::Anthropic => anthropic(messages),
+        Protocol::Anthropic => {
+            anthropic(messages)?;
+            crate::thinking::check(body, messages).map_err(bad_request)
+        }
     }
 }
 
@@ -148,6 +153,14 @@ fn anthropic(messages: &[Value]) -> Result<(), Rejection> {
                     if block["text"].as_str().is_none_or(str::is_empty) {
                         return Err(bad_request(format!(
                             "{at}: text content blocks must be non-empty"
+                        )));
+                    }
+                }
+                "thinking" | "redacted_thinking" => {
+                    results_done = true;
+                    if role != "assistant" {
+                        return Err(bad_request(format!(
+                            "{at}: thinking blocks are only allowed in assistant messages"
                         )));
                     }
                 }

@@ -32,5 +32,6 @@ mod reliability;
 mod roles;
 mod skills;
 mod support;
+mod thinking;
 mod tools;
 mod tui;

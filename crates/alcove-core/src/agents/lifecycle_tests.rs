@@ -137,6 +137,7 @@ impl Harness {
             token_budget: None,
             lineage: None,
             sandbox: Default::default(),
+            effort: None,
         }
     }
 

@@ -437,6 +437,7 @@ async fn summarise(
         messages: request_messages,
         tools: tools.clone(),
         max_tokens: runtime.limits.max_tokens,
+        effort: run.effort.clone(),
     };
     let on_delta = |_| {};
     let reply = tokio::select! {
