@@ -153,6 +153,7 @@ mod tests {
             context_window: None,
             thinking: Default::default(),
             effort: None,
+            vision: true,
             temperature: None,
             text_tool_calls: false,
         }

@@ -44,6 +44,10 @@ pub(crate) struct ModelOptionsEntry {
     /// The reasoning effort (`low`, `medium`, `high`, `max`, …).
     #[serde(deserialize_with = "effort_setting")]
     pub(crate) effort: Option<String>,
+    /// Whether the model takes images (default: yes, but not a local
+    /// server on the OpenAI wire, whose models mostly do not); without,
+    /// each image is a text note.
+    pub(crate) vision: Option<bool>,
 }
 
 /// `thinking = "adaptive" | "off" | <budget tokens>`.
@@ -96,6 +100,9 @@ pub(crate) fn apply(provider: &mut ProviderConfig, config: &Config) {
     }
     // A hosted model makes real calls; JSON in its prose is prose.
     provider.text_tool_calls = local && provider.protocol == WireProtocol::OpenAi;
+    // A local text-only model refuses an image outright (llama.cpp without
+    // its projector answers 500): a note is better than a failed request.
+    provider.vision = !(local && provider.protocol == WireProtocol::OpenAi);
     apply_retry(provider, &config.retry);
     if let Some(temperature) = config.temperature {
         provider.temperature = Some(temperature);
@@ -173,6 +180,9 @@ fn apply_entry(provider: &mut ProviderConfig, entry: &ModelOptionsEntry) {
     if let Some(effort) = &entry.effort {
         provider.effort = Some(effort.clone());
     }
+    if let Some(vision) = entry.vision {
+        provider.vision = vision;
+    }
 }
 
 #[cfg(test)]
@@ -194,6 +204,7 @@ mod tests {
             context_window: None,
             thinking: Default::default(),
             effort: None,
+            vision: true,
         }
     }
 

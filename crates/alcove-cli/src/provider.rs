@@ -182,5 +182,6 @@ fn provider(
         context_window: None,
         thinking: Default::default(),
         effort: None,
+        vision: true,
     }
 }

@@ -28,7 +28,7 @@ use crate::{
 const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
 /// Runs the calls of one assistant message and returns their results, one per
-/// call, in call order.
+/// call, in call order, each followed by the images it returned.
 pub(crate) async fn run_tool_calls(
     runtime: &Runtime,
     run: &AgentRun,
@@ -54,7 +54,7 @@ pub(crate) async fn run_tool_calls(
             for call in group {
                 let output =
                     ToolOutput::error("Skipped: the run was cancelled before this call started.");
-                results.push(finish(runtime, run, call, output, started));
+                results.extend(finish(runtime, run, call, output, started));
             }
             continue;
         }
@@ -63,7 +63,7 @@ pub(crate) async fn run_tool_calls(
             finish(runtime, run, call, output, started)
         }))
         .await;
-        results.extend(outputs);
+        results.extend(outputs.into_iter().flatten());
     }
     let total = calls.len() + over_cap.len();
     for call in over_cap {
@@ -79,7 +79,7 @@ pub(crate) async fn run_tool_calls(
         let output = ToolOutput::error(format!(
             "Not run: this reply made {total} tool calls and at most {cap} run per reply; the first {cap} ran. Make fewer calls at a time."
         ));
-        results.push(finish(runtime, run, call, output, started));
+        results.extend(finish(runtime, run, call, output, started));
     }
     results
 }
@@ -257,7 +257,7 @@ fn finish(
     call: &ToolCall,
     output: ToolOutput,
     started: Instant,
-) -> ContentBlock {
+) -> Vec<ContentBlock> {
     // The event and the result's message share one text (and its JSON).
     let content = SharedText::from(cap(output.content, runtime.limits.result_cap));
     let event = AgentEvent {
@@ -272,11 +272,16 @@ fn finish(
         },
     };
     runtime.events.emit(&event);
-    ContentBlock::ToolResult {
+    let result = ContentBlock::ToolResult {
         tool_use_id: call.id.clone(),
         content,
         is_error: output.is_error,
-    }
+    };
+    let images = output.images.into_iter().map(|image| ContentBlock::Image {
+        media_type: image.media_type,
+        data: image.data,
+    });
+    std::iter::once(result).chain(images).collect()
 }
 
 /// The paths this agent's Read deny rules cover, so searches skip them.

@@ -270,7 +270,7 @@ async fn huge_usage_counts_saturate_instead_of_overflowing() {
 
 /// The body as bytes, built with or without the serialized-message cache.
 fn body_bytes(request: &ModelRequest, cache: Option<&SerializedCache>) -> Vec<u8> {
-    serde_json::to_vec(&Body::new("claude-test", request, cache)).unwrap()
+    serde_json::to_vec(&Body::new("claude-test", request, cache, true)).unwrap()
 }
 
 #[test]
@@ -381,5 +381,63 @@ async fn thinking_is_kept_with_its_signature_and_streamed_apart() {
     assert_eq!(
         body["messages"][1]["content"][1],
         json!({"type": "redacted_thinking", "data": "EmwKAhgB"})
+    );
+}
+
+fn image_request() -> ModelRequest {
+    ModelRequest {
+        system: String::new(),
+        messages: vec![
+            Message::user_text("look"),
+            Message {
+                role: alcove_protocol::Role::Assistant,
+                content: vec![ContentBlock::ToolUse {
+                    id: "t1".into(),
+                    name: "Read".into(),
+                    input: json!({"file_path": "a.png"}),
+                }],
+            },
+            Message {
+                role: alcove_protocol::Role::User,
+                content: vec![
+                    ContentBlock::ToolResult {
+                        tool_use_id: "t1".into(),
+                        content: "Image a.png: PNG, 1x1, 1 KB.".into(),
+                        is_error: false,
+                    },
+                    ContentBlock::Image {
+                        media_type: "image/png".into(),
+                        data: "iVBORw0K".into(),
+                    },
+                ],
+            },
+        ],
+        tools: Vec::new().into(),
+        max_tokens: 100,
+        effort: None,
+    }
+}
+
+#[test]
+fn a_tool_results_image_goes_inside_the_tool_result() {
+    let body = request_body("claude-test", &image_request());
+    let content = &body["messages"][2]["content"];
+    assert_eq!(content.as_array().unwrap().len(), 1, "{content}");
+    assert_eq!(
+        content[0]["content"],
+        json!([
+            {"type": "text", "text": "Image a.png: PNG, 1x1, 1 KB."},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0K"}},
+        ])
+    );
+    let body = request_body_without_vision("claude-test", &image_request());
+    let parts = &body["messages"][2]["content"][0]["content"];
+    assert_eq!(parts[1]["type"], "text");
+    assert!(
+        parts[1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("without vision"),
+        "{parts}"
     );
 }

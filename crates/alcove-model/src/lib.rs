@@ -220,6 +220,9 @@ pub struct ProviderConfig {
     /// The reasoning effort (`low`, `medium`, `high`, `max`), `None` for
     /// the model's default; a request's own effort wins.
     pub effort: Option<String>,
+    /// Whether the model takes images; without, each image is sent as a
+    /// text note saying it was left out (`vision = false`).
+    pub vision: bool,
 }
 
 /// Whether and how a model thinks before it answers (Anthropic's extended
@@ -254,6 +257,15 @@ pub fn parse_effort(effort: &str) -> Result<String, String> {
             EFFORTS.join(", ")
         ))
     }
+}
+
+/// What a model without vision reads where an image was.
+pub(crate) fn no_vision_note(media_type: &str, data: &str) -> String {
+    let bytes = data.len() / 4 * 3;
+    format!(
+        "[An image ({media_type}, about {} KB) was left out: this model is configured without vision (vision = false in [model_options]).]",
+        bytes.div_ceil(1024)
+    )
 }
 
 /// Builds the client for a provider.

@@ -35,6 +35,7 @@ pub struct OpenAiModel {
     text_tool_calls: bool,
     context_window: Option<u64>,
     prompt_cache_key: Option<String>,
+    vision: bool,
     /// Messages already serialized, reused by the next request.
     serialized: std::sync::Arc<SerializedCache>,
 }
@@ -68,6 +69,7 @@ impl OpenAiModel {
             text_tool_calls: config.text_tool_calls,
             context_window: config.context_window,
             prompt_cache_key: config.prompt_cache_key,
+            vision: config.vision,
             serialized: Default::default(),
         })
     }
@@ -88,7 +90,7 @@ impl Model for OpenAiModel {
         request: &ModelRequest,
         on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
     ) -> Result<ModelResponse, ModelError> {
-        let mut body = Body::new(&self.model, request, Some(&self.serialized));
+        let mut body = Body::with_vision(&self.model, request, Some(&self.serialized), self.vision);
         body.temperature = self.temperature;
         body.prompt_cache_key = self.prompt_cache_key.as_deref();
         let mut response = self

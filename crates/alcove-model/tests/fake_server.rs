@@ -43,6 +43,7 @@ fn config(protocol: WireProtocol, server: &FakeServer) -> ProviderConfig {
         context_window: None,
         thinking: Default::default(),
         effort: None,
+        vision: true,
     }
 }
 

@@ -210,6 +210,7 @@ fn config(protocol: WireProtocol, base_url: String) -> ProviderConfig {
         context_window: None,
         thinking: Default::default(),
         effort: None,
+        vision: true,
     }
 }
 

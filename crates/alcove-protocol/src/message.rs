@@ -74,6 +74,16 @@ pub enum ContentBlock {
         /// The encrypted thinking, opaque.
         data: String,
     },
+    /// An image, base64-encoded. In a user message it follows the text it
+    /// goes with; right after a [`ContentBlock::ToolResult`] it belongs to
+    /// that result (the Anthropic wire puts it inside the `tool_result`, the
+    /// Chat Completions wire in a user message after the tool messages).
+    Image {
+        /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+        media_type: String,
+        /// The image's bytes in standard base64.
+        data: String,
+    },
 }
 
 impl Message {

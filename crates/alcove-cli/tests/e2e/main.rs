@@ -22,6 +22,7 @@ mod compaction;
 mod exec;
 mod faults;
 mod hooks;
+mod images;
 mod isolation;
 mod lifecycle;
 mod mcp;
