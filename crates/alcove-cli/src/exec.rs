@@ -96,7 +96,12 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
     let signal = tokio::spawn(watch_signals(cancel.clone()));
     session.ready().await;
     let run = session.main_run(cancel.clone());
-    let mut outcome = run_agent(&runtime, &run, history, Message::user_text(prompt)).await;
+    // `@shot.png` attaches the image; stderr says so (stdout is the answer).
+    let (message, attached) = crate::attachments::prompt_message(&prompt, runtime.workspace.root());
+    for line in attached {
+        eprintln!("alcove: {line}");
+    }
+    let mut outcome = run_agent(&runtime, &run, history, message).await;
     if outcome.status == RunStatus::Completed && session.supervisor.limits().wait_on_exit {
         outcome = finish_spawned(&session, &runtime, &run, &cancel, outcome).await;
     }

@@ -210,7 +210,7 @@ mod tests {
             prepared.description
         );
         assert!(prepared.image.data.len() <= MAX_BASE64);
-        let noisy = png(1900, 1900, true);
+        let noisy = png(1400, 1400, true);
         assert!(base64_len(noisy.len()) > MAX_BASE64);
         let prepared = prepare(&noisy).unwrap();
         assert!(prepared.image.data.len() <= MAX_BASE64);

@@ -96,7 +96,7 @@ pub struct ToolOutput {
     pub effects: Effects,
     /// Images the model is shown with the text (Read of an image, an MCP
     /// tool's image results), each within the APIs' limits (`image.rs`).
-    pub images: Vec<Image>,
+    pub images: Box<[Image]>,
 }
 
 impl ToolOutput {
@@ -106,7 +106,7 @@ impl ToolOutput {
             content: content.into(),
             is_error: false,
             effects: Effects::default(),
-            images: Vec::new(),
+            images: Box::default(),
         }
     }
 
@@ -116,13 +116,13 @@ impl ToolOutput {
             content: content.into(),
             is_error: true,
             effects: Effects::default(),
-            images: Vec::new(),
+            images: Box::default(),
         }
     }
 
     /// The same result with `images` to show.
     pub fn with_images(mut self, images: Vec<Image>) -> ToolOutput {
-        self.images = images;
+        self.images = images.into_boxed_slice();
         self
     }
 

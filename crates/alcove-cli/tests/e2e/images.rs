@@ -146,3 +146,26 @@ fn a_model_without_vision_gets_a_note_instead_of_the_image() {
         "{parts:?}"
     );
 }
+
+#[test]
+fn an_at_image_in_the_prompt_is_attached_to_the_message() {
+    let (env, server) =
+        setup(Script::new().conversation("what is in", vec![Step::text("A gradient.")]));
+    std::fs::write(env.path("shot.png"), png(32, 16, false)).unwrap();
+    let out = finish(
+        exec_command(&env, &server, &["what is in @shot.png?"])
+            .spawn()
+            .unwrap(),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("Attached shot.png (PNG, 32x16"),
+        "{}",
+        out.stderr
+    );
+    let body = &server.requests_for("what is in")[0].body;
+    let content = &body["messages"][0]["content"];
+    assert_eq!(content[0]["text"], "what is in @shot.png?");
+    assert_eq!(content[1]["type"], "image");
+    assert_eq!(content[1]["source"]["media_type"], "image/png");
+}
