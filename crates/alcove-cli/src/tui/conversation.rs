@@ -257,3 +257,51 @@ pub(crate) fn cells_from_history(
     }
     cells
 }
+
+#[cfg(test)]
+mod thinking_tests {
+    use super::*;
+
+    #[test]
+    fn streamed_thinking_becomes_a_dimmed_folded_cell_before_the_answer() {
+        let mut conversation = Conversation::default();
+        let now = Instant::now();
+        let workspace = Path::new("/w");
+        let text = "one\ntwo\nthree\nfour\nfive";
+        for piece in [&text[..6], &text[6..]] {
+            let kind = EventKind::ThinkingDelta {
+                text: piece.to_owned(),
+            };
+            assert!(conversation.apply(&kind, workspace, false, now).is_empty());
+        }
+        let theme = Theme::new(false);
+        let live = conversation.live_lines(80, theme, now, false);
+        assert_eq!(live[0].to_string(), "✻ Thinking (2 earlier lines folded)");
+        let cells = conversation.apply(
+            &EventKind::AssistantText {
+                text: "Done.".to_owned(),
+            },
+            workspace,
+            false,
+            now,
+        );
+        assert!(
+            matches!(&cells[..], [Cell::Thinking(t), Cell::Assistant(a)] if t == text && a == "Done.")
+        );
+        let lines: Vec<String> = cells[0]
+            .lines(80, theme, now)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "✻ Thinking (2 earlier lines folded)",
+                "  three",
+                "  four",
+                "  five"
+            ]
+        );
+        assert!(conversation.thinking.is_empty());
+    }
+}
