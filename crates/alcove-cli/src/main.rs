@@ -6,6 +6,7 @@
 
 mod agent_setup;
 mod agents_cmd;
+mod attachments;
 mod batch_cmd;
 mod batch_progress;
 mod commands;

@@ -129,6 +129,7 @@ impl EventSink for Trace {
             EventKind::Warning { message } => format!("warning message={message} agent={agent}"),
             EventKind::Message { .. }
             | EventKind::TextDelta { .. }
+            | EventKind::ThinkingDelta { .. }
             | EventKind::AssistantText { .. } => return,
         };
         eprintln!("[trace] {line}");
