@@ -232,6 +232,12 @@ pub(crate) fn cells_from_history(
                 {
                     cells.push(Cell::Thinking(thinking.clone()));
                 }
+                // A Responses reasoning summary is shown as thinking too.
+                (Role::Assistant, ContentBlock::Reasoning { summary, .. })
+                    if summary.iter().any(|part| !part.trim().is_empty()) =>
+                {
+                    cells.push(Cell::Thinking(summary.join("\n\n")));
+                }
                 (Role::Assistant, ContentBlock::Text { text }) if text == INTERRUPTED_NOTE => {
                     cells.push(Cell::Notice(NoticeKind::Warning, "Interrupted.".to_owned()));
                 }
