@@ -55,7 +55,8 @@ pub(crate) struct ModelOptionsEntry {
     /// (default: adaptive where the model takes it, else off).
     #[serde(deserialize_with = "thinking_setting")]
     pub(crate) thinking: Option<Thinking>,
-    /// The reasoning effort (`low`, `medium`, `high`, `max`, …).
+    /// Anthropic wire: the reasoning effort (`low`, `medium`, `high`,
+    /// `max`, …); the OpenAI wires read `reasoning_effort` instead.
     #[serde(deserialize_with = "effort_setting")]
     pub(crate) effort: Option<String>,
     /// Whether the model takes images (default: yes, but not a local

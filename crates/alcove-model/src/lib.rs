@@ -230,8 +230,9 @@ pub struct ProviderConfig {
     pub reasoning_summary: Option<String>,
     /// Anthropic wire: whether and how the model thinks (`thinking.rs`).
     pub thinking: Thinking,
-    /// The reasoning effort (`low`, `medium`, `high`, `max`), `None` for
-    /// the model's default; a request's own effort wins.
+    /// Anthropic wire: the reasoning effort (`low`, `medium`, `high`,
+    /// `max`), `None` for the model's default; a request's own effort wins.
+    /// The OpenAI wires send `reasoning_effort` instead.
     pub effort: Option<String>,
     /// Whether the model takes images; without, each image is sent as a
     /// text note saying it was left out (`vision = false`).
