@@ -27,6 +27,10 @@ pub(crate) struct Config {
     pub(crate) max_tokens: Option<u32>,
     /// The sampling temperature sent to every provider (see `model_options`).
     pub(crate) temperature: Option<f32>,
+    /// The reasoning effort every model is asked for, unless
+    /// `[model_options]` says otherwise (`docs/thinking-and-images.md`).
+    #[serde(deserialize_with = "crate::model_options::effort_setting")]
+    pub(crate) effort: Option<String>,
     /// The most tool calls one reply may run (default 32; the rest are
     /// answered with an error saying why).
     pub(crate) max_tool_calls_per_reply: Option<usize>,

@@ -157,6 +157,9 @@ mod tests {
             context_window: None,
             reasoning_effort: None,
             reasoning_summary: None,
+            thinking: Default::default(),
+            effort: None,
+            vision: true,
             temperature: None,
             text_tool_calls: false,
         }

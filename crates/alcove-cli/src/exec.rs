@@ -97,6 +97,11 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
     let signal = tokio::spawn(watch_signals(cancel.clone()));
     session.ready().await;
     let run = session.main_run(cancel.clone());
+    // `@shot.png` attaches the image; stderr says so (stdout is the answer).
+    let (message, attached) = crate::attachments::prompt_message(&prompt, runtime.workspace.root());
+    for line in attached {
+        eprintln!("alcove: {line}");
+    }
     // A parent alcove's deadline for this one ends the run like a budget.
     let deadline = session.deadline.map(|limit| {
         let cancel = cancel.clone();
@@ -105,7 +110,7 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
             cancel.cancel();
         })
     });
-    let mut outcome = run_agent(&runtime, &run, history, Message::user_text(prompt)).await;
+    let mut outcome = run_agent(&runtime, &run, history, message).await;
     if let (Some(timer), Some(limit)) = (&deadline, session.deadline) {
         if outcome.status == RunStatus::Aborted && timer.is_finished() {
             outcome.status = RunStatus::Budget;

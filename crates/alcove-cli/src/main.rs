@@ -7,6 +7,7 @@
 mod acp;
 mod agent_setup;
 mod agents_cmd;
+mod attachments;
 mod batch_cmd;
 mod batch_progress;
 mod commands;

@@ -1,5 +1,5 @@
-//! Per-provider and per-model request settings: timeouts, temperature and
-//! tool calls written as text, with defaults that differ for a server on
+//! Per-provider and per-model request settings: timeouts, temperature,
+//! tool calls written as text, thinking and effort, with defaults that differ for a server on
 //! this machine.
 //!
 //! A local server (a loopback base URL, or the `ollama` and discovered
@@ -11,7 +11,7 @@
 //! configured: some hosted models reject a `temperature` altogether.
 //!
 //! Layers, later wins: built-in defaults (local or hosted) < `[retry]` <
-//! `temperature` < `[model_options."<provider>"]` <
+//! `temperature` and `effort` < `[model_options."<provider>"]` <
 //! `[model_options."<provider>/<model>"]`.
 //!
 //! The same entries choose an OpenAI provider's wire (`wire`) and a
@@ -20,7 +20,7 @@
 
 use std::time::Duration;
 
-use alcove_model::{LOCAL_FIRST_BYTE_TIMEOUT, ProviderConfig, WireProtocol};
+use alcove_model::{LOCAL_FIRST_BYTE_TIMEOUT, ProviderConfig, Thinking, WireProtocol};
 use serde::Deserialize;
 
 use crate::config::{Config, RetryEntry};
@@ -51,6 +51,18 @@ pub(crate) struct ModelOptionsEntry {
     /// Responses: the reasoning summary (`auto`, `concise`, `detailed`, or
     /// `off` for none), streamed as thinking.
     pub(crate) reasoning_summary: Option<String>,
+    /// Anthropic wire: `"adaptive"`, `"off"` or a thinking budget in tokens
+    /// (default: adaptive where the model takes it, else off).
+    #[serde(deserialize_with = "thinking_setting")]
+    pub(crate) thinking: Option<Thinking>,
+    /// Anthropic wire: the reasoning effort (`low`, `medium`, `high`,
+    /// `max`, …); the OpenAI wires read `reasoning_effort` instead.
+    #[serde(deserialize_with = "effort_setting")]
+    pub(crate) effort: Option<String>,
+    /// Whether the model takes images (default: yes, but not a local
+    /// server on the OpenAI wire, whose models mostly do not); without,
+    /// each image is a text note.
+    pub(crate) vision: Option<bool>,
 }
 
 /// `wire = "responses" | "chat"`.
@@ -63,6 +75,47 @@ pub(crate) enum Wire {
     Chat,
 }
 
+/// `thinking = "adaptive" | "off" | <budget tokens>`.
+fn thinking_setting<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Thinking>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Setting {
+        Budget(i64),
+        Word(String),
+    }
+    let invalid = |what: &str| {
+        serde::de::Error::custom(format!(
+            "thinking must be \"adaptive\", \"off\" or a budget of at least {MIN_THINKING_BUDGET} tokens, not {what}"
+        ))
+    };
+    match Setting::deserialize(deserializer)? {
+        Setting::Budget(tokens) => match u32::try_from(tokens) {
+            Ok(tokens) if tokens >= MIN_THINKING_BUDGET => Ok(Some(Thinking::Budget(tokens))),
+            _ => Err(invalid(&tokens.to_string())),
+        },
+        Setting::Word(word) => match word.trim().to_ascii_lowercase().as_str() {
+            "adaptive" | "on" => Ok(Some(Thinking::Adaptive)),
+            "off" | "none" | "disabled" => Ok(Some(Thinking::Off)),
+            _ => Err(invalid(&format!("{word:?}"))),
+        },
+    }
+}
+
+/// `effort = "low" | "medium" | "high" | …`.
+pub(crate) fn effort_setting<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<String>, D::Error> {
+    let word = String::deserialize(deserializer)?;
+    alcove_model::parse_effort(&word)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
+/// The smallest thinking budget Anthropic accepts.
+const MIN_THINKING_BUDGET: u32 = 1024;
+
 /// Applies the defaults and every configured layer to `provider`.
 pub(crate) fn apply(provider: &mut ProviderConfig, config: &Config) {
     let local = is_local(provider);
@@ -72,9 +125,15 @@ pub(crate) fn apply(provider: &mut ProviderConfig, config: &Config) {
     }
     // A hosted model makes real calls; JSON in its prose is prose.
     provider.text_tool_calls = local && provider.protocol != WireProtocol::Anthropic;
+    // A local text-only model refuses an image outright (llama.cpp without
+    // its projector answers 500): a note is better than a failed request.
+    provider.vision = !(local && provider.protocol != WireProtocol::Anthropic);
     apply_retry(provider, &config.retry);
     if let Some(temperature) = config.temperature {
         provider.temperature = Some(temperature);
+    }
+    if let Some(effort) = &config.effort {
+        provider.effort = Some(effort.clone());
     }
     let specific = format!("{}/{}", provider.id, provider.model);
     let mut effort_for_this_model = false;
@@ -217,6 +276,15 @@ fn apply_entry(provider: &mut ProviderConfig, entry: &ModelOptionsEntry) {
     if let Some(summary) = &entry.reasoning_summary {
         provider.reasoning_summary = Some(summary.clone());
     }
+    if let Some(thinking) = entry.thinking {
+        provider.thinking = thinking;
+    }
+    if let Some(effort) = &entry.effort {
+        provider.effort = Some(effort.clone());
+    }
+    if let Some(vision) = entry.vision {
+        provider.vision = vision;
+    }
 }
 
 #[cfg(test)]
@@ -238,6 +306,9 @@ mod tests {
             context_window: None,
             reasoning_effort: None,
             reasoning_summary: None,
+            thinking: Default::default(),
+            effort: None,
+            vision: true,
         }
     }
 
@@ -354,5 +425,38 @@ mod tests {
         assert_eq!(moved.reasoning_effort, None);
         assert_eq!(moved.reasoning_summary, None);
         assert!(toml::from_str::<Config>("[model_options.openai]\nwire = \"grpc\"\n").is_err());
+    }
+}
+
+#[cfg(test)]
+mod thinking_tests {
+    use super::*;
+
+    #[test]
+    fn thinking_and_effort_settings_parse_or_say_why_not() {
+        let entry = |toml: &str| toml::from_str::<ModelOptionsEntry>(toml);
+        assert_eq!(
+            entry("thinking = \"adaptive\"").unwrap().thinking,
+            Some(Thinking::Adaptive)
+        );
+        assert_eq!(
+            entry("thinking = \"off\"").unwrap().thinking,
+            Some(Thinking::Off)
+        );
+        assert_eq!(
+            entry("thinking = 6000").unwrap().thinking,
+            Some(Thinking::Budget(6000))
+        );
+        assert_eq!(
+            entry("effort = \"High\"").unwrap().effort.as_deref(),
+            Some("high")
+        );
+        for bad in [
+            "thinking = 10",
+            "thinking = \"lots\"",
+            "effort = \"extreme\"",
+        ] {
+            assert!(entry(bad).is_err(), "{bad}");
+        }
     }
 }

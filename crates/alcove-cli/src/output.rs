@@ -134,6 +134,7 @@ impl EventSink for Trace {
             ),
             EventKind::Message { .. }
             | EventKind::TextDelta { .. }
+            | EventKind::ThinkingDelta { .. }
             | EventKind::AssistantText { .. } => return,
         };
         eprintln!("[trace] {line}");

@@ -192,5 +192,8 @@ fn provider(
         context_window: None,
         reasoning_effort: None,
         reasoning_summary: None,
+        thinking: Default::default(),
+        effort: None,
+        vision: true,
     }
 }

@@ -112,6 +112,7 @@ impl EventSink for ProbeStart {
         if matches!(
             event.kind,
             EventKind::TextDelta { .. }
+                | EventKind::ThinkingDelta { .. }
                 | EventKind::Usage { .. }
                 | EventKind::ModelRetry { .. }
                 | EventKind::StreamRestarted { .. }

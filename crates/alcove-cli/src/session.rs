@@ -468,6 +468,7 @@ impl Session {
             token_budget: self.token_budget,
             lineage: None,
             sandbox: self.sandbox.scope,
+            effort: None,
         }
     }
 }

@@ -206,6 +206,9 @@ pub struct AgentRun {
     /// The sandbox its commands run in (a child's is the stricter of its
     /// definition's and its parent's).
     pub sandbox: alcove_tools::SandboxScope,
+    /// The reasoning effort its requests ask for (its definition's or its
+    /// `Agent` call's); `None`: the model's configured effort.
+    pub effort: Option<String>,
 }
 
 impl AgentRun {
@@ -442,6 +445,7 @@ async fn send(
         messages: std::mem::take(messages),
         tools: tool_specs.clone(),
         max_tokens: runtime.limits.max_tokens,
+        effort: run.effort.clone(),
     };
     runtime.emit(
         &run.path,
@@ -451,11 +455,7 @@ async fn send(
             tools: request.tools.len(),
         },
     );
-    let on_delta = |delta: StreamDelta| {
-        if let Some(kind) = delta_event(delta) {
-            runtime.emit(&run.path, kind);
-        }
-    };
+    let on_delta = |delta: StreamDelta| runtime.emit(&run.path, delta_event(delta));
     let reply = tokio::select! {
         biased;
         () = run.cancel.cancelled() => None,
@@ -479,12 +479,12 @@ fn append(runtime: &Runtime, run: &AgentRun, messages: &mut Vec<Message>, messag
     }
 }
 
-/// The event a stream delta becomes; thinking has no event yet (the
-/// thinking-images branch adds `ThinkingDelta`), so it is not shown.
-fn delta_event(delta: StreamDelta) -> Option<EventKind> {
-    Some(match delta {
+/// The event a stream delta becomes: Anthropic thinking and Responses
+/// reasoning summaries alike become `ThinkingDelta`.
+fn delta_event(delta: StreamDelta) -> EventKind {
+    match delta {
         StreamDelta::Text(text) => EventKind::TextDelta { text },
-        StreamDelta::Thinking(_) => return None,
+        StreamDelta::Thinking(text) => EventKind::ThinkingDelta { text },
         StreamDelta::Restarted { reason } => EventKind::StreamRestarted { reason },
         StreamDelta::Retry {
             attempt,
@@ -495,7 +495,7 @@ fn delta_event(delta: StreamDelta) -> Option<EventKind> {
             delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
             reason,
         },
-    })
+    }
 }
 
 #[cfg(test)]

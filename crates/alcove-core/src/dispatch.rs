@@ -36,8 +36,9 @@ const CANCEL_GRACE: Duration = Duration::from_secs(2);
 const MIN_RESULT_ROOM: usize = 2048;
 
 /// Runs the calls of one assistant message and returns their results, one per
-/// call, in call order. `room` is about how many bytes of results still fit
-/// in the context window; each call gets an equal share.
+/// call, in call order, each followed by the images it returned. `room` is
+/// about how many bytes of results still fit in the context window; each
+/// call gets an equal share.
 pub(crate) async fn run_tool_calls(
     runtime: &Runtime,
     run: &AgentRun,
@@ -67,7 +68,7 @@ pub(crate) async fn run_tool_calls(
             for call in group {
                 let output =
                     ToolOutput::error("Skipped: the run was cancelled before this call started.");
-                results.push(finish(runtime, run, call, output, started, room));
+                results.extend(finish(runtime, run, call, output, started, room));
             }
             continue;
         }
@@ -76,7 +77,7 @@ pub(crate) async fn run_tool_calls(
             finish(runtime, run, call, output, started, room)
         }))
         .await;
-        results.extend(outputs);
+        results.extend(outputs.into_iter().flatten());
     }
     let total = calls.len() + over_cap.len();
     for call in over_cap {
@@ -92,7 +93,7 @@ pub(crate) async fn run_tool_calls(
         let output = ToolOutput::error(format!(
             "Not run: this reply made {total} tool calls and at most {cap} run per reply; the first {cap} ran. Make fewer calls at a time."
         ));
-        results.push(finish(runtime, run, call, output, started, room));
+        results.extend(finish(runtime, run, call, output, started, room));
     }
     results
 }
@@ -394,7 +395,7 @@ fn finish(
     mut output: ToolOutput,
     started: Instant,
     room: usize,
-) -> ContentBlock {
+) -> Vec<ContentBlock> {
     let plan = output.effects.plan.take();
     // The event and the result's message share one text (and its JSON).
     let content = SharedText::from(cap(output.content, room));
@@ -414,11 +415,16 @@ fn finish(
         let todos = todos.into_vec();
         runtime.emit(&run.path, EventKind::PlanUpdated { todos });
     }
-    ContentBlock::ToolResult {
+    let result = ContentBlock::ToolResult {
         tool_use_id: call.id.clone(),
         content,
         is_error: output.is_error,
-    }
+    };
+    let images = output.images.into_iter().map(|image| ContentBlock::Image {
+        media_type: image.media_type,
+        data: image.data,
+    });
+    std::iter::once(result).chain(images).collect()
 }
 
 /// The paths this agent's Read deny rules and `sandbox.deny_read` cover,

@@ -38,7 +38,10 @@ impl Repeats {
         let mut streaks = HashMap::new();
         let mut seen = HashSet::new();
         let mut stop = None;
-        for (call, result) in calls.iter().zip(results.iter_mut()) {
+        let results = results
+            .iter_mut()
+            .filter(|block| matches!(block, ContentBlock::ToolResult { .. }));
+        for (call, result) in calls.iter().zip(results) {
             let name = &call.name;
             let ContentBlock::ToolResult {
                 content,

@@ -149,7 +149,7 @@ impl Transcript {
         let mut due = 0;
         let mut failed = None;
         for event in events {
-            if matches!(event.kind, EventKind::TextDelta { .. }) {
+            if is_delta(&event.kind) {
                 continue;
             }
             match self.push_line(event, ts, line) {
@@ -237,9 +237,17 @@ impl Drop for Transcript {
     }
 }
 
+/// Streamed pieces, left out of transcripts: the `message` holds them whole.
+fn is_delta(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::TextDelta { .. } | EventKind::ThinkingDelta { .. }
+    )
+}
+
 impl EventSink for Transcript {
     fn emit(&self, event: &AgentEvent) {
-        if !matches!(event.kind, EventKind::TextDelta { .. }) {
+        if !is_delta(&event.kind) {
             self.emit_all(std::slice::from_ref(event));
         }
     }

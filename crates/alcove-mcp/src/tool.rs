@@ -117,11 +117,14 @@ fn arguments(input: &Value, wrapped: bool, tool: &str) -> Result<Map<String, Val
     }
 }
 
-/// A result as text: text blocks as they are, structured content as JSON
-/// when no text says it, images and audio as a note (results are text here),
-/// resources by their text or URI. `isError` makes an error result.
+/// A result as text and images: text blocks as they are, structured
+/// content as JSON when no text says it, images passed on (made to fit the
+/// model APIs' limits, as Read's are) with a line saying what they are,
+/// audio as a note, resources by their text or URI. `isError` makes an
+/// error result.
 pub(crate) fn output(result: &CallToolResult) -> ToolOutput {
     let mut parts = Vec::new();
+    let mut images = Vec::new();
     let mut has_text = false;
     for block in &result.content {
         let block = serde_json::to_value(block).unwrap_or(Value::Null);
@@ -132,7 +135,20 @@ pub(crate) fn output(result: &CallToolResult) -> ToolOutput {
                 has_text = true;
                 parts.push(text("text").to_owned());
             }
-            "image" | "audio" => parts.push(format!(
+            "image" => match alcove_tools::image::prepare_base64(text("data")) {
+                Ok(prepared) => {
+                    parts.push(format!(
+                        "[image from the MCP tool: {}]",
+                        prepared.description
+                    ));
+                    images.push(prepared.image);
+                }
+                Err(reason) => parts.push(format!(
+                    "[image from the MCP tool ({}) not shown: {reason}]",
+                    text("mimeType")
+                )),
+            },
+            "audio" => parts.push(format!(
                 "[{kind} from the MCP tool: {}, {} bytes base64; not shown, tool results are text]",
                 text("mimeType"),
                 text("data").len()
@@ -160,11 +176,12 @@ pub(crate) fn output(result: &CallToolResult) -> ToolOutput {
         parts.push(structured.to_string());
     }
     let content = parts.join("\n");
-    if result.is_error == Some(true) {
+    let output = if result.is_error == Some(true) {
         ToolOutput::error(content)
     } else {
         ToolOutput::ok(content)
-    }
+    };
+    output.with_images(images)
 }
 
 #[cfg(test)]
@@ -186,8 +203,18 @@ mod tests {
         assert!(!out.is_error);
         assert!(
             out.content
-                .starts_with("Echo: hi\n[image from the MCP tool: image/png, 4 bytes")
+                .starts_with("Echo: hi\n[image from the MCP tool (image/png) not shown:"),
+            "{}",
+            out.content
         );
+        assert!(out.images.is_empty());
+        let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+        let shown = output(&result(serde_json::json!({
+            "content": [{"type": "image", "data": png, "mimeType": "image/png"}]
+        })));
+        assert_eq!(shown.content, "[image from the MCP tool: PNG, 1x1, 1 KB]");
+        assert_eq!(shown.images[0].data, png);
+        assert_eq!(shown.images[0].media_type, "image/png");
         let structured = output(&result(serde_json::json!({
             "content": [], "structuredContent": {"result": 42}
         })));

@@ -11,6 +11,8 @@
 //! so each turn reads the prefix the turn before wrote. The prefix is byte
 //! stable: the body is a pure function of the request.
 
+use std::borrow::Cow;
+
 use alcove_protocol::{ContentBlock, Message, Role, SharedText, ToolSpec};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
@@ -20,6 +22,7 @@ use crate::http::Http;
 use crate::serialized::{
     Piece, SerializedCache, hash_value, shared_digest, text_digest, tools_piece,
 };
+use crate::thinking::{OutputConfigJson, ThinkingJson};
 use crate::{Model, ModelError, ModelRequest, ModelResponse, ProviderConfig, StreamDelta};
 
 /// The API version this client speaks.
@@ -34,6 +37,9 @@ pub struct AnthropicModel {
     http: Http,
     temperature: Option<f32>,
     context_window: Option<u64>,
+    thinking: crate::Thinking,
+    effort: Option<String>,
+    vision: bool,
     /// Messages already serialized, reused by the next request.
     serialized: std::sync::Arc<SerializedCache>,
 }
@@ -67,6 +73,9 @@ impl AnthropicModel {
             headers,
             temperature: config.temperature,
             context_window: config.context_window,
+            thinking: config.thinking,
+            effort: config.effort,
+            vision: config.vision,
             serialized: Default::default(),
         })
     }
@@ -87,8 +96,13 @@ impl Model for AnthropicModel {
         request: &ModelRequest,
         on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
     ) -> Result<ModelResponse, ModelError> {
-        let mut body = Body::new(&self.model, request, Some(&self.serialized));
-        body.temperature = self.temperature;
+        let mut body = Body::new(&self.model, request, Some(&self.serialized), self.vision);
+        body.think(
+            self.thinking,
+            request.effort.as_deref().or(self.effort.as_deref()),
+        );
+        // The API refuses a temperature other than 1 with thinking.
+        body.temperature = self.temperature.filter(|_| body.thinking.is_none());
         self.http
             .complete(&self.headers, &body, AnthropicAssembler::default, on_delta)
             .await
@@ -98,7 +112,25 @@ impl Model for AnthropicModel {
 /// The JSON body of a Messages request, as a value (for tests).
 #[cfg(test)]
 pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
-    serde_json::to_value(Body::new(model, request, None)).unwrap_or_default()
+    serde_json::to_value(Body::new(model, request, None, true)).unwrap_or_default()
+}
+
+/// The JSON body of a Messages request for a model without vision (for tests).
+#[cfg(test)]
+pub(crate) fn request_body_without_vision(model: &str, request: &ModelRequest) -> Value {
+    serde_json::to_value(Body::new(model, request, None, false)).unwrap_or_default()
+}
+
+/// The JSON body of a Messages request with thinking settings (for tests).
+#[cfg(test)]
+pub(crate) fn request_body_thinking(
+    model: &str,
+    request: &ModelRequest,
+    thinking: crate::Thinking,
+) -> Value {
+    let mut body = Body::new(model, request, None, true);
+    body.think(thinking, request.effort.as_deref());
+    serde_json::to_value(body).unwrap_or_default()
 }
 
 /// The JSON body of a Messages request, borrowing the request and written
@@ -121,6 +153,10 @@ struct Body<'a> {
     tools: Option<Piece<Vec<ToolJson<'a>>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<ThinkingJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_config: Option<OutputConfigJson>,
 }
 
 /// `{"type": "ephemeral"}`: a prompt cache breakpoint.
@@ -148,10 +184,15 @@ impl<'a> Body<'a> {
     /// mark), so the newest user message, marked again as the previous one
     /// on the next request, is sent from the cache the second time
     /// (`marked_piece`).
-    fn new(model: &'a str, request: &'a ModelRequest, cache: Option<&SerializedCache>) -> Body<'a> {
+    fn new(
+        model: &'a str,
+        request: &'a ModelRequest,
+        cache: Option<&SerializedCache>,
+        vision: bool,
+    ) -> Body<'a> {
         // Consecutive messages of one role are joined: the API wants roles
         // to alternate.
-        let messages = merged(&request.messages);
+        let messages = merged(&request.messages, vision);
         // The newest message, and the newest user message before the last
         // assistant message (where the previous turn put its breakpoint).
         let newest = messages.len().checked_sub(1);
@@ -187,7 +228,18 @@ impl<'a> Body<'a> {
             system: (!request.system.is_empty()).then(|| system(&request.system, cache)),
             tools,
             temperature: None,
+            thinking: None,
+            output_config: None,
         }
+    }
+
+    /// Asks for thinking and effort as the model takes them (`thinking.rs`),
+    /// raising `max_tokens` to hold a thinking budget.
+    fn think(&mut self, thinking: crate::Thinking, effort: Option<&str>) {
+        let plan = crate::thinking::plan(self.model, thinking, effort, self.max_tokens);
+        self.thinking = plan.thinking;
+        self.output_config = plan.output_config;
+        self.max_tokens = plan.max_tokens;
     }
 }
 
@@ -226,10 +278,10 @@ fn system<'a>(text: &'a str, cache: Option<&SerializedCache>) -> Piece<[SystemJs
 /// The messages in the API's shape, consecutive messages of one role
 /// joined into one: the API wants roles to alternate (a notice or a stop
 /// hook's feedback can follow a user message of tool results).
-fn merged(messages: &[Message]) -> Vec<MessageJson<'_>> {
+fn merged(messages: &[Message], vision: bool) -> Vec<MessageJson<'_>> {
     let mut out: Vec<MessageJson<'_>> = Vec::with_capacity(messages.len());
     for message in messages {
-        let next = MessageJson::new(message);
+        let next = MessageJson::new(message, vision);
         match out.last_mut() {
             Some(last) if last.role == next.role => last.content.extend(next.content),
             _ => out.push(next),
@@ -275,7 +327,12 @@ struct MessageJson<'a> {
 #[serde(tag = "type", rename_all = "snake_case")]
 enum BlockJson<'a> {
     Text {
-        text: &'a str,
+        text: Cow<'a, str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<Ephemeral>,
+    },
+    Image {
+        source: SourceJson<'a>,
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<Ephemeral>,
     },
@@ -288,27 +345,41 @@ enum BlockJson<'a> {
     },
     ToolResult {
         tool_use_id: &'a str,
-        content: &'a SharedText,
+        content: ResultJson<'a>,
         is_error: bool,
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<Ephemeral>,
     },
+    /// Sent back exactly as received (the API checks the signature).
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    RedactedThinking {
+        data: &'a str,
+    },
 }
 
 impl MessageJson<'_> {
-    /// Puts a cache breakpoint on the last block; false when there is none.
+    /// Puts a cache breakpoint on the last block; false when there is
+    /// none, or when it is thinking (which cannot carry one).
     fn mark_last(&mut self) -> bool {
-        self.content.last_mut().map(BlockJson::mark).is_some()
+        self.content.last_mut().is_some_and(BlockJson::mark)
     }
 }
 
 impl BlockJson<'_> {
-    /// Puts a cache breakpoint on this block.
-    fn mark(&mut self) {
+    /// Puts a cache breakpoint on this block; false when it cannot take one.
+    fn mark(&mut self) -> bool {
         match self {
             BlockJson::Text { cache_control, .. }
+            | BlockJson::Image { cache_control, .. }
             | BlockJson::ToolUse { cache_control, .. }
-            | BlockJson::ToolResult { cache_control, .. } => *cache_control = BREAKPOINT,
+            | BlockJson::ToolResult { cache_control, .. } => {
+                *cache_control = BREAKPOINT;
+                true
+            }
+            BlockJson::Thinking { .. } | BlockJson::RedactedThinking { .. } => false,
         }
     }
 }
@@ -336,6 +407,10 @@ impl<'a> MessageJson<'a> {
                     text,
                     cache_control,
                 } => (0u8, text_digest(text), cache_control.is_some()).hash(&mut state),
+                BlockJson::Image {
+                    source,
+                    cache_control,
+                } => (5u8, source.digest(), cache_control.is_some()).hash(&mut state),
                 BlockJson::ToolUse {
                     id,
                     name,
@@ -354,30 +429,40 @@ impl<'a> MessageJson<'a> {
                     is_error,
                     cache_control,
                 } => {
-                    let content = shared_digest(content);
-                    (2u8, tool_use_id, content, is_error, cache_control.is_some()).hash(&mut state)
+                    let text = shared_digest(content.text);
+                    (2u8, tool_use_id, text, is_error, cache_control.is_some()).hash(&mut state);
+                    for part in &content.parts {
+                        match part {
+                            PartJson::Text { text } => (0u8, text_digest(text)).hash(&mut state),
+                            PartJson::Image { source } => (1u8, source.digest()).hash(&mut state),
+                        }
+                    }
                 }
+                BlockJson::Thinking {
+                    thinking,
+                    signature,
+                } => (3u8, text_digest(thinking), signature).hash(&mut state),
+                BlockJson::RedactedThinking { data } => (4u8, text_digest(data)).hash(&mut state),
             }
         }
         state.finish()
     }
 
-    fn new(message: &'a Message) -> MessageJson<'a> {
+    fn new(message: &'a Message, vision: bool) -> MessageJson<'a> {
         let role = match message.role {
             Role::User => "user",
             Role::Assistant => "assistant",
         };
-        let content = message
-            .content
-            .iter()
-            .filter_map(|block| match block {
+        let mut content: Vec<BlockJson<'a>> = Vec::with_capacity(message.content.len());
+        for block in &message.content {
+            let next = match block {
                 // The API rejects empty text blocks.
-                ContentBlock::Text { text } if text.is_empty() => None,
-                ContentBlock::Text { text } => Some(BlockJson::Text {
-                    text,
+                ContentBlock::Text { text } if text.is_empty() => continue,
+                ContentBlock::Text { text } => BlockJson::Text {
+                    text: Cow::Borrowed(text),
                     cache_control: None,
-                }),
-                ContentBlock::ToolUse { id, name, input } => Some(BlockJson::ToolUse {
+                },
+                ContentBlock::ToolUse { id, name, input } => BlockJson::ToolUse {
                     id,
                     name,
                     input: if input.is_object() {
@@ -386,22 +471,120 @@ impl<'a> MessageJson<'a> {
                         InputJson::Empty {}
                     },
                     cache_control: None,
-                }),
+                },
                 ContentBlock::ToolResult {
                     tool_use_id,
                     content,
                     is_error,
-                } => Some(BlockJson::ToolResult {
+                } => BlockJson::ToolResult {
                     tool_use_id,
-                    content,
+                    content: ResultJson {
+                        text: content,
+                        parts: Vec::new(),
+                    },
                     is_error: *is_error,
                     cache_control: None,
-                }),
+                },
+                ContentBlock::Thinking {
+                    thinking,
+                    signature,
+                } => BlockJson::Thinking {
+                    thinking,
+                    signature,
+                },
+                ContentBlock::RedactedThinking { data } => BlockJson::RedactedThinking { data },
                 // The Responses wire's own; this API has no such block.
-                ContentBlock::Reasoning { .. } => None,
-            })
-            .collect();
+                ContentBlock::Reasoning { .. } => continue,
+                ContentBlock::Image { media_type, data } => {
+                    let part = image_part(media_type, data, vision);
+                    // An image right after a tool result is part of it.
+                    if let Some(BlockJson::ToolResult { content, .. }) = content.last_mut() {
+                        content.parts.push(part);
+                        continue;
+                    }
+                    match part {
+                        PartJson::Image { source } => BlockJson::Image {
+                            source,
+                            cache_control: None,
+                        },
+                        PartJson::Text { text } => BlockJson::Text {
+                            text,
+                            cache_control: None,
+                        },
+                    }
+                }
+            };
+            content.push(next);
+        }
         MessageJson { role, content }
+    }
+}
+
+/// An image as the API takes it, or, for a model without vision, the
+/// note that stands for it.
+fn image_part<'a>(media_type: &'a str, data: &'a str, vision: bool) -> PartJson<'a> {
+    if vision {
+        PartJson::Image {
+            source: SourceJson {
+                kind: "base64",
+                media_type,
+                data,
+            },
+        }
+    } else {
+        PartJson::Text {
+            text: Cow::Owned(crate::no_vision_note(media_type, data)),
+        }
+    }
+}
+
+/// A tool result's content: its text as a string, or, with images, a list
+/// of the text and the images.
+#[derive(Clone)]
+struct ResultJson<'a> {
+    text: &'a SharedText,
+    parts: Vec<PartJson<'a>>,
+}
+
+impl Serialize for ResultJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        if self.parts.is_empty() {
+            return self.text.serialize(serializer);
+        }
+        let mut seq = serializer.serialize_seq(None)?;
+        if !self.text.is_empty() {
+            seq.serialize_element(&PartJson::Text {
+                text: Cow::Borrowed(self.text.as_str()),
+            })?;
+        }
+        for part in &self.parts {
+            seq.serialize_element(part)?;
+        }
+        seq.end()
+    }
+}
+
+/// One block of a tool result's content list.
+#[derive(Serialize, Clone)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum PartJson<'a> {
+    Text { text: Cow<'a, str> },
+    Image { source: SourceJson<'a> },
+}
+
+/// `{"type": "base64", "media_type": …, "data": …}`.
+#[derive(Serialize, Clone)]
+struct SourceJson<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media_type: &'a str,
+    data: &'a str,
+}
+
+impl SourceJson<'_> {
+    fn digest(&self) -> (&str, (u64, usize)) {
+        (self.media_type, text_digest(self.data))
     }
 }
 

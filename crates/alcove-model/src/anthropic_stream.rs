@@ -22,7 +22,14 @@ enum Block {
         json: String,
         initial: Value,
     },
-    /// A kind this client does not keep (thinking, server tools, …).
+    /// Thinking, kept with its signature to be sent back unchanged.
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
+    /// Encrypted thinking, likewise.
+    RedactedThinking(String),
+    /// A kind this client does not keep (server tools, …).
     Other,
 }
 
@@ -81,6 +88,12 @@ struct BlockStartJson<'a> {
     #[serde(borrow)]
     name: Option<Cow<'a, str>>,
     input: Option<Value>,
+    #[serde(borrow)]
+    thinking: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    signature: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    data: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -92,6 +105,10 @@ struct DeltaJson<'a> {
     text: Option<Cow<'a, str>>,
     #[serde(borrow)]
     partial_json: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    thinking: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    signature: Option<Cow<'a, str>>,
     #[serde(borrow)]
     stop_reason: Option<Cow<'a, str>>,
 }
@@ -154,6 +171,25 @@ impl Assembler for AnthropicAssembler {
                         };
                         self.blocks.insert(index, tool);
                     }
+                    Some("thinking") => {
+                        let thinking = block.thinking.unwrap_or_default().into_owned();
+                        let signature = block.signature.unwrap_or_default().into_owned();
+                        let shown = thinking.clone();
+                        self.blocks.insert(
+                            index,
+                            Block::Thinking {
+                                thinking,
+                                signature,
+                            },
+                        );
+                        if !shown.is_empty() {
+                            return Ok(Feed::Thinking(shown));
+                        }
+                    }
+                    Some("redacted_thinking") => {
+                        let data = block.data.unwrap_or_default().into_owned();
+                        self.blocks.insert(index, Block::RedactedThinking(data));
+                    }
                     _ => {
                         self.blocks.insert(index, Block::Other);
                     }
@@ -178,6 +214,22 @@ impl Assembler for AnthropicAssembler {
                     Some("input_json_delta") => {
                         if let Some(Block::ToolUse { json, .. }) = self.blocks.get_mut(&index) {
                             json.push_str(delta.partial_json.as_deref().unwrap_or(""));
+                        }
+                    }
+                    Some("thinking_delta") => {
+                        let piece = delta.thinking.as_deref().unwrap_or("");
+                        if let Some(Block::Thinking { thinking, .. }) = self.blocks.get_mut(&index)
+                        {
+                            thinking.push_str(piece);
+                            if !piece.is_empty() {
+                                return Ok(Feed::Thinking(piece.to_string()));
+                            }
+                        }
+                    }
+                    Some("signature_delta") => {
+                        if let Some(Block::Thinking { signature, .. }) = self.blocks.get_mut(&index)
+                        {
+                            signature.push_str(delta.signature.as_deref().unwrap_or(""));
                         }
                     }
                     _ => {}
@@ -229,6 +281,16 @@ impl Assembler for AnthropicAssembler {
                         serde_json::from_str(&json).unwrap_or(Value::String(json))
                     };
                     content.push(ContentBlock::ToolUse { id, name, input });
+                }
+                Block::Thinking {
+                    thinking,
+                    signature,
+                } => content.push(ContentBlock::Thinking {
+                    thinking,
+                    signature,
+                }),
+                Block::RedactedThinking(data) => {
+                    content.push(ContentBlock::RedactedThinking { data })
                 }
                 _ => {}
             }

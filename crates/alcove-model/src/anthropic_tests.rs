@@ -160,7 +160,7 @@ async fn truncated_and_malformed_streams_fail() {
 
 #[tokio::test]
 async fn unknown_blocks_and_events_are_ignored() {
-    let thinking = "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}\n\n\
+    let thinking = "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"server_tool_use\",\"thinking\":\"\"}}\n\n\
 event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hmm\"}}\n\n\
 event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n\
 event: brand_new\ndata: {\"type\":\"brand_new\"}\n\n";
@@ -213,6 +213,7 @@ fn sample_request() -> ModelRequest {
         }]
         .into(),
         max_tokens: 1024,
+        effort: None,
     }
 }
 
@@ -269,7 +270,7 @@ async fn huge_usage_counts_saturate_instead_of_overflowing() {
 
 /// The body as bytes, built with or without the serialized-message cache.
 fn body_bytes(request: &ModelRequest, cache: Option<&SerializedCache>) -> Vec<u8> {
-    serde_json::to_vec(&Body::new("claude-test", request, cache)).unwrap()
+    serde_json::to_vec(&Body::new("claude-test", request, cache, true)).unwrap()
 }
 
 #[test]
@@ -326,4 +327,117 @@ fn cached_messages_give_the_same_bytes_as_fresh_ones() {
         "{text}"
     );
     assert!(text.contains("\"required\":[\"path\"]"), "{text}");
+}
+
+const THINKING: &str = "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}\n\n\
+event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"First, \"}}\n\n\
+event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"read it.\"}}\n\n\
+event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"EqQBCgIYAh\"}}\n\n\
+event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n\
+event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"redacted_thinking\",\"data\":\"EmwKAhgB\"}}\n\n\
+event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n";
+
+#[tokio::test]
+async fn thinking_is_kept_with_its_signature_and_streamed_apart() {
+    let tool = tool_block(2, "toolu_1", "Read", &["{\"file_path\":", "\"a\"}"]);
+    let (response, deltas) = ok(&format!("{START}{THINKING}{tool}{TOOL_STOP}")).await;
+    let thinking: String = deltas
+        .iter()
+        .filter_map(|delta| match delta {
+            StreamDelta::Thinking(text) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(thinking, "First, read it.");
+    assert_eq!(text_of(&deltas), "");
+    assert_eq!(
+        response.message.content[..2],
+        [
+            ContentBlock::Thinking {
+                thinking: "First, read it.".into(),
+                signature: "EqQBCgIYAh".into(),
+            },
+            ContentBlock::RedactedThinking {
+                data: "EmwKAhgB".into()
+            },
+        ]
+    );
+    assert_eq!(response.message.text(), "");
+
+    // Sent back unchanged, in order, with no cache breakpoint on thinking.
+    let request = ModelRequest {
+        system: String::new(),
+        messages: vec![Message::user_text("go"), response.message],
+        tools: Vec::new().into(),
+        max_tokens: 100,
+        effort: None,
+    };
+    let body = request_body_thinking("claude-opus-4-6", &request, crate::Thinking::Default);
+    assert_eq!(body["thinking"], json!({"type": "adaptive"}));
+    assert_eq!(
+        body["messages"][1]["content"][0],
+        json!({"type": "thinking", "thinking": "First, read it.", "signature": "EqQBCgIYAh"})
+    );
+    assert_eq!(
+        body["messages"][1]["content"][1],
+        json!({"type": "redacted_thinking", "data": "EmwKAhgB"})
+    );
+}
+
+fn image_request() -> ModelRequest {
+    ModelRequest {
+        system: String::new(),
+        messages: vec![
+            Message::user_text("look"),
+            Message {
+                role: alcove_protocol::Role::Assistant,
+                content: vec![ContentBlock::ToolUse {
+                    id: "t1".into(),
+                    name: "Read".into(),
+                    input: json!({"file_path": "a.png"}),
+                }],
+            },
+            Message {
+                role: alcove_protocol::Role::User,
+                content: vec![
+                    ContentBlock::ToolResult {
+                        tool_use_id: "t1".into(),
+                        content: "Image a.png: PNG, 1x1, 1 KB.".into(),
+                        is_error: false,
+                    },
+                    ContentBlock::Image {
+                        media_type: "image/png".into(),
+                        data: "iVBORw0K".into(),
+                    },
+                ],
+            },
+        ],
+        tools: Vec::new().into(),
+        max_tokens: 100,
+        effort: None,
+    }
+}
+
+#[test]
+fn a_tool_results_image_goes_inside_the_tool_result() {
+    let body = request_body("claude-test", &image_request());
+    let content = &body["messages"][2]["content"];
+    assert_eq!(content.as_array().unwrap().len(), 1, "{content}");
+    assert_eq!(
+        content[0]["content"],
+        json!([
+            {"type": "text", "text": "Image a.png: PNG, 1x1, 1 KB."},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0K"}},
+        ])
+    );
+    let body = request_body_without_vision("claude-test", &image_request());
+    let parts = &body["messages"][2]["content"][0]["content"];
+    assert_eq!(parts[1]["type"], "text");
+    assert!(
+        parts[1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("without vision"),
+        "{parts}"
+    );
 }

@@ -34,6 +34,7 @@ mod serialized;
 mod sse;
 mod sse_decode;
 mod text_calls;
+mod thinking;
 mod window;
 
 pub use anthropic::AnthropicModel;
@@ -59,6 +60,10 @@ pub struct ModelRequest {
     pub tools: std::sync::Arc<[ToolSpec]>,
     /// The output token limit.
     pub max_tokens: u32,
+    /// The reasoning effort this agent asks for (its definition's
+    /// `effort:` or its `Agent` call's), over the provider's configured
+    /// one; `None` keeps that.
+    pub effort: Option<String>,
 }
 
 /// The complete answer to one [`ModelRequest`].
@@ -226,6 +231,58 @@ pub struct ProviderConfig {
     /// Responses wire only: the reasoning summary asked for (`auto`,
     /// `concise`, `detailed`), streamed as thinking; `None` asks for none.
     pub reasoning_summary: Option<String>,
+    /// Anthropic wire: whether and how the model thinks (`thinking.rs`).
+    pub thinking: Thinking,
+    /// Anthropic wire: the reasoning effort (`low`, `medium`, `high`,
+    /// `max`), `None` for the model's default; a request's own effort wins.
+    /// The OpenAI wires send `reasoning_effort` instead.
+    pub effort: Option<String>,
+    /// Whether the model takes images; without, each image is sent as a
+    /// text note saying it was left out (`vision = false`).
+    pub vision: bool,
+}
+
+/// Whether and how a model thinks before it answers (Anthropic's extended
+/// and adaptive thinking; `thinking` in `[model_options]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Thinking {
+    /// Adaptive where the model takes it, else none.
+    #[default]
+    Default,
+    /// No thinking is asked for.
+    Off,
+    /// The model decides how much to think (`{"type": "adaptive"}`); on a
+    /// model without adaptive thinking, a budget chosen from the effort.
+    Adaptive,
+    /// At most this many thinking tokens (`{"type": "enabled",
+    /// "budget_tokens": N}`), on top of the answer's `max_tokens`.
+    Budget(u32),
+}
+
+/// The efforts a request may ask for, least first: OpenAI's words and
+/// Anthropic's (`minimal` is sent to Anthropic as `low`, `xhigh` as `max`).
+pub const EFFORTS: [&str; 6] = ["minimal", "low", "medium", "high", "xhigh", "max"];
+
+/// `effort` when it is one of [`EFFORTS`] (any case), else an error naming them.
+pub fn parse_effort(effort: &str) -> Result<String, String> {
+    let lower = effort.trim().to_ascii_lowercase();
+    if EFFORTS.contains(&lower.as_str()) {
+        Ok(lower)
+    } else {
+        Err(format!(
+            "unknown effort `{effort}`; use one of {}",
+            EFFORTS.join(", ")
+        ))
+    }
+}
+
+/// What a model without vision reads where an image was.
+pub(crate) fn no_vision_note(media_type: &str, data: &str) -> String {
+    let bytes = data.len() / 4 * 3;
+    format!(
+        "[An image ({media_type}, about {} KB) was left out: this model is configured without vision (vision = false in [model_options]).]",
+        bytes.div_ceil(1024)
+    )
 }
 
 /// Builds the client for a provider.

@@ -36,6 +36,7 @@ pub struct OpenAiModel {
     context_window: Option<u64>,
     prompt_cache_key: Option<String>,
     reasoning_effort: Option<String>,
+    vision: bool,
     /// Messages already serialized, reused by the next request.
     serialized: std::sync::Arc<SerializedCache>,
 }
@@ -70,6 +71,7 @@ impl OpenAiModel {
             context_window: config.context_window,
             prompt_cache_key: config.prompt_cache_key,
             reasoning_effort: config.reasoning_effort,
+            vision: config.vision,
             serialized: Default::default(),
         })
     }
@@ -90,7 +92,7 @@ impl Model for OpenAiModel {
         request: &ModelRequest,
         on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
     ) -> Result<ModelResponse, ModelError> {
-        let mut body = Body::new(&self.model, request, Some(&self.serialized));
+        let mut body = Body::with_vision(&self.model, request, Some(&self.serialized), self.vision);
         body.temperature = self.temperature;
         body.prompt_cache_key = self.prompt_cache_key.as_deref();
         body.reasoning_effort = self.reasoning_effort.as_deref();

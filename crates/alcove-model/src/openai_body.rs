@@ -45,17 +45,28 @@ struct StreamOptions {
 impl<'a> Body<'a> {
     /// The body for `request`; with a `cache`, messages and the tool array
     /// are taken from it (and left in it) as JSON.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(super) fn new(
         model: &'a str,
         request: &'a ModelRequest,
         cache: Option<&SerializedCache>,
+    ) -> Body<'a> {
+        Body::with_vision(model, request, cache, true)
+    }
+
+    /// [`Body::new`] for a model that takes images (`vision`) or not.
+    pub(super) fn with_vision(
+        model: &'a str,
+        request: &'a ModelRequest,
+        cache: Option<&SerializedCache>,
+        vision: bool,
     ) -> Body<'a> {
         let mut messages = Vec::with_capacity(request.messages.len() + 1);
         if !request.system.is_empty() {
             messages.push(ChatMessage::text("system", &request.system));
         }
         for message in &request.messages {
-            push_message(&mut messages, message);
+            push_message(&mut messages, message, vision);
         }
         let messages = messages
             .into_iter()
@@ -102,6 +113,22 @@ pub(super) struct ChatMessage<'a> {
 enum Content<'a> {
     Text(Cow<'a, str>),
     Result(&'a SharedText),
+    /// Text and images: a user message carrying images.
+    Parts(Vec<PartJson<'a>>),
+}
+
+/// One part of a user message's content list.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum PartJson<'a> {
+    Text { text: Cow<'a, str> },
+    ImageUrl { image_url: ImageUrl },
+}
+
+/// `{"url": "data:image/png;base64,…"}`.
+#[derive(Serialize)]
+struct ImageUrl {
+    url: String,
 }
 
 #[derive(Serialize)]
@@ -150,6 +177,18 @@ impl<'a> ChatMessage<'a> {
         let content = self.content.as_ref().map(|content| match content {
             Content::Text(text) => text_digest(text),
             Content::Result(result) => shared_digest(result),
+            Content::Parts(parts) => {
+                let mut parts_state = crate::serialized::hasher();
+                for part in parts {
+                    match part {
+                        PartJson::Text { text } => (0u8, text_digest(text)).hash(&mut parts_state),
+                        PartJson::ImageUrl { image_url } => {
+                            (1u8, text_digest(&image_url.url)).hash(&mut parts_state)
+                        }
+                    }
+                }
+                (parts_state.finish(), parts.len())
+            }
         });
         (self.role, content, self.tool_call_id).hash(&mut state);
         for call in &self.tool_calls {
@@ -165,10 +204,40 @@ impl<'a> ChatMessage<'a> {
 }
 
 /// Appends one neutral message as one or more Chat Completions messages.
-fn push_message<'a>(out: &mut Vec<ChatMessage<'a>>, message: &'a Message) {
+fn push_message<'a>(out: &mut Vec<ChatMessage<'a>>, message: &'a Message, vision: bool) {
     let mut texts: Vec<&str> = Vec::new();
     match message.role {
         Role::User => {
+            // Tool messages hold text only: a result's images (and any
+            // other) go in a user message after them, as other agents do.
+            let mut images: Vec<PartJson<'a>> = Vec::new();
+            let mut last_result: Option<&str> = None;
+            for block in &message.content {
+                match block {
+                    ContentBlock::Image { media_type, data } => {
+                        if let Some(id) = last_result {
+                            images.push(PartJson::Text {
+                                text: Cow::Owned(format!("The image returned by tool call {id}:")),
+                            });
+                        }
+                        images.push(if vision {
+                            PartJson::ImageUrl {
+                                image_url: ImageUrl {
+                                    url: format!("data:{media_type};base64,{data}"),
+                                },
+                            }
+                        } else {
+                            PartJson::Text {
+                                text: Cow::Owned(crate::no_vision_note(media_type, data)),
+                            }
+                        });
+                    }
+                    ContentBlock::ToolResult { tool_use_id, .. } => {
+                        last_result = Some(tool_use_id);
+                    }
+                    _ => last_result = None,
+                }
+            }
             for block in &message.content {
                 match block {
                     ContentBlock::Text { text } => texts.push(text),
@@ -182,8 +251,27 @@ fn push_message<'a>(out: &mut Vec<ChatMessage<'a>>, message: &'a Message) {
                         tool_call_id: Some(tool_use_id.as_str()),
                         tool_calls: Vec::new(),
                     }),
-                    ContentBlock::ToolUse { .. } | ContentBlock::Reasoning { .. } => {}
+                    // Thinking is Anthropic's and reasoning the Responses
+                    // wire's; neither is sent on this wire.
+                    _ => {}
                 }
+            }
+            if !images.is_empty() {
+                let mut parts: Vec<PartJson<'a>> = texts
+                    .iter()
+                    .filter(|text| !text.is_empty())
+                    .map(|text| PartJson::Text {
+                        text: Cow::Borrowed(*text),
+                    })
+                    .collect();
+                parts.extend(images);
+                out.push(ChatMessage {
+                    role: "user",
+                    content: Some(Content::Parts(parts)),
+                    tool_call_id: None,
+                    tool_calls: Vec::new(),
+                });
+                return;
             }
             match texts.as_slice() {
                 [] => {}
@@ -204,9 +292,9 @@ fn push_message<'a>(out: &mut Vec<ChatMessage<'a>>, message: &'a Message) {
                             arguments: Arguments(input),
                         },
                     }),
-                    // Reasoning items are the Responses wire's; Chat
-                    // Completions takes no reasoning back.
-                    ContentBlock::ToolResult { .. } | ContentBlock::Reasoning { .. } => {}
+                    // Thinking is Anthropic's and reasoning items the
+                    // Responses wire's; Chat Completions takes neither back.
+                    _ => {}
                 }
             }
             let content = match texts.as_slice() {

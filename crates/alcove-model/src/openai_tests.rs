@@ -106,6 +106,7 @@ fn reasoning_effort_is_sent_only_when_set() {
         messages: vec![Message::user_text("hi")],
         tools: Vec::new().into(),
         max_tokens: 10,
+        effort: None,
     };
     let mut body = Body::new("o3", &request, None);
     assert!(
@@ -315,6 +316,7 @@ fn request_body_translates_messages() {
         ],
         tools: vec![ls_tool()].into(),
         max_tokens: 512,
+        effort: None,
     };
     let body = request_body("gpt-test", &request);
     assert_eq!(
@@ -407,6 +409,7 @@ fn cached_messages_give_the_same_bytes_as_fresh_ones() {
         messages: vec![Message::user_text("list files")],
         tools: vec![ls_tool()].into(),
         max_tokens: 512,
+        effort: None,
     };
     // Turn after turn, earlier messages come from the cache: every body
     // must be exactly what a fresh build sends.
@@ -483,5 +486,54 @@ fn cached_messages_give_the_same_bytes_as_fresh_ones() {
     assert_eq!(
         body["tools"][0]["function"]["parameters"]["required"],
         json!(["path"])
+    );
+}
+
+#[test]
+fn a_tool_results_image_follows_the_tool_messages_as_a_user_message() {
+    use alcove_protocol::ContentBlock;
+    let request = ModelRequest {
+        system: String::new(),
+        messages: vec![
+            Message::user_text("look"),
+            Message {
+                role: alcove_protocol::Role::Assistant,
+                content: vec![ContentBlock::ToolUse {
+                    id: "t1".into(),
+                    name: "Read".into(),
+                    input: json!({"file_path": "a.png"}),
+                }],
+            },
+            Message {
+                role: alcove_protocol::Role::User,
+                content: vec![
+                    ContentBlock::ToolResult {
+                        tool_use_id: "t1".into(),
+                        content: "Image a.png: PNG, 1x1, 1 KB.".into(),
+                        is_error: false,
+                    },
+                    ContentBlock::Image {
+                        media_type: "image/png".into(),
+                        data: "iVBORw0K".into(),
+                    },
+                ],
+            },
+        ],
+        tools: Vec::new().into(),
+        max_tokens: 100,
+        effort: None,
+    };
+    let body = request_body("gpt-test", &request);
+    let messages = body["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 4, "{body}");
+    assert_eq!(messages[2]["role"], "tool");
+    assert_eq!(messages[2]["content"], "Image a.png: PNG, 1x1, 1 KB.");
+    assert_eq!(messages[3]["role"], "user");
+    assert_eq!(
+        messages[3]["content"],
+        json!([
+            {"type": "text", "text": "The image returned by tool call t1:"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0K"}},
+        ])
     );
 }

@@ -39,6 +39,7 @@ pub struct ResponsesModel {
     prompt_cache_key: Option<String>,
     reasoning_effort: Option<String>,
     reasoning_summary: Option<String>,
+    vision: bool,
     /// Input items already serialized, reused by the next request.
     serialized: std::sync::Arc<SerializedCache>,
 }
@@ -74,6 +75,7 @@ impl ResponsesModel {
             prompt_cache_key: config.prompt_cache_key,
             reasoning_effort: config.reasoning_effort,
             reasoning_summary: config.reasoning_summary,
+            vision: config.vision,
             serialized: Default::default(),
         })
     }
@@ -84,6 +86,7 @@ impl ResponsesModel {
             prompt_cache_key: self.prompt_cache_key.as_deref(),
             reasoning_effort: self.reasoning_effort.as_deref(),
             reasoning_summary: self.reasoning_summary.as_deref(),
+            vision: self.vision,
         }
     }
 }

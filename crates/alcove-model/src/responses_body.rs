@@ -10,7 +10,9 @@
 //! and a reasoning block the `reasoning` item it was, with its encrypted
 //! content. With `store: false` nothing is kept on the server, so a
 //! reasoning item without encrypted content cannot be sent back (the API
-//! would look its id up and fail): it is left out.
+//! would look its id up and fail): it is left out. An image is an
+//! `input_image` part (a data URL), those of tool results in a user
+//! message after the outputs; thinking blocks (Anthropic's) are left out.
 
 use alcove_protocol::{ContentBlock, Message, Role, Schema, SharedText, ToolSpec};
 use serde::{Serialize, Serializer};
@@ -62,12 +64,26 @@ struct ReasoningJson<'a> {
 }
 
 /// The per-client settings a body carries besides the request.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub(super) struct Settings<'a> {
     pub(super) temperature: Option<f32>,
     pub(super) prompt_cache_key: Option<&'a str>,
     pub(super) reasoning_effort: Option<&'a str>,
     pub(super) reasoning_summary: Option<&'a str>,
+    /// Whether the model takes images; without, each is a text note.
+    pub(super) vision: bool,
+}
+
+impl Default for Settings<'_> {
+    fn default() -> Self {
+        Settings {
+            temperature: None,
+            prompt_cache_key: None,
+            reasoning_effort: None,
+            reasoning_summary: None,
+            vision: true,
+        }
+    }
 }
 
 impl<'a> Body<'a> {
@@ -81,7 +97,7 @@ impl<'a> Body<'a> {
     ) -> Body<'a> {
         let mut items = Vec::with_capacity(request.messages.len() * 2);
         for message in &request.messages {
-            push_items(&mut items, message);
+            push_items(&mut items, message, settings.vision);
         }
         let input = items
             .into_iter()
@@ -150,8 +166,22 @@ pub(super) enum Item<'a> {
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(super) enum Part<'a> {
-    InputText { text: &'a str },
-    OutputText { text: &'a str },
+    InputText {
+        text: &'a str,
+    },
+    OutputText {
+        text: &'a str,
+    },
+    /// A text alcove wrote (an image's caption or its no-vision note).
+    #[serde(rename = "input_text")]
+    InputNote {
+        text: String,
+    },
+    /// An image as a data URL.
+    InputImage {
+        image_url: String,
+        detail: &'static str,
+    },
 }
 
 /// A part of a reasoning item's summary.
@@ -189,6 +219,10 @@ impl Item<'_> {
                     match part {
                         Part::InputText { text } => (0u8, text_digest(text)).hash(&mut state),
                         Part::OutputText { text } => (1u8, text_digest(text)).hash(&mut state),
+                        Part::InputNote { text } => (2u8, text_digest(text)).hash(&mut state),
+                        Part::InputImage { image_url, detail } => {
+                            (3u8, text_digest(image_url), detail).hash(&mut state);
+                        }
                     }
                 }
             }
@@ -221,13 +255,17 @@ impl Item<'_> {
     }
 }
 
-/// Appends one neutral message as input items, in block order.
-fn push_items<'a>(out: &mut Vec<Item<'a>>, message: &'a Message) {
+/// Appends one neutral message as input items, in block order; a tool
+/// result's images (function call outputs hold text only) go in one user
+/// message after them, as on Chat Completions.
+fn push_items<'a>(out: &mut Vec<Item<'a>>, message: &'a Message, vision: bool) {
     let (role, text_part): (&'static str, fn(&'a str) -> Part<'a>) = match message.role {
         Role::User => ("user", |text| Part::InputText { text }),
         Role::Assistant => ("assistant", |text| Part::OutputText { text }),
     };
     let mut texts: Vec<Part<'a>> = Vec::new();
+    let mut result_images: Vec<Part<'a>> = Vec::new();
+    let mut last_result: Option<&str> = None;
     let flush = |out: &mut Vec<Item<'a>>, texts: &mut Vec<Part<'a>>| {
         if !texts.is_empty() {
             out.push(Item::Message {
@@ -237,6 +275,32 @@ fn push_items<'a>(out: &mut Vec<Item<'a>>, message: &'a Message) {
         }
     };
     for block in &message.content {
+        if let ContentBlock::Image { media_type, data } = block {
+            let image = if vision {
+                Part::InputImage {
+                    image_url: format!("data:{media_type};base64,{data}"),
+                    detail: "auto",
+                }
+            } else {
+                Part::InputNote {
+                    text: crate::no_vision_note(media_type, data),
+                }
+            };
+            match last_result {
+                Some(id) => {
+                    result_images.push(Part::InputNote {
+                        text: format!("The image returned by tool call {id}:"),
+                    });
+                    result_images.push(image);
+                }
+                None => texts.push(image),
+            }
+            continue;
+        }
+        last_result = match block {
+            ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id),
+            _ => None,
+        };
         match block {
             ContentBlock::Text { text } if text.is_empty() => {}
             ContentBlock::Text { text } => texts.push(text_part(text)),
@@ -277,10 +341,20 @@ fn push_items<'a>(out: &mut Vec<Item<'a>>, message: &'a Message) {
                     encrypted_content,
                 });
             }
-            ContentBlock::Reasoning { .. } => {}
+            // Thinking is Anthropic's; an image was handled above.
+            ContentBlock::Reasoning { .. }
+            | ContentBlock::Thinking { .. }
+            | ContentBlock::RedactedThinking { .. }
+            | ContentBlock::Image { .. } => {}
         }
     }
     flush(out, &mut texts);
+    if !result_images.is_empty() {
+        out.push(Item::Message {
+            role: "user",
+            content: result_images,
+        });
+    }
 }
 
 /// A function tool: the Responses shape is flat (no `function` wrapper).

@@ -342,6 +342,7 @@ fn history() -> ModelRequest {
         }]
         .into(),
         max_tokens: 1000,
+        effort: None,
     }
 }
 
@@ -352,6 +353,7 @@ fn the_body_sends_the_history_as_items_with_the_reasoning_back() {
         reasoning_summary: Some("auto"),
         prompt_cache_key: Some("session-1"),
         temperature: None,
+        vision: true,
     };
     let body = request_body("gpt-5-codex", &history(), settings);
     assert_eq!(
@@ -388,6 +390,79 @@ fn without_reasoning_settings_no_reasoning_or_include_is_sent() {
     assert!(body.get("include").is_none(), "{body}");
     assert!(body.get("prompt_cache_key").is_none(), "{body}");
     assert_eq!(body["store"], json!(false));
+}
+
+#[test]
+fn a_results_images_follow_the_outputs_in_a_user_message_and_thinking_is_left_out() {
+    let image = |data: &str| ContentBlock::Image {
+        media_type: "image/png".into(),
+        data: data.into(),
+    };
+    let request = ModelRequest {
+        system: String::new(),
+        messages: vec![
+            Message {
+                role: Role::User,
+                content: vec![
+                    ContentBlock::Text {
+                        text: "look".into(),
+                    },
+                    image("AAAA"),
+                ],
+            },
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    ContentBlock::Thinking {
+                        thinking: "hm".into(),
+                        signature: "sig".into(),
+                    },
+                    ContentBlock::ToolUse {
+                        id: "call_1".into(),
+                        name: "Read".into(),
+                        input: json!({"file_path": "a.png"}),
+                    },
+                ],
+            },
+            Message {
+                role: Role::User,
+                content: vec![
+                    ContentBlock::ToolResult {
+                        tool_use_id: "call_1".into(),
+                        content: SharedText::from("Image a.png"),
+                        is_error: false,
+                    },
+                    image("BBBB"),
+                ],
+            },
+        ],
+        tools: Vec::new().into(),
+        max_tokens: 100,
+        effort: None,
+    };
+    let body = request_body("gpt-5-codex", &request, Settings::default());
+    assert_eq!(
+        body["input"],
+        json!([
+            {"type": "message", "role": "user", "content": [
+                {"type": "input_text", "text": "look"},
+                {"type": "input_image", "image_url": "data:image/png;base64,AAAA", "detail": "auto"},
+            ]},
+            {"type": "function_call", "call_id": "call_1", "name": "Read", "arguments": "{\"file_path\":\"a.png\"}"},
+            {"type": "function_call_output", "call_id": "call_1", "output": "Image a.png"},
+            {"type": "message", "role": "user", "content": [
+                {"type": "input_text", "text": "The image returned by tool call call_1:"},
+                {"type": "input_image", "image_url": "data:image/png;base64,BBBB", "detail": "auto"},
+            ]},
+        ])
+    );
+    let blind = Settings {
+        vision: false,
+        ..Settings::default()
+    };
+    let body = request_body("gpt-5-codex", &request, blind);
+    let note = body["input"][0]["content"][1]["text"].as_str().unwrap();
+    assert!(note.contains("vision = false"), "{body}");
 }
 
 #[test]

@@ -47,6 +47,9 @@ fn config(protocol: WireProtocol, server: &FakeServer) -> ProviderConfig {
         context_window: None,
         reasoning_effort: None,
         reasoning_summary: None,
+        thinking: Default::default(),
+        effort: None,
+        vision: true,
     }
 }
 
@@ -62,6 +65,7 @@ fn request(prompt: &str) -> ModelRequest {
         }]
         .into(),
         max_tokens: 256,
+        effort: None,
     }
 }
 

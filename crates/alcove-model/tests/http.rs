@@ -210,6 +210,9 @@ fn config(protocol: WireProtocol, base_url: String) -> ProviderConfig {
         context_window: None,
         reasoning_effort: None,
         reasoning_summary: None,
+        thinking: Default::default(),
+        effort: None,
+        vision: true,
     }
 }
 
@@ -220,6 +223,7 @@ async fn complete(config: ProviderConfig) -> (Result<ModelResponse, ModelError>,
         messages: vec![Message::user_text("hello")],
         tools: Vec::new().into(),
         max_tokens: 100,
+        effort: None,
     };
     let deltas = Mutex::new(Vec::new());
     let result = model

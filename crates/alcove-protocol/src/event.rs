@@ -169,6 +169,12 @@ pub enum EventKind {
         /// The text.
         text: String,
     },
+    /// A piece of the model's streamed thinking (shown, never part of the
+    /// answer; the whole thinking is in the `message` event).
+    ThinkingDelta {
+        /// The text.
+        text: String,
+    },
     /// The streamed text was discarded because the request is being retried
     /// from the start.
     StreamRestarted {

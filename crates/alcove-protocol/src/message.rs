@@ -73,6 +73,32 @@ pub enum ContentBlock {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         summary: Vec<String>,
     },
+    /// The model's thinking before it answered (Anthropic extended or
+    /// adaptive thinking). Kept with its signature and sent back unchanged:
+    /// the API verifies the signature, and refuses a tool-use turn whose
+    /// thinking was dropped or altered. Never part of [`Message::text`].
+    Thinking {
+        /// What the model thought (a summary, on the newest models).
+        thinking: String,
+        /// The provider's signature over it, opaque.
+        signature: String,
+    },
+    /// Thinking the provider encrypted (flagged by its safety systems):
+    /// nothing to show, but sent back unchanged like [`ContentBlock::Thinking`].
+    RedactedThinking {
+        /// The encrypted thinking, opaque.
+        data: String,
+    },
+    /// An image, base64-encoded. In a user message it follows the text it
+    /// goes with; right after a [`ContentBlock::ToolResult`] it belongs to
+    /// that result (the Anthropic wire puts it inside the `tool_result`, the
+    /// Chat Completions wire in a user message after the tool messages).
+    Image {
+        /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+        media_type: String,
+        /// The image's bytes in standard base64.
+        data: String,
+    },
 }
 
 impl Message {
@@ -101,6 +127,17 @@ impl Message {
             }
         }
         text
+    }
+
+    /// The concatenation of the message's thinking blocks, with no separator.
+    pub fn thinking(&self) -> String {
+        let mut thinking = String::new();
+        for block in &self.content {
+            if let ContentBlock::Thinking { thinking: part, .. } = block {
+                thinking.push_str(part);
+            }
+        }
+        thinking
     }
 
     /// The tool calls of this message, in order: `(id, name, input)`.

@@ -99,13 +99,54 @@ fn stop_reason(blocks: &[Block], ctx: &Ctx<'_>) -> &'static str {
     }
 }
 
+/// The thinking blocks a reply opens with when the request asked for
+/// thinking: a signed `thinking` block streamed in deltas, its signature
+/// in one `signature_delta`, and a `redacted_thinking` block when the step
+/// asks. Returns how many blocks it wrote.
+fn thinking(out: &mut Vec<String>, ctx: &Ctx<'_>) -> usize {
+    if !ctx.thinking {
+        return 0;
+    }
+    let text = format!(
+        "Let me think about reply {} before I answer.",
+        ctx.ids.next()
+    );
+    out.push(block_start(
+        0,
+        json!({"type": "thinking", "thinking": "", "signature": ""}),
+    ));
+    for piece in split_pieces(&text, ctx.piece_chars) {
+        out.push(delta(
+            0,
+            json!({"type": "thinking_delta", "thinking": piece}),
+        ));
+    }
+    out.push(delta(
+        0,
+        json!({"type": "signature_delta", "signature": crate::thinking::sign(&text)}),
+    ));
+    out.push(block_stop(0));
+    if !ctx.redacted_thinking {
+        return 1;
+    }
+    let data = crate::thinking::redacted(ctx.ids.next());
+    out.push(block_start(
+        1,
+        json!({"type": "redacted_thinking", "data": data}),
+    ));
+    out.push(block_stop(1));
+    2
+}
+
 /// The streamed body for a step (HTTP errors and hangs never get here).
 pub(crate) fn stream(kind: &StepKind, ctx: &Ctx<'_>) -> Sse {
     let mut out = Vec::new();
     let ending = match kind {
         StepKind::Reply(blocks) => {
             out.extend(message_start(ctx));
+            let first = thinking(&mut out, ctx);
             for (index, block) in blocks.iter().enumerate() {
+                let index = index + first;
                 match block {
                     Block::Text(text) => {
                         open_text(&mut out, index, text, ctx.piece_chars);

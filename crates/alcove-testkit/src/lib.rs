@@ -41,7 +41,10 @@
 //! would refuse (tool call arguments that are not a JSON object, a tool call
 //! not answered in the next message, roles out of turn, a Responses function
 //! call sent without the reasoning item it followed) gets that server's
-//! error (`strict.rs`, `responses_strict.rs`; [`Script::lenient`] turns it off). [`Script::one_slot`]
+//! error (`strict.rs`, `responses_strict.rs`; [`Script::lenient`] turns it
+//! off). A Messages request that asks for thinking gets replies that open
+//! with a signed thinking block, which must come back unchanged
+//! (`thinking.rs`). [`Script::one_slot`]
 //! answers one request at a time, like a one-slot local server, and
 //! [`Step::first_byte_after`] holds back the first byte like a long prefill.
 
@@ -55,6 +58,7 @@ mod responses_strict;
 mod script;
 mod server;
 mod strict;
+mod thinking;
 mod wire;
 
 pub use context::OverflowStyle;

@@ -206,6 +206,7 @@ pub struct Step {
     pub(crate) first_byte_ms: u64,
     /// Responses wire: a reasoning item with this summary comes first.
     pub(crate) reasoning: Option<String>,
+    pub(crate) redacted_thinking: bool,
 }
 
 impl Step {
@@ -220,6 +221,7 @@ impl Step {
             truncated: false,
             piece_chars: PIECE_CHARS,
             reasoning: None,
+            redacted_thinking: false,
         }
     }
 
@@ -367,6 +369,14 @@ impl Step {
     /// real API refuses it. The other wires leave it out.
     pub fn reasoning(mut self, summary: &str) -> Step {
         self.reasoning = Some(summary.to_string());
+        self
+    }
+
+    /// When the request asks for thinking (Anthropic), a `redacted_thinking`
+    /// block follows the reply's thinking block, as when Anthropic's
+    /// safety systems encrypt part of it.
+    pub fn redacted_thinking(mut self) -> Step {
+        self.redacted_thinking = true;
         self
     }
 

@@ -484,6 +484,8 @@ async fn answer(
         created: now(),
         truncated: step.truncated,
         piece_chars: step.piece_chars,
+        thinking: protocol == Protocol::Anthropic && crate::thinking::requested(&record.body),
+        redacted_thinking: step.redacted_thinking,
     };
     let asked = responses::Asked {
         reasoning: step.reasoning.as_deref(),

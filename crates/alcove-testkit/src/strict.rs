@@ -9,7 +9,9 @@
 //! wire: the first message is the user's, roles alternate, text blocks are
 //! not empty, a `tool_use` input is an object, and every `tool_use` is
 //! answered by a `tool_result` at the start of the next (user) message,
-//! which answers nothing else. Rejections carry the status and the wording
+//! which answers nothing else; thinking blocks come back as they were
+//! signed, and a tool-use turn's assistant message opens with its thinking
+//! when thinking is on (`thinking.rs`). Rejections carry the status and the wording
 //! of the real servers.
 
 use std::collections::BTreeSet;
@@ -45,7 +47,10 @@ pub(crate) fn validate(protocol: Protocol, body: &Value) -> Result<(), Rejection
     }
     match protocol {
         Protocol::OpenAi => openai(messages),
-        Protocol::Anthropic => anthropic(messages),
+        Protocol::Anthropic => {
+            anthropic(messages)?;
+            crate::thinking::check(body, messages).map_err(bad_request)
+        }
         // Checked by `responses_strict.rs` (it needs what the server issued);
         // the server never sends a Responses request here.
         Protocol::Responses => Ok(()),
@@ -111,6 +116,36 @@ fn openai(messages: &[Value]) -> Result<(), Rejection> {
     }
 }
 
+/// The most base64 bytes Anthropic takes for one image.
+const MAX_IMAGE_BASE64: usize = 5 * 1024 * 1024;
+
+/// An image block as Anthropic checks it: a base64 source of one of the
+/// four formats, at most 5 MB.
+fn image_fits(block: &Value, at: &str) -> Result<(), Rejection> {
+    let source = &block["source"];
+    if source["type"] != "base64" {
+        return Err(bad_request(format!(
+            "{at}.image.source: expected a base64 source"
+        )));
+    }
+    let media = source["media_type"].as_str().unwrap_or("");
+    if !matches!(
+        media,
+        "image/png" | "image/jpeg" | "image/gif" | "image/webp"
+    ) {
+        return Err(bad_request(format!(
+            "{at}.image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'"
+        )));
+    }
+    let size = source["data"].as_str().map_or(0, str::len);
+    if size > MAX_IMAGE_BASE64 {
+        return Err(bad_request(format!(
+            "{at}.image.source.base64: image exceeds 5 MB maximum: {size} bytes > {MAX_IMAGE_BASE64} bytes"
+        )));
+    }
+    Ok(())
+}
+
 fn anthropic(messages: &[Value]) -> Result<(), Rejection> {
     let mut expected_role = "user";
     let mut unanswered: BTreeSet<String> = BTreeSet::new();
@@ -154,6 +189,14 @@ fn anthropic(messages: &[Value]) -> Result<(), Rejection> {
                         )));
                     }
                 }
+                "thinking" | "redacted_thinking" => {
+                    results_done = true;
+                    if role != "assistant" {
+                        return Err(bad_request(format!(
+                            "{at}: thinking blocks are only allowed in assistant messages"
+                        )));
+                    }
+                }
                 "tool_use" => {
                     results_done = true;
                     if role != "assistant" {
@@ -167,7 +210,38 @@ fn anthropic(messages: &[Value]) -> Result<(), Rejection> {
                         )));
                     }
                 }
+                "image" => {
+                    results_done = true;
+                    if role != "user" {
+                        return Err(bad_request(format!(
+                            "{at}: image blocks are only allowed in user messages"
+                        )));
+                    }
+                    image_fits(block, &at)?;
+                }
                 "tool_result" => {
+                    for (part_idx, part) in block["content"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .enumerate()
+                    {
+                        let at = format!("{at}.content.{part_idx}");
+                        match part["type"].as_str().unwrap_or("") {
+                            "image" => image_fits(part, &at)?,
+                            "text" if part["text"].as_str().is_some_and(|t| !t.is_empty()) => {}
+                            "text" => {
+                                return Err(bad_request(format!(
+                                    "{at}: text content blocks must be non-empty"
+                                )));
+                            }
+                            other => {
+                                return Err(bad_request(format!(
+                                    "{at}.type: tool_result content may hold text and image blocks, not {other:?}"
+                                )));
+                            }
+                        }
+                    }
                     let id = block["tool_use_id"].as_str().unwrap_or("").to_owned();
                     if role != "user" || results_done || !unanswered.contains(&id) {
                         return Err(bad_request(format!(
@@ -300,5 +374,28 @@ mod tests {
             {"type": "text", "text": "first"},
             {"type": "tool_result", "tool_use_id": "t1", "content": "x"}]);
         assert!(validate(Protocol::Anthropic, &late).is_err());
+    }
+}
+
+#[cfg(test)]
+mod image_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_image_over_five_megabytes_is_refused() {
+        let body = |data: String| {
+            json!({"messages": [
+                {"role": "user", "content": [{"type": "text", "text": "look"},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}]},
+            ]})
+        };
+        assert_eq!(validate(Protocol::Anthropic, &body("AAAA".into())), Ok(()));
+        let err =
+            validate(Protocol::Anthropic, &body("A".repeat(MAX_IMAGE_BASE64 + 4))).unwrap_err();
+        assert!(
+            err.message.contains("image exceeds 5 MB maximum"),
+            "{err:?}"
+        );
     }
 }

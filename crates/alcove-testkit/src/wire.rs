@@ -33,6 +33,10 @@ pub(crate) struct Ctx<'a> {
     pub(crate) truncated: bool,
     /// The longest piece of streamed text or arguments.
     pub(crate) piece_chars: usize,
+    /// Anthropic: the request asked for thinking, so the reply opens with it.
+    pub(crate) thinking: bool,
+    /// Anthropic: a redacted thinking block follows the thinking.
+    pub(crate) redacted_thinking: bool,
 }
 
 /// How a streamed body ends after its events.

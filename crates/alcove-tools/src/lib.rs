@@ -29,6 +29,7 @@ mod edit;
 mod env_policy;
 mod glob;
 mod grep;
+pub mod image;
 mod nearest;
 mod process_group;
 mod read;
@@ -43,6 +44,7 @@ pub use edit::Edit;
 pub use env_policy::{EnvPolicy, is_sensitive_env_name, secret_values};
 pub use glob::Glob;
 pub use grep::Grep;
+pub use image::Image;
 pub use process_group::ProcessGroup;
 pub use read::Read;
 pub use todo_write::{TODO_WRITE, TodoWrite, parse_todos};
@@ -99,6 +101,9 @@ pub struct ToolOutput {
     pub is_error: bool,
     /// What the call did: files read and written, exit code, bytes.
     pub effects: Effects,
+    /// Images the model is shown with the text (Read of an image, an MCP
+    /// tool's image results), each within the APIs' limits (`image.rs`).
+    pub images: Box<[Image]>,
 }
 
 impl ToolOutput {
@@ -108,6 +113,7 @@ impl ToolOutput {
             content: content.into(),
             is_error: false,
             effects: Effects::default(),
+            images: Box::default(),
         }
     }
 
@@ -117,7 +123,14 @@ impl ToolOutput {
             content: content.into(),
             is_error: true,
             effects: Effects::default(),
+            images: Box::default(),
         }
+    }
+
+    /// The same result with `images` to show.
+    pub fn with_images(mut self, images: Vec<Image>) -> ToolOutput {
+        self.images = images.into_boxed_slice();
+        self
     }
 
     /// The same result with `effects` recorded.

@@ -6,6 +6,9 @@
 //! also ends where the context has no more room (`ToolContext::result_room`):
 //! a file larger than a small model's window is shown from its head, with
 //! the `offset` and `limit` that read on, instead of sent whole and lost.
+//! A PNG, JPEG, GIF or WebP (told by its bytes) is returned as an image,
+//! made to fit the model APIs' limits (`image.rs`), with its format, size
+//! and dimensions in the text.
 
 use std::borrow::Cow;
 use std::io::{BufRead, BufReader, Read as _};
@@ -20,7 +23,8 @@ use crate::{Access, Effects, Invocation, Tool, ToolContext, ToolOutput, Workspac
 
 const NAME: &str = "Read";
 const DESCRIPTION: &str = "Reads a text file; returns its lines numbered like `cat -n`. Up to \
-2000 lines from the start; for large files pass offset and limit. To list a folder use Glob.";
+2000 lines from the start; for large files pass offset and limit. Images (PNG, JPEG, GIF, WebP) \
+are shown to you. To list a folder use Glob.";
 
 /// Lines shown when `limit` is not given.
 const DEFAULT_LIMIT: usize = 2000;
@@ -113,9 +117,15 @@ impl Tool for Read {
             tokio::task::spawn_blocking(move || read_window(&path, meta, &shown, window)).await
         };
         match read {
-            Ok(Ok(text)) => {
+            Ok(Ok(Shown::Text(text))) => {
                 let bytes = u64::try_from(text.len()).ok();
                 ToolOutput::ok(text).with_effects(Effects { bytes, ..effects })
+            }
+            Ok(Ok(Shown::Image(text, image))) => {
+                let bytes = u64::try_from(image.data.len()).ok();
+                ToolOutput::ok(text)
+                    .with_images(vec![image])
+                    .with_effects(Effects { bytes, ..effects })
             }
             Ok(Err(reason)) => ToolOutput::error(reason),
             Err(err) => ToolOutput::error(format!("Read failed: {err}")),
@@ -145,15 +155,50 @@ fn clamp_usize(value: Option<u64>) -> usize {
     value.map_or(0, |v| usize::try_from(v).unwrap_or(usize::MAX))
 }
 
+/// What a read shows: numbered lines, or an image and a line about it.
+enum Shown {
+    Text(String),
+    Image(String, crate::image::Image),
+}
+
+/// The image `head` begins, read whole from `file`; `None` when `head` is
+/// not one.
+fn read_image(
+    head: &[u8],
+    file: &mut std::fs::File,
+    size: u64,
+    shown: &str,
+) -> Option<Result<Shown, String>> {
+    crate::image::sniff(head)?;
+    if size > crate::image::MAX_FILE_BYTES {
+        return Some(Err(format!(
+            "{shown} is an image of {}, more than Read takes ({})",
+            crate::image::size(usize::try_from(size).unwrap_or(usize::MAX)),
+            crate::image::size(crate::image::MAX_FILE_BYTES as usize)
+        )));
+    }
+    let mut bytes = head.to_vec();
+    if let Err(err) = file.read_to_end(&mut bytes) {
+        return Some(Err(io_reason(shown, &err)));
+    }
+    Some(match crate::image::prepare(&bytes) {
+        Ok(prepared) => Ok(Shown::Image(
+            format!("Image {shown}: {}.", prepared.description),
+            prepared.image,
+        )),
+        Err(reason) => Err(format!("{shown}: {reason}")),
+    })
+}
+
 /// Reads lines `offset..offset+limit` (1-based) of the file, numbered, in
-/// at most `max_output` bytes. `meta` is the file's metadata, already read
-/// by the caller.
+/// at most `max_output` bytes, or the image it is. `meta` is the file's
+/// metadata, already read by the caller.
 fn read_window(
     path: &Path,
     meta: std::io::Result<std::fs::Metadata>,
     shown: &str,
     window: Window,
-) -> Result<String, String> {
+) -> Result<Shown, String> {
     let Window {
         offset,
         limit,
@@ -181,7 +226,12 @@ fn read_window(
         .read_to_end(&mut head)
         .map_err(|err| io_reason(shown, &err))?;
     if head.is_empty() {
-        return Ok(format!("{shown} exists but is empty (0 lines)."));
+        return Ok(Shown::Text(format!(
+            "{shown} exists but is empty (0 lines)."
+        )));
+    }
+    if let Some(image) = read_image(&head, &mut file, meta.len(), shown) {
+        return image;
     }
     if head.contains(&0) {
         return Err(format!(
@@ -254,7 +304,7 @@ fn read_window(
             ));
         }
     }
-    Ok(out)
+    Ok(Shown::Text(out))
 }
 
 /// Turns an I/O error into a reason the model can act on.
@@ -387,7 +437,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("mixed.txt");
         std::fs::write(&path, b"plain\nbad \xff byte\n\xc3\xa9t\xc3\xa9\n").unwrap();
-        let shown = read_window(
+        let Ok(Shown::Text(shown)) = read_window(
             &path,
             std::fs::metadata(&path),
             "mixed.txt",
@@ -396,8 +446,9 @@ mod tests {
                 limit: 10,
                 max_output: MAX_OUTPUT_CHARS,
             },
-        )
-        .unwrap();
+        ) else {
+            panic!("not read as text");
+        };
         assert_eq!(
             shown,
             "     1\tplain\n     2\tbad \u{FFFD} byte\n     3\t\u{e9}t\u{e9}"

@@ -79,6 +79,8 @@ pub(crate) enum NoticeKind {
 pub(crate) enum Cell {
     User(String),
     Assistant(String),
+    /// The model's thinking before an answer, shown dimmed and folded.
+    Thinking(String),
     Tool(ToolCell),
     Notice(NoticeKind, String),
     /// Lines rendered elsewhere (command output, agent summaries).
@@ -110,6 +112,7 @@ impl Cell {
                 out
             }
             Cell::Assistant(text) => assistant_lines(text, width, theme),
+            Cell::Thinking(text) => thinking_lines(text, width, theme, THINKING_LINES),
             Cell::Tool(tool) => tool_lines(tool, width, theme, now),
             Cell::Notice(kind, text) => {
                 let (lead, style) = match kind {
@@ -128,6 +131,45 @@ impl Cell {
             Cell::Lines(lines) => lines.clone(),
         }
     }
+}
+
+/// Lines of a finished thinking cell shown before it is folded.
+const THINKING_LINES: usize = 3;
+
+/// Thinking, dimmed behind a `✻` marker: its last `keep` lines, with a
+/// count of those folded away (the transcript holds all of it).
+pub(crate) fn thinking_lines(
+    text: &str,
+    width: usize,
+    theme: Theme,
+    keep: usize,
+) -> Vec<Line<'static>> {
+    let wrapped: Vec<Line<'static>> = text
+        .trim()
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .flat_map(|line| {
+            wrap_line(
+                &Line::styled(line.to_owned(), theme.dim()),
+                width.saturating_sub(2).max(1),
+                "",
+            )
+        })
+        .collect();
+    let folded = wrapped.len().saturating_sub(keep);
+    let mut out = vec![Line::styled(
+        match folded {
+            0 => "✻ Thinking".to_owned(),
+            n => format!("✻ Thinking ({n} earlier lines folded)"),
+        },
+        theme.dim(),
+    )];
+    for line in wrapped.into_iter().skip(folded) {
+        let mut spans = vec![Span::raw("  ")];
+        spans.extend(line.spans);
+        out.push(Line::from(spans).style(theme.dim()));
+    }
+    out
 }
 
 /// Assistant text as Markdown behind a `●` marker.

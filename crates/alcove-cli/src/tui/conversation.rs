@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use alcove_protocol::{ContentBlock, EventKind, Message, Role};
 use ratatui::text::Line;
 
-use super::cells::{Cell, NoticeKind, ToolCell, ToolStatus, assistant_lines};
+use super::cells::{Cell, NoticeKind, ToolCell, ToolStatus, assistant_lines, thinking_lines};
 use super::theme::Theme;
 use crate::resume::INTERRUPTED_NOTE;
 
@@ -22,6 +22,8 @@ pub(crate) struct Conversation {
     pub(crate) cells: Vec<Cell>,
     /// Assistant text of the current model turn, still streaming.
     pub(crate) streaming: String,
+    /// Thinking of the current model turn, still streaming.
+    pub(crate) thinking: String,
     /// Calls started and not finished, in start order.
     pub(crate) running: Vec<ToolCell>,
 }
@@ -42,8 +44,13 @@ impl Conversation {
                 self.streaming.push_str(text);
                 Vec::new()
             }
+            EventKind::ThinkingDelta { text } => {
+                self.thinking.push_str(text);
+                Vec::new()
+            }
             EventKind::StreamRestarted { reason } => {
                 self.streaming.clear();
+                self.thinking.clear();
                 vec![Cell::Notice(
                     NoticeKind::Warning,
                     format!("The model stream broke ({reason}); asking again."),
@@ -51,11 +58,15 @@ impl Conversation {
             }
             EventKind::AssistantText { text } => {
                 self.streaming.clear();
-                if text.trim().is_empty() {
-                    Vec::new()
-                } else {
-                    vec![Cell::Assistant(text.clone())]
+                let thinking = std::mem::take(&mut self.thinking);
+                let mut cells = Vec::new();
+                if !thinking.trim().is_empty() {
+                    cells.push(Cell::Thinking(thinking));
                 }
+                if !text.trim().is_empty() {
+                    cells.push(Cell::Assistant(text.clone()));
+                }
+                cells
             }
             EventKind::ToolCallStarted { id, name, input } => {
                 self.running
@@ -134,11 +145,15 @@ impl Conversation {
     /// the partial answer as a cell.
     pub(crate) fn cut_short(&mut self) -> Vec<Cell> {
         let text = std::mem::take(&mut self.streaming);
-        if text.trim().is_empty() {
-            Vec::new()
-        } else {
-            vec![Cell::Assistant(text)]
+        let thinking = std::mem::take(&mut self.thinking);
+        let mut cells = Vec::new();
+        if !thinking.trim().is_empty() {
+            cells.push(Cell::Thinking(thinking));
         }
+        if !text.trim().is_empty() {
+            cells.push(Cell::Assistant(text));
+        }
+        cells
     }
 
     /// What is still in progress, as lines (without running `Agent` calls
@@ -151,6 +166,9 @@ impl Conversation {
         hide_agent_calls: bool,
     ) -> Vec<Line<'static>> {
         let mut out = Vec::new();
+        if !self.thinking.trim().is_empty() {
+            out.extend(thinking_lines(&self.thinking, width, theme, 3));
+        }
         if !self.streaming.trim().is_empty() {
             out.extend(assistant_lines(&self.streaming, width, theme));
         }
@@ -209,6 +227,17 @@ pub(crate) fn cells_from_history(
                 (Role::User, ContentBlock::Text { text }) if !text.trim().is_empty() => {
                     cells.push(Cell::User(text.clone()));
                 }
+                (Role::Assistant, ContentBlock::Thinking { thinking, .. })
+                    if !thinking.trim().is_empty() =>
+                {
+                    cells.push(Cell::Thinking(thinking.clone()));
+                }
+                // A Responses reasoning summary is shown as thinking too.
+                (Role::Assistant, ContentBlock::Reasoning { summary, .. })
+                    if summary.iter().any(|part| !part.trim().is_empty()) =>
+                {
+                    cells.push(Cell::Thinking(summary.join("\n\n")));
+                }
                 (Role::Assistant, ContentBlock::Text { text }) if text == INTERRUPTED_NOTE => {
                     cells.push(Cell::Notice(NoticeKind::Warning, "Interrupted.".to_owned()));
                 }
@@ -233,4 +262,52 @@ pub(crate) fn cells_from_history(
         }
     }
     cells
+}
+
+#[cfg(test)]
+mod thinking_tests {
+    use super::*;
+
+    #[test]
+    fn streamed_thinking_becomes_a_dimmed_folded_cell_before_the_answer() {
+        let mut conversation = Conversation::default();
+        let now = Instant::now();
+        let workspace = Path::new("/w");
+        let text = "one\ntwo\nthree\nfour\nfive";
+        for piece in [&text[..6], &text[6..]] {
+            let kind = EventKind::ThinkingDelta {
+                text: piece.to_owned(),
+            };
+            assert!(conversation.apply(&kind, workspace, false, now).is_empty());
+        }
+        let theme = Theme::new(false);
+        let live = conversation.live_lines(80, theme, now, false);
+        assert_eq!(live[0].to_string(), "✻ Thinking (2 earlier lines folded)");
+        let cells = conversation.apply(
+            &EventKind::AssistantText {
+                text: "Done.".to_owned(),
+            },
+            workspace,
+            false,
+            now,
+        );
+        assert!(
+            matches!(&cells[..], [Cell::Thinking(t), Cell::Assistant(a)] if t == text && a == "Done.")
+        );
+        let lines: Vec<String> = cells[0]
+            .lines(80, theme, now)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "✻ Thinking (2 earlier lines folded)",
+                "  three",
+                "  four",
+                "  five"
+            ]
+        );
+        assert!(conversation.thinking.is_empty());
+    }
 }

@@ -175,7 +175,11 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
     if let Some(prompt) = first_prompt.filter(|prompt| !prompt.trim().is_empty()) {
         app.editor.remember(&prompt);
         app.begin_turn(&prompt, now);
-        turn = Some(start_turn(&session, history.clone(), prompt));
+        let started = start_turn(&session, history.clone(), prompt);
+        for line in &started.attached {
+            app.notice(NoticeKind::Info, line.clone(), now);
+        }
+        turn = Some(started);
     }
 
     let mut tick = tokio::time::interval(Duration::from_millis(100));
@@ -247,7 +251,11 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
             Some(Action::Exit) => break Exit::User,
             Some(Action::Submit(prompt)) => {
                 app.begin_turn(&prompt, now);
-                turn = Some(start_turn(&session, history.clone(), prompt));
+                let started = start_turn(&session, history.clone(), prompt);
+                for line in &started.attached {
+                    app.notice(NoticeKind::Info, line.clone(), now);
+                }
+                turn = Some(started);
             }
             Some(Action::ShowMemory) => {
                 let lines = super::commands::memory_lines(

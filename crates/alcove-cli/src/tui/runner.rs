@@ -71,6 +71,8 @@ impl Channels {
 /// A running turn of the main agent.
 pub(crate) struct Turn {
     pub(crate) cancel: CancellationToken,
+    /// A line per image the prompt attached (`@shot.png`), for the UI.
+    pub(crate) attached: Vec<String>,
     handle: JoinHandle<AgentOutcome>,
 }
 
@@ -82,6 +84,9 @@ pub(crate) fn start_turn(session: &Session, history: Vec<Message>, prompt: Strin
     let run = session.main_run(cancel.clone());
     // `/init`, `/<command> args` and `/<skill> args` become their prompts.
     let (prompt, runtime) = crate::commands::prepare(session, prompt);
+    let (with_images, attached) =
+        crate::attachments::prompt_message(&prompt, runtime.workspace.root());
+    let images: Vec<_> = with_images.content.into_iter().skip(1).collect();
     let handle = tokio::spawn(async move {
         let prompt = match runtime.hooks.user_prompt_submit(&prompt).await {
             Ok(None) => prompt,
@@ -98,9 +103,15 @@ pub(crate) fn start_turn(session: &Session, history: Vec<Message>, prompt: Strin
                 };
             }
         };
-        run_agent(&runtime, &run, history, Message::user_text(prompt)).await
+        let mut message = Message::user_text(prompt);
+        message.content.extend(images);
+        run_agent(&runtime, &run, history, message).await
     });
-    Turn { cancel, handle }
+    Turn {
+        cancel,
+        attached,
+        handle,
+    }
 }
 
 /// Starts `/compact`: the conversation is compacted like a turn would
@@ -148,7 +159,11 @@ pub(crate) fn start_compaction(
             },
         }
     });
-    Turn { cancel, handle }
+    Turn {
+        cancel,
+        attached: Vec::new(),
+        handle,
+    }
 }
 
 /// Waits for the running turn, or forever when there is none.

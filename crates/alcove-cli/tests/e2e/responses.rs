@@ -65,6 +65,15 @@ fn a_codex_session_with_tools_speaks_responses_and_sends_its_reasoning_back() {
     let events = out.events();
     assert_nothing_lost(&events);
     assert!(out.stdout.contains("KIWI-42"));
+    // The reasoning summaries stream as thinking, like Anthropic's.
+    let streamed: String = of_type(&events, "thinking_delta")
+        .iter()
+        .map(|event| event["text"].as_str().unwrap())
+        .collect();
+    assert!(
+        streamed.contains("read them first") && streamed.contains("One more file"),
+        "{streamed}"
+    );
 
     let requests = server.requests_for("check the notes");
     assert_eq!(requests.len(), 3);

@@ -45,6 +45,9 @@ struct AgentInput {
     /// back as a branch to merge. Use it for agents that write in parallel.
     #[serde(default)]
     isolation: Option<String>,
+    /// How hard it thinks: low, medium, high or max (default: its type's, else yours).
+    #[serde(default)]
+    effort: Option<String>,
 }
 
 /// The `Agent` tool.
@@ -112,6 +115,10 @@ impl Tool for AgentTool {
         }
         let definition = self.definition(&input)?;
         super::worktree_child::wants_worktree(input.isolation.as_deref())?;
+        if let Some(effort) = &input.effort {
+            alcove_model::parse_effort(effort)
+                .map_err(|reason| format!("invalid arguments for Agent: {reason}"))?;
+        }
         Ok(Invocation {
             summary: format!(
                 "{}: {}",
@@ -148,6 +155,10 @@ impl Tool for AgentTool {
             model: input.model,
             tokens: None,
             turns: None,
+            effort: input
+                .effort
+                .as_deref()
+                .and_then(|effort| alcove_model::parse_effort(effort).ok()),
         };
         // The main agent waits for a slot; a child that delegates must not
         // wait while holding one.

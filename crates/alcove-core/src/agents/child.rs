@@ -51,6 +51,8 @@ pub(crate) struct ChildRequest {
     pub(crate) tokens: Option<u64>,
     /// A queue's own turn cap for this child, within its definition's.
     pub(crate) turns: Option<u32>,
+    /// The call's reasoning effort, over the definition's (validated).
+    pub(crate) effort: Option<String>,
 }
 
 /// A child ready to run.
@@ -233,6 +235,12 @@ impl Supervisor {
                 .run
                 .sandbox
                 .narrowed(definition.sandbox, definition.network),
+            // The call's effort, else the definition's, else the parent's.
+            effort: request
+                .effort
+                .clone()
+                .or_else(|| definition.effort.clone())
+                .or_else(|| scope.run.effort.clone()),
         };
         Ok(Child {
             path,

@@ -249,6 +249,7 @@ impl Supervisor {
             model: input.model,
             tokens: None,
             turns: None,
+            effort: None,
         };
         // Spawned children outlive the call: they hang off the spawning
         // agent's run token, so interrupting that agent stops them.

@@ -48,6 +48,9 @@ pub struct AgentDefinition {
     pub model: Option<String>,
     /// Its turn cap, overriding `agents.max_turns`.
     pub max_turns: Option<u32>,
+    /// Its reasoning effort (`effort:`, as Claude Code's definitions have),
+    /// overriding the model's configured one; an `Agent` call's wins.
+    pub effort: Option<String>,
     /// Its permission mode (`default`, `acceptEdits`, `plan`,
     /// `bypassPermissions`, `dontAsk`); the child runs in the stricter of
     /// this and its parent's.

@@ -138,6 +138,7 @@ impl Harness {
             token_budget: None,
             lineage: None,
             sandbox: Default::default(),
+            effort: None,
         }
     }
 

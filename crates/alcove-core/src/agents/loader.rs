@@ -10,6 +10,7 @@
 //! model: anthropic/claude-sonnet-4-5   # provider/name, sonnet/opus/haiku, or inherit
 //! permissionMode: plan
 //! maxTurns: 20
+//! effort: high                     # low / medium / high / max: how hard it thinks
 //! timeout: 5m                      # seconds, or 90s / 5m / 1h
 //! skills: [release-notes]          # skills whose bodies are preloaded
 //! permissions:                     # alcove's own key
@@ -83,6 +84,7 @@ struct FrontMatter {
     permission_mode: Option<String>,
     #[serde(alias = "max_turns")]
     max_turns: Option<u32>,
+    effort: Option<String>,
     timeout: Option<Timeout>,
     permissions: Option<Rules>,
     skills: Option<Names>,
@@ -158,6 +160,12 @@ pub fn parse_definition(
             )));
         }
     };
+    let effort = match front.effort.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(effort) => {
+            Some(alcove_model::parse_effort(effort).map_err(|reason| at("effort").error(&reason))?)
+        }
+    };
     if front.max_turns == Some(0) {
         return Err(at("maxTurns").error("maxTurns must be at least 1"));
     }
@@ -197,6 +205,7 @@ pub fn parse_definition(
         disallowed_tools: front.disallowed_tools.map(tool_names).unwrap_or_default(),
         model,
         max_turns: front.max_turns,
+        effort,
         permission_mode: front.permission_mode,
         permissions: AgentPermissions {
             allow: rules.allow,

@@ -59,22 +59,38 @@ fn old_results(
         .filter(|(_, name, _)| *name == alcove_tools::TODO_WRITE)
         .map(|(id, _, _)| id)
         .collect();
-    messages[..boundary]
-        .iter()
-        .flat_map(|message| &message.content)
-        .filter_map(move |block| match block {
-            ContentBlock::ToolResult {
+    let mut results = Vec::new();
+    for message in &messages[..boundary] {
+        for (index, block) in message.content.iter().enumerate() {
+            if let ContentBlock::ToolResult {
                 tool_use_id,
                 content,
                 ..
-            } if content.len() > over_bytes
+            } = block
                 && !content.starts_with(STUB_MARK)
-                && !plans.contains(&tool_use_id.as_str()) =>
+                && !plans.contains(&tool_use_id.as_str())
             {
-                Some((tool_use_id.as_str(), content.len()))
+                // A result's images are cleared with it.
+                let len = content.len() + images_after(&message.content, index);
+                if len > over_bytes {
+                    results.push((tool_use_id.as_str(), len));
+                }
             }
+        }
+    }
+    results.into_iter()
+}
+
+/// The base64 bytes of the images that follow block `index` (a result's
+/// images come right after it).
+fn images_after(blocks: &[ContentBlock], index: usize) -> usize {
+    blocks[index + 1..]
+        .iter()
+        .map_while(|block| match block {
+            ContentBlock::Image { data, .. } => Some(data.len()),
             _ => None,
         })
+        .sum()
 }
 
 /// Replaces the results of the calls `ids` by stubs. Deterministic, so
@@ -110,6 +126,19 @@ pub(crate) fn clear(messages: &mut [Message], ids: &[String]) {
                 .into();
             }
         }
+        // A cleared result's images go with it.
+        let mut cleared = false;
+        message.content.retain(|block| match block {
+            ContentBlock::ToolResult { tool_use_id, .. } => {
+                cleared = ids.iter().any(|id| id == tool_use_id);
+                true
+            }
+            ContentBlock::Image { .. } if cleared => false,
+            _ => {
+                cleared = false;
+                true
+            }
+        });
     }
 }
 
@@ -178,5 +207,21 @@ mod tests {
             panic!()
         };
         assert_eq!(content.len(), 5000);
+    }
+
+    #[test]
+    fn an_old_result_with_a_big_image_is_cleared_with_its_image() {
+        let mut messages = vec![Message::user_text("task")];
+        messages.extend(turn("a", "Image a.png: PNG, 900x900, 800 KB."));
+        messages[2].content.push(ContentBlock::Image {
+            media_type: "image/png".into(),
+            data: "A".repeat(4000),
+        });
+        messages.extend(turn("b", "small"));
+        messages.extend(turn("c", "small"));
+        let ids = clearable(&messages, 2, 1000);
+        assert_eq!(ids, vec!["a"]);
+        clear(&mut messages, &ids);
+        assert_eq!(messages[2].content.len(), 1, "{:?}", messages[2].content);
     }
 }

@@ -117,11 +117,24 @@ fn limits_for(runtime: &Runtime) -> ContextLimits {
 /// Estimated tokens of one message: its JSON size over four, rounded up.
 /// Real tokenizers give about four bytes of English or code per token; the
 /// JSON framing makes this err on the large side.
+/// An image counts as [`IMAGE_TOKENS`], not its base64 over four.
 pub(crate) fn estimate(message: &Message) -> u64 {
     let mut counter = ByteCount(0);
     let _ = serde_json::to_writer(&mut counter, message);
-    (counter.0 as u64).div_ceil(4)
+    let mut images = 0u64;
+    let mut image_bytes = 0usize;
+    for block in &message.content {
+        if let alcove_protocol::ContentBlock::Image { data, .. } = block {
+            images += 1;
+            image_bytes += data.len();
+        }
+    }
+    (counter.0.saturating_sub(image_bytes) as u64).div_ceil(4) + images * IMAGE_TOKENS
 }
+
+/// What one image costs a model: Anthropic's is about width × height / 750
+/// tokens, at most about 1,600 once it scales the image to 1,568 px.
+const IMAGE_TOKENS: u64 = 1_600;
 
 fn estimate_all(messages: &[Message]) -> u64 {
     messages.iter().map(estimate).sum()
@@ -466,6 +479,7 @@ async fn summarise(
         messages: request_messages,
         tools: tools.clone(),
         max_tokens: runtime.limits.max_tokens,
+        effort: run.effort.clone(),
     };
     let on_delta = |_| {};
     let reply = tokio::select! {

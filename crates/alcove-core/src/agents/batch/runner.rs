@@ -219,6 +219,7 @@ impl TaskRunner for ChildRunner {
             model: None,
             tokens: job.tokens,
             turns: job.turns,
+            effort: None,
         };
         let call_id = format!("{}/{}", job.batch, job.task.id);
         let started = supervisor
