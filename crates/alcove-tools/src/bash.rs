@@ -323,14 +323,14 @@ impl Output {
 }
 
 /// Starts `command` as alcove's own child (through the launcher when
-/// `launch` is given); the error is the tool's answer.
+/// `launch` is given); the error is the tool's answer's text.
 fn spawn_own(
     command: &str,
     cwd: &Path,
     remove: &[String],
     launch: Option<&Launch>,
     output: &OwnedFd,
-) -> Result<Child, ToolOutput> {
+) -> Result<Child, String> {
     let shell_args = [OsString::from("-c"), OsString::from(command)];
     let (program, args) = match launch {
         Some(launch) => (launch.program.as_path(), launch.args.as_slice()),
@@ -340,15 +340,14 @@ fn spawn_own(
         Err(err)
             if err.kind() == std::io::ErrorKind::NotFound && cwd.is_dir() && launch.is_none() =>
         {
-            spawn(Path::new("sh"), args, cwd, remove, None, output).map_err(|err| {
-                ToolOutput::error(format!("Cannot start a shell (bash or sh): {err}"))
-            })
+            spawn(Path::new("sh"), args, cwd, remove, None, output)
+                .map_err(|err| format!("Cannot start a shell (bash or sh): {err}"))
         }
-        Err(err) => Err(ToolOutput::error(format!(
+        Err(err) => Err(format!(
             "Cannot start {} in {}: {err}",
             program.display(),
             cwd.display()
-        ))),
+        )),
         Ok(child) => Ok(child),
     }
 }
@@ -391,7 +390,7 @@ async fn run(
         }
         None => match spawn_own(command, cwd, &env.removed, launch, &write_end) {
             Ok(child) => Shell::Own(child),
-            Err(output) => return (output, None),
+            Err(message) => return (ToolOutput::error(message), None),
         },
     };
     // Only the command holds the write end now: its end is the pipe's end.

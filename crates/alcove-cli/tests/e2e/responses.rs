@@ -318,7 +318,12 @@ fn a_responses_session_compacts_on_overflow_and_resumes_with_its_reasoning() {
     assert_eq!(request.last_user_text(), "and now?");
     let calls = items(&request, "function_call").len();
     assert!(calls >= 2, "{}", request.body);
-    assert_eq!(items(&request, "reasoning").len(), calls, "{}", request.body);
+    assert_eq!(
+        items(&request, "reasoning").len(),
+        calls,
+        "{}",
+        request.body
+    );
     server.assert_script_finished();
 }
 
