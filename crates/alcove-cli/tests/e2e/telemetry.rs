@@ -390,7 +390,7 @@ fn a_process_runner_child_continues_its_parents_trace() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let requests = server.requests().len();
     // Two sessions' agent spans, their chats, and 3 + 1 tool calls.
-    let spans = spans(&url, &project, 2 + requests + 4);
+    let spans = spans(&url, &project, 2 + requests + 3);
     let traces: std::collections::HashSet<&str> =
         spans.iter().map(|span| span.trace_id.as_str()).collect();
     assert_eq!(
