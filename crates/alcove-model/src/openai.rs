@@ -41,26 +41,33 @@ pub struct OpenAiModel {
     serialized: std::sync::Arc<SerializedCache>,
 }
 
+/// The headers of a streamed request to an OpenAI-style endpoint (either
+/// wire): `Accept: text/event-stream` and, with a key, `Authorization:
+/// Bearer` marked sensitive.
+pub(crate) fn bearer_headers(url: &str, api_key: Option<&str>) -> Result<HeaderMap, ModelError> {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        reqwest::header::ACCEPT,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    if let Some(key) = api_key.filter(|k| !k.is_empty()) {
+        let mut value =
+            HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| ModelError::Connect {
+                url: url.to_owned(),
+                reason: "the API key holds characters not allowed in an HTTP header".into(),
+            })?;
+        value.set_sensitive(true);
+        headers.insert(AUTHORIZATION, value);
+    }
+    Ok(headers)
+}
+
 impl OpenAiModel {
     /// Builds the client. `config.base_url` includes `/v1`.
     pub fn new(config: ProviderConfig) -> Result<OpenAiModel, ModelError> {
         let base = config.base_url.trim_end_matches('/');
         let url = format!("{base}/chat/completions");
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            reqwest::header::ACCEPT,
-            HeaderValue::from_static("text/event-stream"),
-        );
-        if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
-            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                ModelError::Connect {
-                    url: url.clone(),
-                    reason: "the API key holds characters not allowed in an HTTP header".into(),
-                }
-            })?;
-            value.set_sensitive(true);
-            headers.insert(AUTHORIZATION, value);
-        }
+        let headers = bearer_headers(&url, config.api_key.as_deref())?;
         Ok(OpenAiModel {
             name: format!("{}/{}", config.id, config.model),
             http: Http::new(&config.id, &url, config.retry)?,

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 
 use alcove_protocol::{ContentBlock, Message, Role, StopReason, Usage};
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
+use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
 use crate::http::Http;
@@ -49,21 +49,7 @@ impl ResponsesModel {
     pub fn new(config: ProviderConfig) -> Result<ResponsesModel, ModelError> {
         let base = config.base_url.trim_end_matches('/');
         let url = format!("{base}/responses");
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            reqwest::header::ACCEPT,
-            HeaderValue::from_static("text/event-stream"),
-        );
-        if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
-            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                ModelError::Connect {
-                    url: url.clone(),
-                    reason: "the API key holds characters not allowed in an HTTP header".into(),
-                }
-            })?;
-            value.set_sensitive(true);
-            headers.insert(AUTHORIZATION, value);
-        }
+        let headers = crate::openai::bearer_headers(&url, config.api_key.as_deref())?;
         Ok(ResponsesModel {
             name: format!("{}/{}", config.id, config.model),
             http: Http::new(&config.id, &url, config.retry)?,
