@@ -10,10 +10,14 @@
 //! or crashed: it shows only what the transcripts hold (whose secrets were
 //! redacted when they were written).
 //!
-//! - `read`: the transcripts, streamed line by line, into a [`model::Report`].
+//! - `read`: the transcripts, streamed line by line, one event at a time.
+//! - `content`: what a message or tool result holds (blocks, footers).
+//! - `assemble`: the lanes joined into a [`model::Report`], in tree order.
 //! - `model`: what the page shows, with every text capped.
 //! - `page`: the HTML file, its CSS and script inline, the data as JSON.
 
+mod assemble;
+mod content;
 mod model;
 mod page;
 mod read;

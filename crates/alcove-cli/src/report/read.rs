@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::content::{Footer, blocks, footers, input_summary};
 use super::model::{
     self, Block, FailedCommand, Item, Lane, Report, Span, SpanKind, Tokens, first_line,
 };
@@ -23,86 +24,68 @@ use crate::config::Price;
 /// Tool calls that wait on other agents rather than work themselves.
 const WAITING_TOOLS: &[&str] = &["Agent", "wait"];
 
-/// A child that began this long after its parent's call asked for it is
-/// drawn as waiting to start: `agent_started` comes once the child got its
-/// slot, its share of the tree budget and its worktree when it has one, so
-/// the gap is that wait plus the building of the child (a shorter gap is
-/// only the building).
-const SLOT_WAIT_SHOWN_MS: u64 = 20;
-
 /// What the parent's transcript says about a child.
 #[derive(Debug, Default)]
-struct ChildStart {
-    parent: String,
-    call_id: String,
-    description: String,
-    agent_type: String,
-    depth: u32,
-    transcript: Option<PathBuf>,
+pub(super) struct ChildStart {
+    pub(super) parent: String,
+    pub(super) call_id: String,
+    pub(super) description: String,
+    pub(super) agent_type: String,
+    pub(super) depth: u32,
+    pub(super) transcript: Option<PathBuf>,
     /// When it began (its `agent_started`).
-    started: u64,
+    pub(super) started: u64,
     /// Its place among the starts read so far (siblings keep this order).
-    order: usize,
+    pub(super) order: usize,
     /// When the parent's call that asked for it began.
-    requested: Option<u64>,
-    ended: Option<ChildEnd>,
+    pub(super) requested: Option<u64>,
+    pub(super) ended: Option<ChildEnd>,
 }
 
 #[derive(Debug)]
-struct ChildEnd {
-    status: String,
-    turns: u32,
-    tokens: Tokens,
-    ts: u64,
-}
-
-/// An `[alcove evidence]` footer (and `[alcove worktree]` line) found in a
-/// tool result.
-#[derive(Debug)]
-struct Footer {
-    agent: String,
-    call_id: String,
-    evidence: Option<String>,
-    transcript: Option<String>,
-    worktree: Option<String>,
+pub(super) struct ChildEnd {
+    pub(super) status: String,
+    pub(super) turns: u32,
+    pub(super) tokens: Tokens,
+    pub(super) ts: u64,
 }
 
 /// One agent's lane while its events are read.
 #[derive(Debug, Default)]
-struct LaneState {
-    lane: Lane,
+pub(super) struct LaneState {
+    pub(super) lane: Lane,
     /// The transcript its events come from (events of it in another file
     /// are a copy).
-    source: usize,
+    pub(super) source: usize,
     /// The open model request's span.
-    request: Option<usize>,
+    pub(super) request: Option<usize>,
     /// Open tool calls: span index and command, by call id.
-    tools: HashMap<String, (usize, Option<String>)>,
+    pub(super) tools: HashMap<String, (usize, Option<String>)>,
     /// When each call began, by id (children's slot waits start there).
-    call_starts: HashMap<String, u64>,
+    pub(super) call_starts: HashMap<String, u64>,
     /// The message item holding each tool_use, by id.
-    uses: HashMap<String, usize>,
+    pub(super) uses: HashMap<String, usize>,
     /// Streamed thinking not yet followed by its message.
-    thinking: String,
-    thinking_ts: u64,
+    pub(super) thinking: String,
+    pub(super) thinking_ts: u64,
     /// Runs started (`session_started`) and ended (`session_ended`).
-    runs_started: u32,
-    runs_ended: u32,
-    costs: Option<f64>,
-    first_ts: u64,
-    last_ts: u64,
+    pub(super) runs_started: u32,
+    pub(super) runs_ended: u32,
+    pub(super) costs: Option<f64>,
+    pub(super) first_ts: u64,
+    pub(super) last_ts: u64,
 }
 
 /// The reading of a whole session.
 #[derive(Default)]
-struct Reader {
-    report: Report,
-    lanes: BTreeMap<String, LaneState>,
-    children: BTreeMap<String, ChildStart>,
-    footers: Vec<Footer>,
-    files: Vec<PathBuf>,
+pub(super) struct Reader {
+    pub(super) report: Report,
+    pub(super) lanes: BTreeMap<String, LaneState>,
+    pub(super) children: BTreeMap<String, ChildStart>,
+    pub(super) footers: Vec<Footer>,
+    pub(super) files: Vec<PathBuf>,
     /// Child transcripts named by starts read since the last file ended.
-    discovered: Vec<PathBuf>,
+    pub(super) discovered: Vec<PathBuf>,
 }
 
 /// Reads session `main` (its transcript) and its children's transcripts
@@ -501,169 +484,6 @@ impl Reader {
             }
         }
     }
-
-    /// Joins what the transcripts said into the report.
-    fn finish(mut self, price: Option<Price>) -> Report {
-        let mut report = std::mem::take(&mut self.report);
-        let mut lanes = std::mem::take(&mut self.lanes);
-        // Children that left no event of their own still get a lane.
-        for (path, child) in &self.children {
-            lanes.entry(path.clone()).or_insert_with(|| {
-                report.notes.push(format!(
-                    "no transcript holds the events of {path}{}",
-                    child
-                        .transcript
-                        .as_ref()
-                        .map(|path| format!(" ({})", path.display()))
-                        .unwrap_or_default()
-                ));
-                LaneState {
-                    lane: Lane {
-                        path: path.clone(),
-                        ..Lane::default()
-                    },
-                    ..LaneState::default()
-                }
-            });
-        }
-        report.start = lanes
-            .values()
-            .map(|state| state.first_ts)
-            .chain(self.children.values().map(|child| child.started))
-            .filter(|ts| *ts > 0)
-            .min()
-            .unwrap_or(0);
-        report.end = lanes
-            .values()
-            .map(|state| state.last_ts)
-            .chain(
-                self.children
-                    .values()
-                    .filter_map(|child| child.ended.as_ref().map(|end| end.ts)),
-            )
-            .max()
-            .unwrap_or(report.start);
-        for (path, state) in &mut lanes {
-            let lane = &mut state.lane;
-            lane.start = state.first_ts;
-            lane.end = state.last_ts;
-            if path == "main" {
-                lane.description = "main agent".to_owned();
-                if state.runs_ended == 0 || state.runs_started > state.runs_ended {
-                    lane.status = "interrupted".to_owned();
-                }
-                report.outcome = lane.status.clone();
-                report.error = lane.error.clone();
-                lane.cost = state.costs;
-            } else if let Some(child) = self.children.get(path) {
-                lane.parent = Some(child.parent.clone());
-                lane.description = child.description.clone();
-                lane.agent_type = child.agent_type.clone();
-                lane.depth = child.depth;
-                if let Some(transcript) = &child.transcript {
-                    lane.transcript = Some(transcript.display().to_string());
-                }
-                if child.started > 0 && (lane.start == 0 || child.started < lane.start) {
-                    lane.start = child.started;
-                }
-                if let (Some(requested), true) = (child.requested, child.started > 0)
-                    && child.started >= requested + SLOT_WAIT_SHOWN_MS
-                {
-                    lane.spans.insert(
-                        0,
-                        Span {
-                            kind: SpanKind::Queued,
-                            start: requested,
-                            end: child.started,
-                            label: "waiting to start (a slot, the budget, a worktree)".to_owned(),
-                            error: false,
-                            open: false,
-                            item: None,
-                        },
-                    );
-                    lane.start = lane.start.min(requested);
-                }
-                match &child.ended {
-                    Some(end) => {
-                        lane.status = end.status.clone();
-                        lane.end = lane.end.max(end.ts);
-                        if lane.tokens.is_empty() {
-                            lane.tokens = end.tokens;
-                        }
-                        if lane.turns == 0 {
-                            lane.turns = end.turns;
-                        }
-                    }
-                    None => lane.status = "unfinished".to_owned(),
-                }
-            } else {
-                // A transcript in the session's folder no start named.
-                lane.parent = path.rsplit_once('/').map(|(parent, _)| parent.to_owned());
-                lane.depth = path.matches('/').count() as u32;
-                lane.status = "unfinished".to_owned();
-            }
-            let cut_short = matches!(lane.status.as_str(), "unfinished" | "interrupted");
-            let lane_end = if cut_short {
-                report.end.max(lane.end)
-            } else {
-                lane.end
-            };
-            for span in lane.spans.iter_mut().filter(|span| span.open) {
-                span.end = lane_end.max(span.start);
-            }
-            if lane.end < lane.start {
-                lane.end = lane.start;
-            }
-            if let Some(price) = &price {
-                lane.cost = Some(price.cost(&lane.tokens.usage()));
-                report.priced = true;
-            } else if lane.cost.is_some() {
-                report.priced = true;
-            }
-        }
-        for footer in self.footers {
-            let by_transcript = footer.transcript.as_ref().and_then(|transcript| {
-                self.children
-                    .iter()
-                    .find(|(_, child)| {
-                        child
-                            .transcript
-                            .as_ref()
-                            .is_some_and(|path| path.display().to_string() == *transcript)
-                    })
-                    .map(|(path, _)| path.clone())
-            });
-            let by_call = || {
-                self.children
-                    .iter()
-                    .find(|(_, child)| {
-                        child.parent == footer.agent && child.call_id == footer.call_id
-                    })
-                    .map(|(path, _)| path.clone())
-            };
-            let Some(child) = by_transcript.or_else(by_call) else {
-                continue;
-            };
-            if let Some(state) = lanes.get_mut(&child) {
-                if footer.evidence.is_some() {
-                    state.lane.evidence = footer.evidence;
-                }
-                if let Some(worktree) = footer.worktree {
-                    state.lane.branch = worktree
-                        .split_once("branch: ")
-                        .map(|(_, rest)| rest.split(" |").next().unwrap_or(rest).trim().to_owned());
-                    state.lane.worktree = Some(worktree);
-                }
-            }
-        }
-        let order: HashMap<String, usize> = self
-            .children
-            .iter()
-            .map(|(path, child)| (path.clone(), child.order))
-            .collect();
-        report.agents = depth_first(lanes, &order);
-        report
-    }
 }
 
 /// Ends the open model request at `ts`.
@@ -673,192 +493,6 @@ fn close_request(state: &mut LaneState, ts: u64) {
     {
         span.end = ts.max(span.start);
         span.open = false;
-    }
-}
-
-/// The lanes in tree order: each parent, then its children in the order
-/// they were started (`order`; a lane no start named comes last).
-fn depth_first(lanes: BTreeMap<String, LaneState>, order: &HashMap<String, usize>) -> Vec<Lane> {
-    let mut by_parent: BTreeMap<String, Vec<Lane>> = BTreeMap::new();
-    let mut roots = Vec::new();
-    let known: HashSet<String> = lanes.keys().cloned().collect();
-    for (_, state) in lanes {
-        match state.lane.parent.clone() {
-            Some(parent) if known.contains(&parent) => {
-                by_parent.entry(parent).or_default().push(state.lane);
-            }
-            _ => roots.push(state.lane),
-        }
-    }
-    roots.sort_by_key(|lane| (lane.path != "main", lane.start));
-    let mut ordered = Vec::new();
-    let mut stack: Vec<Lane> = roots.into_iter().rev().collect();
-    while let Some(lane) = stack.pop() {
-        if let Some(mut children) = by_parent.remove(&lane.path) {
-            children.sort_by_key(|child| {
-                std::cmp::Reverse((
-                    order.get(&child.path).copied().unwrap_or(usize::MAX),
-                    child.start,
-                    child.path.clone(),
-                ))
-            });
-            stack.extend(children);
-        }
-        ordered.push(lane);
-    }
-    // Lanes under a parent that never appeared (a cycle cannot happen:
-    // paths only grow), kept rather than lost.
-    ordered.extend(by_parent.into_values().flatten());
-    ordered
-}
-
-/// A message's content blocks, capped; unknown kinds kept as their JSON.
-fn blocks(content: Option<&Value>) -> Vec<Block> {
-    let Some(content) = content else {
-        return Vec::new();
-    };
-    if let Some(text) = content.as_str() {
-        return vec![Block::Text {
-            text: model::text(text),
-        }];
-    }
-    let str_of = |block: &Value, name: &str| {
-        block
-            .get(name)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned()
-    };
-    content
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .map(|block| match block.get("type").and_then(Value::as_str) {
-            Some("text") => Block::Text {
-                text: model::text(&str_of(block, "text")),
-            },
-            Some("thinking") => Block::Thinking {
-                text: model::text(&str_of(block, "thinking")),
-            },
-            Some("tool_use") => {
-                let name = str_of(block, "name");
-                let input = block.get("input").cloned().unwrap_or(Value::Null);
-                Block::ToolUse {
-                    id: str_of(block, "id"),
-                    diff: model::diff(&name, &input),
-                    input: model::json_text(&input),
-                    name,
-                }
-            }
-            Some("tool_result") => Block::ToolResult {
-                id: str_of(block, "tool_use_id"),
-                text: match block.get("content") {
-                    Some(Value::String(text)) => model::result(text),
-                    Some(other) => model::json_text(other),
-                    None => String::new(),
-                },
-                error: block
-                    .get("is_error")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false),
-            },
-            Some("image") => Block::Other {
-                kind: "image".to_owned(),
-                text: format!(
-                    "[an image, {}, {} bytes of base64]",
-                    str_of(block, "media_type"),
-                    str_of(block, "data").len()
-                ),
-            },
-            Some("redacted_thinking") => Block::Thinking {
-                text: "[redacted thinking]".to_owned(),
-            },
-            other => {
-                let mut fields = block.clone();
-                // Opaque payloads (encrypted reasoning, …) say only their size.
-                if let Some(object) = fields.as_object_mut() {
-                    for (_, value) in object.iter_mut() {
-                        if let Some(text) = value.as_str()
-                            && text.len() > 512
-                        {
-                            *value = Value::String(format!("[{} characters]", text.len()));
-                        }
-                    }
-                }
-                Block::Other {
-                    kind: other.unwrap_or("block").to_owned(),
-                    text: model::json_text(&fields),
-                }
-            }
-        })
-        .collect()
-}
-
-/// A short one-line view of a tool call's input: its command, path or
-/// pattern when it has one, else its JSON.
-fn input_summary(input: &Value) -> String {
-    for key in [
-        "command",
-        "file_path",
-        "pattern",
-        "description",
-        "path",
-        "url",
-    ] {
-        if let Some(text) = input.get(key).and_then(Value::as_str) {
-            return first_line(text);
-        }
-    }
-    let text = input.to_string();
-    if text == "{}" || text == "null" {
-        String::new()
-    } else {
-        first_line(&text)
-    }
-}
-
-/// The `[alcove evidence]` footers of a tool result: in its text, or in the
-/// strings of a JSON result (`wait` returns reports inside JSON).
-fn footers(agent: &str, call_id: &str, content: &str) -> Vec<Footer> {
-    let mut texts = Vec::new();
-    match serde_json::from_str::<Value>(content) {
-        Ok(value @ (Value::Object(_) | Value::Array(_))) => collect_strings(&value, &mut texts),
-        _ => texts.push(content.to_owned()),
-    }
-    let mut found = Vec::new();
-    for text in texts {
-        let mut footer = Footer {
-            agent: agent.to_owned(),
-            call_id: call_id.to_owned(),
-            evidence: None,
-            transcript: None,
-            worktree: None,
-        };
-        for line in text.lines() {
-            if let Some(rest) = line.strip_prefix("[alcove evidence] ") {
-                footer.transcript = rest
-                    .rsplit(" | ")
-                    .find_map(|part| part.strip_prefix("transcript: "))
-                    .map(str::to_owned);
-                footer.evidence = Some(model::capped(rest, 2048));
-            } else if line.starts_with("[alcove worktree] ") {
-                footer.worktree = Some(model::capped(line, 2048));
-            }
-        }
-        if footer.evidence.is_some() || footer.worktree.is_some() {
-            found.push(footer);
-        }
-    }
-    found
-}
-
-fn collect_strings(value: &Value, out: &mut Vec<String>) {
-    match value {
-        Value::String(text) if text.contains("[alcove ") => out.push(text.clone()),
-        Value::Array(items) => items.iter().for_each(|item| collect_strings(item, out)),
-        Value::Object(fields) => fields.values().for_each(|item| collect_strings(item, out)),
-        _ => {}
     }
 }
 
