@@ -17,15 +17,16 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ContentBlock as AcpBlock,
-    CurrentModeUpdate, EmbeddedResourceResource, McpServer, SessionMode, SessionModeState,
-    SessionUpdate, StopReason, UnstructuredCommandInput,
+    CurrentModeUpdate, EmbeddedResourceResource, McpServer, SessionConfigOption, SessionMode,
+    SessionModeState, SessionUpdate, StopReason, UnstructuredCommandInput,
 };
 use agent_client_protocol::{Client, Error, ErrorCode};
 use alcove_core::{EventSink, PermissionMode, run_agent};
-use alcove_protocol::{AgentPath, EventKind, Message, RunStatus};
+use alcove_protocol::{AgentPath, EventKind, Message, RunStatus, Usage};
 use tokio_util::sync::CancellationToken;
 
 use super::approver::{AcpApprover, ModeGate};
+use super::models;
 use super::replay;
 use super::updates::Updates;
 use crate::CommonArgs;
@@ -71,12 +72,16 @@ pub(crate) struct Live {
     /// The running prompt's token.
     turn: Mutex<Option<CancellationToken>>,
     mode: Mutex<PermissionMode>,
+    /// The model the next prompt runs on.
+    model: Mutex<models::Chosen>,
 }
 
 /// Every session of the connection.
 pub(crate) struct Sessions {
     common: CommonArgs,
     subagents: std::sync::atomic::AtomicBool,
+    /// Whether the client serves `fs/read_text_file` (its buffers).
+    editor_files: std::sync::atomic::AtomicBool,
     open: Mutex<HashMap<String, Arc<Live>>>,
 }
 
@@ -90,14 +95,18 @@ impl Sessions {
         Sessions {
             common,
             subagents: Default::default(),
+            editor_files: Default::default(),
             open: Mutex::default(),
         }
     }
 
-    /// Whether the client asked for subagent sessions (`initialize`).
-    pub(crate) fn set_subagents(&self, on: bool) {
+    /// What the client offers (`initialize`): subagent sessions, and its
+    /// buffers through `fs/read_text_file`.
+    pub(crate) fn set_client(&self, subagents: bool, editor_files: bool) {
         self.subagents
-            .store(on, std::sync::atomic::Ordering::Relaxed);
+            .store(subagents, std::sync::atomic::Ordering::Relaxed);
+        self.editor_files
+            .store(editor_files, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn live(&self, id: &str) -> Option<Arc<Live>> {
@@ -161,17 +170,28 @@ impl Sessions {
             max_turns: None,
             resume: resume.clone(),
             extra_mcp,
+            file_source: self
+                .editor_files
+                .load(std::sync::atomic::Ordering::Relaxed)
+                .then(|| {
+                    Arc::new(super::buffers::EditorBuffers::new(updates.clone()))
+                        as Arc<dyn alcove_tools::FileSource>
+                }),
         };
         let session = Session::open(&common, front_end)
             .await
             .map_err(|err| error(ErrorCode::INVALID_PARAMS, format!("{err:#}")))?;
         let id = session.id.clone();
-        updates.set_top(id.clone());
+        updates.set_top(
+            id.clone(),
+            session.config.pricing.get(&session.model_name).copied(),
+        );
         gate.switch(session.gate.clone());
         session.runtime.hooks.session_start().await;
         session.ready().await;
         let history = crate::resume::continue_history(&session);
         let mode = session.gate.mode();
+        let model = Mutex::new(models::Chosen::of(&session));
         let live = Arc::new(Live {
             session,
             updates,
@@ -180,6 +200,7 @@ impl Sessions {
             history: tokio::sync::Mutex::new(history),
             turn: Mutex::default(),
             mode: Mutex::new(mode),
+            model,
         });
         if let Ok(mut open) = self.open.lock() {
             open.insert(id, live.clone());
@@ -199,11 +220,12 @@ impl Sessions {
     }
 
     /// `session/prompt`: runs one turn of the main agent.
+    /// Answers with how it stopped and the tokens the whole tree used.
     pub(crate) async fn prompt(
         &self,
         id: &str,
         blocks: Vec<AcpBlock>,
-    ) -> Result<StopReason, Error> {
+    ) -> Result<(StopReason, Usage), Error> {
         let (live, child) = self.owner(id)?;
         if child.is_some() {
             return Err(error(
@@ -227,11 +249,15 @@ impl Sessions {
             *turn = Some(cancel.clone());
         }
         let text = prompt_text(&blocks);
+        // Tokens used between prompts (a spawned child working on) count
+        // for none; the turn's own are counted from here.
+        live.updates.take_turn_usage();
         let stop = live.run_turn(text, cancel).await;
+        let usage = live.updates.take_turn_usage();
         if let Ok(mut turn) = live.turn.lock() {
             *turn = None;
         }
-        stop
+        stop.map(|stop| (stop, usage))
     }
 
     /// `session/cancel`: the running turn of a session, or one child.
@@ -278,6 +304,52 @@ impl Sessions {
         }
         live.announce_mode();
         Ok(())
+    }
+
+    /// `session/set_config_option`: the model, for the next prompts.
+    pub(crate) fn set_config_option(
+        &self,
+        id: &str,
+        option: &str,
+        value: Option<&str>,
+    ) -> Result<Vec<SessionConfigOption>, Error> {
+        let (live, child) = self.owner(id)?;
+        if child.is_some() {
+            return Err(error(
+                ErrorCode::INVALID_PARAMS,
+                "a subagent session has its parent's options",
+            ));
+        }
+        if option != models::MODEL_OPTION {
+            return Err(error(
+                ErrorCode::INVALID_PARAMS,
+                format!(
+                    "unknown config option `{option}`; this session has `{}`",
+                    models::MODEL_OPTION
+                ),
+            ));
+        }
+        let value = value.ok_or_else(|| {
+            error(
+                ErrorCode::INVALID_PARAMS,
+                "the model option takes a value id (provider/name), not a boolean",
+            )
+        })?;
+        let session = &live.session;
+        let spec = models::spec_of(session, value)
+            .map_err(|message| error(ErrorCode::INVALID_PARAMS, message))?;
+        let client = if spec == session.model_name {
+            None
+        } else {
+            let runtime = session
+                .runtime_on(Some(&spec))
+                .map_err(|message| error(ErrorCode::INVALID_PARAMS, message))?;
+            Some(runtime.model)
+        };
+        if let Ok(mut chosen) = live.model.lock() {
+            *chosen = models::Chosen { spec, client };
+        }
+        Ok(live.config_options())
     }
 
     /// The connection closed: every session's turn is cancelled and the
@@ -343,6 +415,16 @@ impl Live {
     /// The session's id (also the transcript's).
     pub(crate) fn id(&self) -> &str {
         &self.session.id
+    }
+
+    /// The session's config options (the model), with their current values.
+    pub(crate) fn config_options(&self) -> Vec<SessionConfigOption> {
+        let current = self
+            .model
+            .lock()
+            .map(|chosen| chosen.spec.clone())
+            .unwrap_or_else(|_| self.session.model_name.clone());
+        vec![models::option(&self.session, &current)]
     }
 
     /// The modes offered, with the current one.
@@ -422,7 +504,17 @@ impl Live {
 
     async fn run_turn(&self, text: String, cancel: CancellationToken) -> Result<StopReason, Error> {
         let session = &self.session;
-        let (prompt, runtime) = crate::commands::prepare(session, text);
+        let (prompt, mut runtime) = crate::commands::prepare(session, text);
+        // The model chosen in the editor, unless a command asked for its own.
+        if Arc::ptr_eq(&runtime.model, &session.runtime.model)
+            && let Some(client) = self
+                .model
+                .lock()
+                .ok()
+                .and_then(|chosen| chosen.client.clone())
+        {
+            runtime.model = client;
+        }
         let prompt = match session.runtime.hooks.user_prompt_submit(&prompt).await {
             Ok(None) => prompt,
             Ok(Some(context)) => format!("{prompt}\n\n[hook context]\n{context}"),
