@@ -526,6 +526,7 @@ mod tests {
                 limit: 10,
                 max_output: MAX_OUTPUT_CHARS,
             },
+            None,
         ) else {
             panic!("not read as text");
         };

@@ -6,6 +6,7 @@
 //! command that makes it; nothing is skipped.
 
 mod children;
+mod editor;
 mod robustness;
 mod sessions;
 mod thoughts_and_plans;
