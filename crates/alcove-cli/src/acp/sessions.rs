@@ -8,7 +8,9 @@
 //! on a task of its own under a cancellation token of its own, so
 //! `session/cancel` cancels it as Esc does (every tool call is answered by
 //! the loop), and a cancel naming a child's session cancels that child and
-//! its descendants only (`Supervisor::cancel_agent`).
+//! its descendants only (`Supervisor::cancel_agent`). The model a prompt
+//! runs on is the session's config option (`models.rs`); Read sees the
+//! editor's buffers when the client offers them (`buffers.rs`).
 
 use std::collections::HashMap;
 use std::path::Path;

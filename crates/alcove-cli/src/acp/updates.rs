@@ -11,6 +11,11 @@
 //! content that points at it). Without that capability a child is its
 //! parent's tool call, whose content shows its progress (turns, tokens,
 //! time, current tool) and then its report.
+//!
+//! On an agent's session go its text, thinking (`agent_thought_chunk`),
+//! tool calls, plan (`plan`, from `TodoWrite`) and context figures
+//! (`usage_update`, with the session's cost when config prices the model).
+//! Every agent's tokens are also counted here, for the prompt's `usage`.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
