@@ -396,14 +396,9 @@ impl Updates {
                     self.progress_update(&progress.call_id, line);
                 }
             }
-            EventKind::ThinkingDelta { text } => self.send(
-                &session,
-                SessionUpdate::AgentThoughtChunk(ContentChunk::new(ContentBlock::Text(
-                    TextContent::new(text.clone()),
-                ))),
-            ),
+            EventKind::ThinkingDelta { text } => self.send(&session, thought_chunk(text)),
             EventKind::PlanUpdated { todos } => {
-                self.send(&session, SessionUpdate::Plan(plan(todos)));
+                self.send(&session, SessionUpdate::Plan(plan_update(todos)));
             }
             EventKind::Context { used, window } => {
                 let cost = self.routes.lock().ok().and_then(|mut routes| {
@@ -531,9 +526,16 @@ pub(crate) fn message_chunk(text: &str) -> SessionUpdate {
     ))))
 }
 
+/// An `agent_thought_chunk` of thinking.
+pub(crate) fn thought_chunk(text: &str) -> SessionUpdate {
+    SessionUpdate::AgentThoughtChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(
+        text.to_owned(),
+    ))))
+}
+
 /// A `TodoWrite` plan as an ACP plan: one entry per step, in order (the
 /// plan tool has no priorities: every entry is `medium`).
-fn plan(todos: &[Todo]) -> Plan {
+fn plan_update(todos: &[Todo]) -> Plan {
     Plan::new(
         todos
             .iter()

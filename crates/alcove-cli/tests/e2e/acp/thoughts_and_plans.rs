@@ -140,3 +140,48 @@ fn thinking_streams_as_thought_chunks_and_plans_as_plan_updates_on_each_agents_s
     assert_eq!(plans_on(&seen, &child), vec![pairs(&child_plan)]);
     server.assert_script_finished();
 }
+
+#[test]
+fn a_loaded_session_replays_its_thinking_and_its_plans() {
+    let plan = [("Look", "in_progress")];
+    let (env, server) = setup(Script::new().conversation(
+        "ACP REPLAY THINK",
+        vec![
+            Step::tool_call("TodoWrite", todos(&plan)),
+            Step::text("planned"),
+        ],
+    ));
+    std::fs::write(
+        env.home().join("config.toml"),
+        format!(
+            "[model_options.anthropic]\nthinking = \"adaptive\"\n{}",
+            std::fs::read_to_string(env.home().join("config.toml")).unwrap()
+        ),
+    )
+    .unwrap();
+    let args = json!(["--model", "anthropic/claude-opus-4-6"]);
+    let first = sdk_client(
+        &env,
+        &server,
+        &json!({"args": args, "steps": [{"op": "new"}, {"op": "prompt", "text": "ACP REPLAY THINK now"}]}),
+    );
+    let id = new_session_id(&first);
+    assert_eq!(first.stop_reasons(), ["end_turn"], "{}", first.stderr);
+    let live_thoughts = thoughts_on(&first, &id);
+
+    let second = sdk_client(
+        &env,
+        &server,
+        &json!({"args": args, "steps": [{"op": "load", "id": id}]}),
+    );
+    assert!(
+        second.responses("load")[0].get("error").is_none(),
+        "{:?}",
+        second.lines
+    );
+    // The whole thinking of both replies, as it streamed live, and the
+    // plan as it stands (once: resuming restores it).
+    assert_eq!(thoughts_on(&second, &id), live_thoughts);
+    assert_eq!(live_thoughts.matches("Let me think").count(), 2);
+    assert_eq!(plans_on(&second, &id), vec![pairs(&plan)]);
+}
