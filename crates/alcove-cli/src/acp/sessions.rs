@@ -18,8 +18,9 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ContentBlock as AcpBlock,
-    CurrentModeUpdate, EmbeddedResourceResource, McpServer, SessionConfigOption, SessionMode,
+    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ConfigOptionUpdate,
+    ContentBlock as AcpBlock, CurrentModeUpdate, EmbeddedResourceResource, McpServer,
+    SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, SessionMode,
     SessionModeState, SessionUpdate, StopReason, UnstructuredCommandInput,
 };
 use agent_client_protocol::{Client, Error, ErrorCode};
@@ -62,6 +63,9 @@ const MODES: [(PermissionMode, &str, &str); 5] = [
         "Whatever would be asked is denied",
     ),
 ];
+
+/// The config option that is the permission mode.
+const MODE_OPTION: &str = "mode";
 
 /// One open ACP session.
 pub(crate) struct Live {
@@ -279,7 +283,8 @@ impl Sessions {
         }
     }
 
-    /// `session/set_mode`.
+    /// `session/set_mode`: the mode, also told to a client that reads
+    /// config options (`config_option_update`).
     pub(crate) fn set_mode(&self, id: &str, mode_id: &str) -> Result<(), Error> {
         let (live, child) = self.owner(id)?;
         if child.is_some() {
@@ -288,6 +293,17 @@ impl Sessions {
                 "a subagent session has its parent's mode",
             ));
         }
+        self.switch_mode(&live, mode_id)?;
+        live.updates.send(
+            live.updates.top(),
+            SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(live.config_options())),
+        );
+        Ok(())
+    }
+
+    /// Switches the main agent (and the children it starts from then on)
+    /// to `mode_id`'s gate, and sends `current_mode_update`.
+    fn switch_mode(&self, live: &Live, mode_id: &str) -> Result<(), Error> {
         let mode = PermissionMode::parse(mode_id).ok_or_else(|| {
             error(
                 ErrorCode::INVALID_PARAMS,
@@ -308,7 +324,8 @@ impl Sessions {
         Ok(())
     }
 
-    /// `session/set_config_option`: the model, for the next prompts.
+    /// `session/set_config_option`: the permission mode (as
+    /// `session/set_mode`) or the model, for the next prompts.
     pub(crate) fn set_config_option(
         &self,
         id: &str,
@@ -322,21 +339,28 @@ impl Sessions {
                 "a subagent session has its parent's options",
             ));
         }
-        if option != models::MODEL_OPTION {
-            return Err(error(
-                ErrorCode::INVALID_PARAMS,
-                format!(
-                    "unknown config option `{option}`; this session has `{}`",
-                    models::MODEL_OPTION
-                ),
-            ));
-        }
         let value = value.ok_or_else(|| {
             error(
                 ErrorCode::INVALID_PARAMS,
-                "the model option takes a value id (provider/name), not a boolean",
+                format!("the {option} option takes a value id, not a boolean"),
             )
         })?;
+        match option {
+            MODE_OPTION => {
+                self.switch_mode(&live, value)?;
+                return Ok(live.config_options());
+            }
+            models::MODEL_OPTION => {}
+            _ => {
+                return Err(error(
+                    ErrorCode::INVALID_PARAMS,
+                    format!(
+                        "unknown config option `{option}`; this session has `{MODE_OPTION}` and `{}`",
+                        models::MODEL_OPTION
+                    ),
+                ));
+            }
+        }
         let session = &live.session;
         let spec = models::spec_of(session, value)
             .map_err(|message| error(ErrorCode::INVALID_PARAMS, message))?;
@@ -419,14 +443,31 @@ impl Live {
         &self.session.id
     }
 
-    /// The session's config options (the model), with their current values.
+    /// The session's config options, with their current values: the
+    /// permission mode (the same choice as its ACP modes, for clients that
+    /// read config options instead) and the model.
     pub(crate) fn config_options(&self) -> Vec<SessionConfigOption> {
-        let current = self
+        let model = self
             .model
             .lock()
             .map(|chosen| chosen.spec.clone())
             .unwrap_or_else(|_| self.session.model_name.clone());
-        vec![models::option(&self.session, &current)]
+        let modes = self.modes();
+        let mode = SessionConfigOption::select(
+            MODE_OPTION,
+            "Mode",
+            modes.current_mode_id.0.to_string(),
+            MODES
+                .iter()
+                .map(|(mode, name, description)| {
+                    SessionConfigSelectOption::new(mode.as_str(), *name)
+                        .description(description.to_string())
+                })
+                .collect::<Vec<_>>(),
+        )
+        .description("When alcove asks before it acts".to_owned())
+        .category(SessionConfigOptionCategory::Mode);
+        vec![mode, models::option(&self.session, &model)]
     }
 
     /// The modes offered, with the current one.

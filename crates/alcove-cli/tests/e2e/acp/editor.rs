@@ -18,7 +18,8 @@ fn configure(env: &TestEnv, toml: &str) {
 }
 
 #[test]
-fn the_model_is_a_config_option_and_the_next_prompt_and_its_children_run_on_the_one_chosen() {
+fn the_mode_and_the_model_are_config_options_and_the_next_prompt_and_its_children_run_on_the_model_chosen()
+ {
     let (env, server) = setup(
         Script::new()
             .conversation(
@@ -43,6 +44,7 @@ fn the_model_is_a_config_option_and_the_next_prompt_and_its_children_run_on_the_
                 {"op": "config", "configId": "model", "value": "nonsense"},
                 {"op": "config", "configId": "model", "value": "anthropic/fake-quick"},
                 {"op": "prompt", "text": "and two"},
+                {"op": "config", "configId": "mode", "value": "acceptEdits"},
             ],
         }),
     );
@@ -55,7 +57,17 @@ fn the_model_is_a_config_option_and_the_next_prompt_and_its_children_run_on_the_
     );
 
     // The session offers its model, the provider's families and config's alias.
-    let offered = &seen.responses("new")[0]["configOptions"][0];
+    let option = |options: &Value, id: &str| -> Value {
+        options
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|option| option["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no option {id} in {options}"))
+    };
+    let options = &seen.responses("new")[0]["configOptions"];
+    let offered = &option(options, "model");
     assert_eq!(offered["id"], "model");
     assert_eq!(offered["category"], "model");
     assert_eq!(offered["type"], "select");
@@ -94,9 +106,23 @@ fn the_model_is_a_config_option_and_the_next_prompt_and_its_children_run_on_the_
         "{refused}"
     );
     assert_eq!(
-        answers[1]["configOptions"][0]["currentValue"],
+        option(&answers[1]["configOptions"], "model")["currentValue"],
         "anthropic/fake-quick"
     );
+
+    // The permission mode is an option too (a client reading config
+    // options reads no `modes`), the same choice as `session/set_mode`.
+    let mode = option(options, "mode");
+    assert_eq!(mode["category"], "mode");
+    assert_eq!(mode["currentValue"], "bypassPermissions");
+    assert_eq!(mode["options"].as_array().unwrap().len(), 5, "{mode}");
+    assert_eq!(
+        option(&answers[2]["configOptions"], "mode")["currentValue"],
+        "acceptEdits"
+    );
+    let announced = seen.updates("current_mode_update");
+    assert_eq!(announced.len(), 1);
+    assert_eq!(announced[0].1["currentModeId"], "acceptEdits");
 
     // The first prompt ran on the session's model; the second, and the
     // child it started, on the one chosen, in the same conversation (its

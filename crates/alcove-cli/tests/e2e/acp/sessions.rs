@@ -250,6 +250,16 @@ fn a_mode_switch_is_announced_and_binds_the_next_turn() {
     let announced = seen.updates("current_mode_update");
     assert_eq!(announced.len(), 1);
     assert_eq!(announced[0].1["currentModeId"], "plan");
+    // A client that reads config options hears of it too.
+    let options = seen.updates("config_option_update");
+    assert_eq!(options.len(), 1);
+    let mode = options[0].1["configOptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|option| option["id"] == "mode")
+        .unwrap();
+    assert_eq!(mode["currentValue"], "plan");
     assert!(seen.of("permission").is_empty(), "plan mode asks nothing");
     assert!(!env.path("plan.txt").exists());
     assert_eq!(seen.stop_reasons(), ["end_turn"]);
