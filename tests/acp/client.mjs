@@ -10,16 +10,23 @@
 // and last {"seen":"exit", code, signal}. The Rust test asserts on them.
 //
 // Plan: { args: [alcove options], subagents: bool, permissionsTogether?: N,
+//         buffers?: {"<path relative to the cwd>": "<unsaved text>", …},
 //         permissions: ["allow-always"|"allow-once"|"reject"|"disconnect", …],
 //         steps: [{op: "new"} | {op: "load", id} | {op: "list"} | {op: "mode", mode}
+//                 | {op: "config", configId, value}
 //                 | {op: "prompt", text, cancelWhen?: {sessionIncludes?, toolTitle}}] }
+// With `buffers`, the client offers `fs.readTextFile` and plays an editor
+// holding those unsaved buffers: each fs/read_text_file is printed,
+// {"seen":"read", params}, and answered with the buffer, or with an error
+// for a file it does not hold.
 // `cancelWhen` sends session/cancel (to the session whose id contains
 // `sessionIncludes`, else the prompt's own) once a tool call whose title
 // contains `toolTitle` is seen in it.
 
 import { spawn } from "node:child_process";
 import { PassThrough, Readable, Writable } from "node:stream";
-import { client, ndJsonStream, methods } from "@agentclientprotocol/sdk/unstable";
+import { relative } from "node:path";
+import { client, ndJsonStream, methods, RequestError } from "@agentclientprotocol/sdk/unstable";
 
 const plan = JSON.parse(process.argv[2] ?? "{}");
 const out = (line) => process.stdout.write(JSON.stringify(line) + "\n");
@@ -62,6 +69,12 @@ const app = client({ name: "alcove-e2e" })
     }
     const option = params.options.find((option) => option.optionId === answer);
     return { outcome: { outcome: "selected", optionId: option ? option.optionId : "reject" } };
+  })
+  .onRequest(methods.client.fs.readTextFile, async ({ params }) => {
+    out({ seen: "read", params });
+    const held = (plan.buffers ?? {})[relative(process.cwd(), params.path)];
+    if (held === undefined) throw RequestError.resourceNotFound(params.path);
+    return { content: held };
   });
 
 // The SDK (2.4.0) drops tool call content of type `session` (a subagent
@@ -84,7 +97,10 @@ const stream = ndJsonStream(Writable.toWeb(agent.stdin), Readable.toWeb(wire));
 async function run(ctx) {
   const init = await ctx.request(methods.agent.initialize, {
     protocolVersion: 1,
-    clientCapabilities: plan.subagents ? { subagents: {} } : {},
+    clientCapabilities: {
+      ...(plan.subagents ? { subagents: {} } : {}),
+      ...(plan.buffers ? { fs: { readTextFile: true, writeTextFile: false } } : {}),
+    },
   });
   out({ seen: "response", step: "initialize", result: init });
   let sessionId;
@@ -109,6 +125,12 @@ async function run(ctx) {
         result = await ctx.request(methods.agent.session.setMode, {
           sessionId,
           modeId: step.mode,
+        });
+      } else if (step.op === "config") {
+        result = await ctx.request(methods.agent.session.setConfigOption, {
+          sessionId,
+          configId: step.configId,
+          value: step.value,
         });
       } else if (step.op === "prompt") {
         const target = step.sessionId ?? sessionId;

@@ -111,6 +111,7 @@ pub(crate) async fn run(common: &CommonArgs, args: BatchArgs) -> anyhow::Result<
         max_turns: None,
         resume: None,
         extra_mcp: Vec::new(),
+        file_source: None,
     };
     let session = Session::open(common, front_end).await?;
     session.ready().await;

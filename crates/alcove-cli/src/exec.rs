@@ -59,6 +59,7 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
         max_turns: args.max_turns,
         resume: args.resume.clone(),
         extra_mcp: Vec::new(),
+        file_source: None,
     };
     let session = Session::open(common, front_end).await?;
     session.runtime.hooks.session_start().await;

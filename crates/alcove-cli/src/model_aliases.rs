@@ -66,6 +66,12 @@ impl Aliases {
         }
     }
 
+    /// Every alias and the `provider/name` it stands for (an ACP client's
+    /// model choices).
+    pub(crate) fn table(&self) -> &BTreeMap<String, String> {
+        &self.table
+    }
+
     /// The session's one warning about models that were not understood.
     pub(crate) fn warning(&self) -> Option<String> {
         if self.unresolved.is_empty() {

@@ -69,6 +69,9 @@ pub(crate) struct FrontEnd {
     /// MCP servers the front end adds to the configured ones (an ACP
     /// client's `mcpServers`); one of the same name replaces the configured one.
     pub(crate) extra_mcp: Vec<alcove_mcp::ServerConfig>,
+    /// Where Read gets a text file's contents before the disk (an ACP
+    /// client's unsaved buffers); `None` reads the disk.
+    pub(crate) file_source: Option<Arc<dyn alcove_tools::FileSource>>,
 }
 
 /// An open session.
@@ -109,6 +112,11 @@ pub(crate) struct Session {
     pub(crate) ended_by_overflow: bool,
     /// `provider/model`.
     pub(crate) model_name: String,
+    /// The model aliases of this provider and config, each with the
+    /// `provider/name` it stands for.
+    pub(crate) model_aliases: std::collections::BTreeMap<String, String>,
+    /// Where Read gets a text file's contents before the disk.
+    file_source: Option<Arc<dyn alcove_tools::FileSource>>,
     /// The model's context window and where the figure came from.
     pub(crate) context_window: WindowChoice,
     /// The session's MCP servers: one connection each, lent to every agent.
@@ -199,6 +207,7 @@ impl Session {
         skills.resolve_models(|spec| aliases.resolve(spec));
         commands.resolve_models(|spec| aliases.resolve(spec));
         setup_warnings.extend(aliases.warning());
+        let model_aliases = aliases.table().clone();
         let skills = Arc::new(skills);
 
         let transcript_path: PathBuf = dirs.data.join("sessions").join(format!("{id}.jsonl"));
@@ -382,6 +391,8 @@ impl Session {
             history: resumed.history,
             ended_by_overflow: resumed.ended_by_overflow,
             model_name,
+            model_aliases,
+            file_source: front_end.file_source,
             context_window,
             mcp,
             startup_reported: std::sync::atomic::AtomicBool::new(false),
@@ -448,13 +459,17 @@ impl Session {
                 // MCP tools join the same pool, so children narrow them like
                 // built-ins and share their servers by reference.
                 let confinement = Some(self.sandbox.confinement.clone());
-                let pool = alcove_tools::builtin_tools_confined(env, confinement)
-                    .into_iter()
-                    .chain(self.web_tools.iter().cloned())
-                    .chain(self.skill_tool.clone())
-                    .chain(self.mcp.tools())
-                    .filter(offered)
-                    .collect();
+                let pool = alcove_tools::builtin_tools_confined(
+                    env,
+                    confinement,
+                    self.file_source.clone(),
+                )
+                .into_iter()
+                .chain(self.web_tools.iter().cloned())
+                .chain(self.skill_tool.clone())
+                .chain(self.mcp.tools())
+                .filter(offered)
+                .collect();
                 self.supervisor
                     .tools_for(0, pool, &self.gate)
                     .into_iter()

@@ -27,6 +27,7 @@ mod bash;
 mod capture;
 mod edit;
 mod env_policy;
+mod file_source;
 mod glob;
 mod grep;
 pub mod image;
@@ -42,6 +43,7 @@ pub use alcove_sandbox::{AccessPolicy, Confinement, ResourceLimits, SandboxMode,
 pub use bash::Bash;
 pub use edit::Edit;
 pub use env_policy::{EnvPolicy, is_sensitive_env_name, secret_values};
+pub use file_source::FileSource;
 pub use glob::Glob;
 pub use grep::Grep;
 pub use image::Image;
@@ -341,22 +343,28 @@ pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
 
 /// [`builtin_tools`] whose `Bash` follows `env` for its commands' environment.
 pub fn builtin_tools_with_env(env: EnvPolicy) -> Vec<Arc<dyn Tool>> {
-    builtin_tools_confined(env, None)
+    builtin_tools_confined(env, None, None)
 }
 
 /// [`builtin_tools_with_env`] whose `Bash` runs every command through the
-/// sandbox launcher when `confinement` is given.
+/// sandbox launcher when `confinement` is given, and whose `Read` shows a
+/// text file as `file_source` holds it (an editor's buffer) when it does.
 pub fn builtin_tools_confined(
     env: EnvPolicy,
     confinement: Option<Arc<Confinement>>,
+    file_source: Option<Arc<dyn FileSource>>,
 ) -> Vec<Arc<dyn Tool>> {
     let bash = Bash::with_env_policy(env);
     let bash = match confinement {
         Some(confinement) => bash.confined(confinement),
         None => bash,
     };
+    let read = match file_source {
+        Some(source) => Read::reading_from(source),
+        None => Read::default(),
+    };
     vec![
-        Arc::new(Read::default()),
+        Arc::new(read),
         Arc::new(Glob::default()),
         Arc::new(Grep::default()),
         Arc::new(Write::default()),

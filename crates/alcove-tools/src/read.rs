@@ -13,13 +13,16 @@
 use std::borrow::Cow;
 use std::io::{BufRead, BufReader, Read as _};
 use std::path::Path;
+use std::sync::Arc;
 
 use alcove_protocol::ToolSpec;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{Access, Effects, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
+use crate::{
+    Access, Effects, FileSource, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input,
+};
 
 const NAME: &str = "Read";
 const DESCRIPTION: &str = "Reads a text file; returns its lines numbered like `cat -n`. Up to \
@@ -50,12 +53,28 @@ struct ReadInput {
 /// The `Read` tool.
 pub struct Read {
     spec: ToolSpec,
+    /// Where a text file's contents come from before the disk.
+    source: Option<Arc<dyn FileSource>>,
 }
 
 impl Default for Read {
     fn default() -> Self {
         Read {
             spec: crate::tool_spec!(ReadInput, NAME, DESCRIPTION),
+            source: None,
+        }
+    }
+}
+
+impl Read {
+    /// A `Read` that shows a text file as `source` holds it (an editor's
+    /// unsaved buffer), and as the disk holds it when `source` has none.
+    /// Which file, whether the call may read it (the gate) and whether it
+    /// is text (its bytes on disk) are decided as for any Read, first.
+    pub fn reading_from(source: Arc<dyn FileSource>) -> Read {
+        Read {
+            source: Some(source),
+            ..Read::default()
         }
     }
 }
@@ -104,6 +123,13 @@ impl Tool for Read {
         let small = meta
             .as_ref()
             .is_ok_and(|meta| meta.is_file() && meta.len() <= INLINE_READ_BYTES);
+        // A source (the editor) is asked only about a regular file.
+        let buffer = match &self.source {
+            Some(source) if meta.as_ref().is_ok_and(std::fs::Metadata::is_file) => {
+                source.text(&path).await
+            }
+            _ => None,
+        };
         // The note at the end takes a little of the room.
         let max_output = MAX_OUTPUT_CHARS.min(context.result_room.saturating_sub(NOTE_ROOM));
         let window = Window {
@@ -112,9 +138,10 @@ impl Tool for Read {
             max_output,
         };
         let read = if small {
-            Ok(read_window(&path, meta, &shown, window))
+            Ok(read_window(&path, meta, &shown, window, buffer))
         } else {
-            tokio::task::spawn_blocking(move || read_window(&path, meta, &shown, window)).await
+            tokio::task::spawn_blocking(move || read_window(&path, meta, &shown, window, buffer))
+                .await
         };
         match read {
             Ok(Ok(Shown::Text(text))) => {
@@ -192,18 +219,15 @@ fn read_image(
 
 /// Reads lines `offset..offset+limit` (1-based) of the file, numbered, in
 /// at most `max_output` bytes, or the image it is. `meta` is the file's
-/// metadata, already read by the caller.
+/// metadata, already read by the caller; `buffer`, the file's text as an
+/// editor holds it, is shown instead of the disk's when the file is text.
 fn read_window(
     path: &Path,
     meta: std::io::Result<std::fs::Metadata>,
     shown: &str,
     window: Window,
+    buffer: Option<String>,
 ) -> Result<Shown, String> {
-    let Window {
-        offset,
-        limit,
-        max_output,
-    } = window;
     let meta = meta.map_err(|err| io_reason(shown, &err))?;
     if meta.is_dir() {
         return Err(format!(
@@ -225,11 +249,6 @@ fn read_window(
         .take(BINARY_SNIFF_BYTES)
         .read_to_end(&mut head)
         .map_err(|err| io_reason(shown, &err))?;
-    if head.is_empty() {
-        return Ok(Shown::Text(format!(
-            "{shown} exists but is empty (0 lines)."
-        )));
-    }
     if let Some(image) = read_image(&head, &mut file, meta.len(), shown) {
         return image;
     }
@@ -238,7 +257,68 @@ fn read_window(
             "{shown} looks like a binary file (it has a NUL byte in its first 8 KiB); Read only shows text files"
         ));
     }
-    let mut reader = BufReader::new(std::io::Cursor::new(head).chain(file));
+    let empty = buffer.as_ref().map_or(head.is_empty(), String::is_empty);
+    if empty {
+        return Ok(Shown::Text(format!(
+            "{shown} exists but is empty (0 lines)."
+        )));
+    }
+    if let Some(buffer) = buffer {
+        let differs = differs_from_disk(&buffer, head, &mut file, meta.len());
+        let mut text = numbered(
+            std::io::Cursor::new(buffer.as_bytes()),
+            buffer.len(),
+            shown,
+            window,
+        )?;
+        if differs {
+            text.push_str(&format!(
+                "\n\n(this is the editor's unsaved buffer of {shown}; the file on disk differs, and Edit and Write act on the disk)"
+            ));
+        }
+        return Ok(Shown::Text(text));
+    }
+    numbered(
+        BufReader::new(std::io::Cursor::new(head).chain(file)),
+        size,
+        shown,
+        window,
+    )
+    .map(Shown::Text)
+}
+
+/// Files up to this size are compared with the editor's buffer of them.
+const COMPARED_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Whether the file on disk (its `head` read, the rest in `file`) holds
+/// other text than the editor's `buffer`; a file too big to compare is
+/// taken as the same.
+fn differs_from_disk(buffer: &str, head: Vec<u8>, file: &mut std::fs::File, len: u64) -> bool {
+    if len > COMPARED_BYTES {
+        return false;
+    }
+    if len != buffer.len() as u64 {
+        return true;
+    }
+    let mut disk = head;
+    if file.read_to_end(&mut disk).is_err() {
+        return false;
+    }
+    disk != buffer.as_bytes()
+}
+
+/// The lines of `reader` (text of about `size` bytes) in `window`, numbered.
+fn numbered(
+    mut reader: impl BufRead,
+    size: usize,
+    shown: &str,
+    window: Window,
+) -> Result<String, String> {
+    let Window {
+        offset,
+        limit,
+        max_output,
+    } = window;
     let io = |err: std::io::Error| io_reason(shown, &err);
 
     let skipped = skip_lines(&mut reader, offset - 1).map_err(io)?;
@@ -304,7 +384,7 @@ fn read_window(
             ));
         }
     }
-    Ok(Shown::Text(out))
+    Ok(out)
 }
 
 /// Turns an I/O error into a reason the model can act on.
@@ -446,6 +526,7 @@ mod tests {
                 limit: 10,
                 max_output: MAX_OUTPUT_CHARS,
             },
+            None,
         ) else {
             panic!("not read as text");
         };

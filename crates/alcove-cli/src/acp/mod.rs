@@ -12,7 +12,9 @@
 //! (`approver.rs`).
 
 mod approver;
+mod buffers;
 mod mcp;
+mod models;
 mod replay;
 mod sessions;
 mod stdio;

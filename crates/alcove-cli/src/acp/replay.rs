@@ -2,8 +2,10 @@
 //!
 //! A loaded session replays its conversation (the history `resume.rs`
 //! rebuilds from the transcript, compactions applied) as the updates a
-//! client would have seen live: the user's messages, the agent's text, and
-//! each tool call with its result. The list is `resume.rs`'s, newest first.
+//! client would have seen live: the user's messages, the agent's thinking
+//! and text, and each tool call with its result. (The plan comes as the
+//! `plan_updated` event resuming emits, before the history.) The list is
+//! `resume.rs`'s, newest first.
 
 use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -15,7 +17,7 @@ use agent_client_protocol::v1::schema::{
 use alcove_protocol::{ContentBlock, Message, Role};
 
 use super::tool_calls;
-use super::updates::{Updates, message_chunk};
+use super::updates::{Updates, message_chunk, thought_chunk};
 
 /// Sends `history` as updates on the session's main stream.
 pub(crate) fn replay(updates: &Updates, history: &[Message], workspace: &std::path::Path) {
@@ -32,6 +34,9 @@ pub(crate) fn replay(updates: &Updates, history: &[Message], workspace: &std::pa
                 ),
                 (Role::Assistant, ContentBlock::Text { text }) => {
                     updates.send(&session, message_chunk(text));
+                }
+                (Role::Assistant, ContentBlock::Thinking { thinking, .. }) => {
+                    updates.send(&session, thought_chunk(thinking));
                 }
                 (_, ContentBlock::ToolUse { id, name, input }) => {
                     names.insert(id.clone(), name.clone());
@@ -72,7 +77,7 @@ pub(crate) fn replay(updates: &Updates, history: &[Message], workspace: &std::pa
                         )),
                     );
                 }
-                // Other blocks (thinking, images) are not replayed yet.
+                // Other blocks (redacted thinking, images) are not replayed.
                 #[allow(unreachable_patterns)]
                 _ => {}
             }

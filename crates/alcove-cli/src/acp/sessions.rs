@@ -8,7 +8,9 @@
 //! on a task of its own under a cancellation token of its own, so
 //! `session/cancel` cancels it as Esc does (every tool call is answered by
 //! the loop), and a cancel naming a child's session cancels that child and
-//! its descendants only (`Supervisor::cancel_agent`).
+//! its descendants only (`Supervisor::cancel_agent`). The model a prompt
+//! runs on is the session's config option (`models.rs`); Read sees the
+//! editor's buffers when the client offers them (`buffers.rs`).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -16,16 +18,18 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ContentBlock as AcpBlock,
-    CurrentModeUpdate, EmbeddedResourceResource, McpServer, SessionMode, SessionModeState,
-    SessionUpdate, StopReason, UnstructuredCommandInput,
+    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ConfigOptionUpdate,
+    ContentBlock as AcpBlock, CurrentModeUpdate, EmbeddedResourceResource, McpServer,
+    SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, SessionMode,
+    SessionModeState, SessionUpdate, StopReason, UnstructuredCommandInput,
 };
 use agent_client_protocol::{Client, Error, ErrorCode};
 use alcove_core::{EventSink, PermissionMode, run_agent};
-use alcove_protocol::{AgentPath, EventKind, Message, RunStatus};
+use alcove_protocol::{AgentPath, EventKind, Message, RunStatus, Usage};
 use tokio_util::sync::CancellationToken;
 
 use super::approver::{AcpApprover, ModeGate};
+use super::models;
 use super::replay;
 use super::updates::Updates;
 use crate::CommonArgs;
@@ -60,6 +64,9 @@ const MODES: [(PermissionMode, &str, &str); 5] = [
     ),
 ];
 
+/// The config option that is the permission mode.
+const MODE_OPTION: &str = "mode";
+
 /// One open ACP session.
 pub(crate) struct Live {
     session: Session,
@@ -71,12 +78,16 @@ pub(crate) struct Live {
     /// The running prompt's token.
     turn: Mutex<Option<CancellationToken>>,
     mode: Mutex<PermissionMode>,
+    /// The model the next prompt runs on.
+    model: Mutex<models::Chosen>,
 }
 
 /// Every session of the connection.
 pub(crate) struct Sessions {
     common: CommonArgs,
     subagents: std::sync::atomic::AtomicBool,
+    /// Whether the client serves `fs/read_text_file` (its buffers).
+    editor_files: std::sync::atomic::AtomicBool,
     open: Mutex<HashMap<String, Arc<Live>>>,
 }
 
@@ -90,14 +101,18 @@ impl Sessions {
         Sessions {
             common,
             subagents: Default::default(),
+            editor_files: Default::default(),
             open: Mutex::default(),
         }
     }
 
-    /// Whether the client asked for subagent sessions (`initialize`).
-    pub(crate) fn set_subagents(&self, on: bool) {
+    /// What the client offers (`initialize`): subagent sessions, and its
+    /// buffers through `fs/read_text_file`.
+    pub(crate) fn set_client(&self, subagents: bool, editor_files: bool) {
         self.subagents
-            .store(on, std::sync::atomic::Ordering::Relaxed);
+            .store(subagents, std::sync::atomic::Ordering::Relaxed);
+        self.editor_files
+            .store(editor_files, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn live(&self, id: &str) -> Option<Arc<Live>> {
@@ -161,17 +176,28 @@ impl Sessions {
             max_turns: None,
             resume: resume.clone(),
             extra_mcp,
+            file_source: self
+                .editor_files
+                .load(std::sync::atomic::Ordering::Relaxed)
+                .then(|| {
+                    Arc::new(super::buffers::EditorBuffers::new(updates.clone()))
+                        as Arc<dyn alcove_tools::FileSource>
+                }),
         };
         let session = Session::open(&common, front_end)
             .await
             .map_err(|err| error(ErrorCode::INVALID_PARAMS, format!("{err:#}")))?;
         let id = session.id.clone();
-        updates.set_top(id.clone());
+        updates.set_top(
+            id.clone(),
+            session.config.pricing.get(&session.model_name).copied(),
+        );
         gate.switch(session.gate.clone());
         session.runtime.hooks.session_start().await;
         session.ready().await;
         let history = crate::resume::continue_history(&session);
         let mode = session.gate.mode();
+        let model = Mutex::new(models::Chosen::of(&session));
         let live = Arc::new(Live {
             session,
             updates,
@@ -180,6 +206,7 @@ impl Sessions {
             history: tokio::sync::Mutex::new(history),
             turn: Mutex::default(),
             mode: Mutex::new(mode),
+            model,
         });
         if let Ok(mut open) = self.open.lock() {
             open.insert(id, live.clone());
@@ -199,11 +226,12 @@ impl Sessions {
     }
 
     /// `session/prompt`: runs one turn of the main agent.
+    /// Answers with how it stopped and the tokens the whole tree used.
     pub(crate) async fn prompt(
         &self,
         id: &str,
         blocks: Vec<AcpBlock>,
-    ) -> Result<StopReason, Error> {
+    ) -> Result<(StopReason, Usage), Error> {
         let (live, child) = self.owner(id)?;
         if child.is_some() {
             return Err(error(
@@ -227,11 +255,15 @@ impl Sessions {
             *turn = Some(cancel.clone());
         }
         let text = prompt_text(&blocks);
+        // Tokens used between prompts (a spawned child working on) count
+        // for none; the turn's own are counted from here.
+        live.updates.take_turn_usage();
         let stop = live.run_turn(text, cancel).await;
+        let usage = live.updates.take_turn_usage();
         if let Ok(mut turn) = live.turn.lock() {
             *turn = None;
         }
-        stop
+        stop.map(|stop| (stop, usage))
     }
 
     /// `session/cancel`: the running turn of a session, or one child.
@@ -251,7 +283,8 @@ impl Sessions {
         }
     }
 
-    /// `session/set_mode`.
+    /// `session/set_mode`: the mode, also told to a client that reads
+    /// config options (`config_option_update`).
     pub(crate) fn set_mode(&self, id: &str, mode_id: &str) -> Result<(), Error> {
         let (live, child) = self.owner(id)?;
         if child.is_some() {
@@ -260,6 +293,17 @@ impl Sessions {
                 "a subagent session has its parent's mode",
             ));
         }
+        self.switch_mode(&live, mode_id)?;
+        live.updates.send(
+            live.updates.top(),
+            SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(live.config_options())),
+        );
+        Ok(())
+    }
+
+    /// Switches the main agent (and the children it starts from then on)
+    /// to `mode_id`'s gate, and sends `current_mode_update`.
+    fn switch_mode(&self, live: &Live, mode_id: &str) -> Result<(), Error> {
         let mode = PermissionMode::parse(mode_id).ok_or_else(|| {
             error(
                 ErrorCode::INVALID_PARAMS,
@@ -278,6 +322,60 @@ impl Sessions {
         }
         live.announce_mode();
         Ok(())
+    }
+
+    /// `session/set_config_option`: the permission mode (as
+    /// `session/set_mode`) or the model, for the next prompts.
+    pub(crate) fn set_config_option(
+        &self,
+        id: &str,
+        option: &str,
+        value: Option<&str>,
+    ) -> Result<Vec<SessionConfigOption>, Error> {
+        let (live, child) = self.owner(id)?;
+        if child.is_some() {
+            return Err(error(
+                ErrorCode::INVALID_PARAMS,
+                "a subagent session has its parent's options",
+            ));
+        }
+        let value = value.ok_or_else(|| {
+            error(
+                ErrorCode::INVALID_PARAMS,
+                format!("the {option} option takes a value id, not a boolean"),
+            )
+        })?;
+        match option {
+            MODE_OPTION => {
+                self.switch_mode(&live, value)?;
+                return Ok(live.config_options());
+            }
+            models::MODEL_OPTION => {}
+            _ => {
+                return Err(error(
+                    ErrorCode::INVALID_PARAMS,
+                    format!(
+                        "unknown config option `{option}`; this session has `{MODE_OPTION}` and `{}`",
+                        models::MODEL_OPTION
+                    ),
+                ));
+            }
+        }
+        let session = &live.session;
+        let spec = models::spec_of(session, value)
+            .map_err(|message| error(ErrorCode::INVALID_PARAMS, message))?;
+        let client = if spec == session.model_name {
+            None
+        } else {
+            let runtime = session
+                .runtime_on(Some(&spec))
+                .map_err(|message| error(ErrorCode::INVALID_PARAMS, message))?;
+            Some(runtime.model)
+        };
+        if let Ok(mut chosen) = live.model.lock() {
+            *chosen = models::Chosen { spec, client };
+        }
+        Ok(live.config_options())
     }
 
     /// The connection closed: every session's turn is cancelled and the
@@ -343,6 +441,33 @@ impl Live {
     /// The session's id (also the transcript's).
     pub(crate) fn id(&self) -> &str {
         &self.session.id
+    }
+
+    /// The session's config options, with their current values: the
+    /// permission mode (the same choice as its ACP modes, for clients that
+    /// read config options instead) and the model.
+    pub(crate) fn config_options(&self) -> Vec<SessionConfigOption> {
+        let model = self
+            .model
+            .lock()
+            .map(|chosen| chosen.spec.clone())
+            .unwrap_or_else(|_| self.session.model_name.clone());
+        let modes = self.modes();
+        let mode = SessionConfigOption::select(
+            MODE_OPTION,
+            "Mode",
+            modes.current_mode_id.0.to_string(),
+            MODES
+                .iter()
+                .map(|(mode, name, description)| {
+                    SessionConfigSelectOption::new(mode.as_str(), *name)
+                        .description(description.to_string())
+                })
+                .collect::<Vec<_>>(),
+        )
+        .description("When alcove asks before it acts".to_owned())
+        .category(SessionConfigOptionCategory::Mode);
+        vec![mode, models::option(&self.session, &model)]
     }
 
     /// The modes offered, with the current one.
@@ -422,7 +547,17 @@ impl Live {
 
     async fn run_turn(&self, text: String, cancel: CancellationToken) -> Result<StopReason, Error> {
         let session = &self.session;
-        let (prompt, runtime) = crate::commands::prepare(session, text);
+        let (prompt, mut runtime) = crate::commands::prepare(session, text);
+        // The model chosen in the editor, unless a command asked for its own.
+        if Arc::ptr_eq(&runtime.model, &session.runtime.model)
+            && let Some(client) = self
+                .model
+                .lock()
+                .ok()
+                .and_then(|chosen| chosen.client.clone())
+        {
+            runtime.model = client;
+        }
         let prompt = match session.runtime.hooks.user_prompt_submit(&prompt).await {
             Ok(None) => prompt,
             Ok(Some(context)) => format!("{prompt}\n\n[hook context]\n{context}"),

@@ -11,6 +11,11 @@
 //! content that points at it). Without that capability a child is its
 //! parent's tool call, whose content shows its progress (turns, tokens,
 //! time, current tool) and then its report.
+//!
+//! On an agent's session go its text, thinking (`agent_thought_chunk`),
+//! tool calls, plan (`plan`, from `TodoWrite`) and context figures
+//! (`usage_update`, with the session's cost when config prices the model).
+//! Every agent's tokens are also counted here, for the prompt's `usage`.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -19,17 +24,19 @@ use std::time::Instant;
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, IdleStateUpdate, IdleStopReason, RequiresActionStateUpdate,
-    RunningStateUpdate, SessionCancelCapabilities, SessionNotification, SessionReference,
-    SessionUpdate, StateUpdate, SubagentSessionCapabilities, SubagentUpdate, TextContent, ToolCall,
-    ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    ContentBlock, ContentChunk, Cost, IdleStateUpdate, IdleStopReason, Plan, PlanEntry,
+    PlanEntryPriority, PlanEntryStatus, RequiresActionStateUpdate, RunningStateUpdate,
+    SessionCancelCapabilities, SessionNotification, SessionReference, SessionUpdate, StateUpdate,
+    SubagentSessionCapabilities, SubagentUpdate, TextContent, ToolCall, ToolCallContent,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
 };
 use agent_client_protocol::{Client, ErrorCode};
 use alcove_core::EventSink;
-use alcove_protocol::{AgentEvent, AgentPath, EventKind, RunStatus};
+use alcove_protocol::{AgentEvent, AgentPath, EventKind, RunStatus, Todo, TodoStatus, Usage};
 use serde_json::Value;
 
 use super::tool_calls;
+use crate::config::Price;
 
 /// A tool call announced and not yet finished.
 struct OpenCall {
@@ -80,6 +87,11 @@ struct Routes {
     calls: HashMap<(AgentPath, String), OpenCall>,
     /// Agents whose current message was streamed (so its whole text is not sent again).
     streamed: HashSet<AgentPath>,
+    /// Each shown agent's last context figures (used, window).
+    context: HashMap<AgentPath, (u64, u64)>,
+    /// Tokens of the whole tree in the running prompt, and in the session.
+    turn_usage: Usage,
+    session_usage: Usage,
 }
 
 /// One ACP session's update stream.
@@ -90,6 +102,8 @@ pub(crate) struct Updates {
     top: std::sync::OnceLock<String>,
     subagents: bool,
     workspace: PathBuf,
+    /// The session model's price, when config has one (`[pricing]`).
+    price: std::sync::OnceLock<Option<Price>>,
     routes: Mutex<Routes>,
 }
 
@@ -104,6 +118,7 @@ impl Updates {
             top: std::sync::OnceLock::new(),
             subagents,
             workspace,
+            price: std::sync::OnceLock::new(),
             routes: Mutex::default(),
         }
     }
@@ -113,9 +128,45 @@ impl Updates {
         self.top.get().map_or("", String::as_str)
     }
 
-    /// Names the session once it is open.
-    pub(crate) fn set_top(&self, id: String) {
+    /// Names the session once it is open, and the price its tokens cost.
+    pub(crate) fn set_top(&self, id: String, price: Option<Price>) {
         let _ = self.top.set(id);
+        let _ = self.price.set(price);
+    }
+
+    /// The tokens the whole tree used since the last call (one prompt's).
+    pub(crate) fn take_turn_usage(&self) -> Usage {
+        self.routes
+            .lock()
+            .map(|mut routes| std::mem::take(&mut routes.turn_usage))
+            .unwrap_or_default()
+    }
+
+    /// What the session's tokens cost so far, when the model is priced.
+    fn cost(&self, routes: &Routes) -> Option<Cost> {
+        let price = self.price.get().copied().flatten()?;
+        Some(Cost::new(price.cost(&routes.session_usage), "USD"))
+    }
+
+    /// Every agent's tokens count for the prompt and the session (a
+    /// folded child's too); the main agent's request also updates the
+    /// session's cost.
+    fn count_usage(&self, agent: &AgentPath, usage: Usage) {
+        let update = {
+            let Ok(mut routes) = self.routes.lock() else {
+                return;
+            };
+            routes.turn_usage.add(usage);
+            routes.session_usage.add(usage);
+            if *agent != AgentPath::main() || self.price.get().copied().flatten().is_none() {
+                return;
+            }
+            let Some((used, window)) = routes.context.get(agent).copied() else {
+                return;
+            };
+            UsageUpdate::new(used, window).cost(self.cost(&routes))
+        };
+        self.send(self.top(), SessionUpdate::UsageUpdate(update));
     }
 
     /// Sends one update on `session` (a closed connection drops it: the
@@ -215,6 +266,9 @@ impl Updates {
 
     fn on_event(&self, event: &AgentEvent) {
         let agent = &event.agent;
+        if let EventKind::Usage { usage } = &event.kind {
+            self.count_usage(agent, *usage);
+        }
         let (session, shown) = self.session_of(agent);
         if !shown {
             self.on_folded(event);
@@ -342,13 +396,20 @@ impl Updates {
                     self.progress_update(&progress.call_id, line);
                 }
             }
-            // Where the parallel work lands (the lead wires these at merge):
-            // `EventKind::ThinkingDelta { text }` (thinking-images) becomes
-            // `SessionUpdate::AgentThoughtChunk(ContentChunk::new(text block))`
-            // on `session`, like `TextDelta` above; `EventKind::PlanUpdated`
-            // (daily-tools' TodoWrite) becomes `SessionUpdate::Plan` with one
-            // `PlanEntry` per item (content, priority medium, status
-            // pending / in_progress / completed).
+            EventKind::ThinkingDelta { text } => self.send(&session, thought_chunk(text)),
+            EventKind::PlanUpdated { todos } => {
+                self.send(&session, SessionUpdate::Plan(plan_update(todos)));
+            }
+            EventKind::Context { used, window } => {
+                let cost = self.routes.lock().ok().and_then(|mut routes| {
+                    routes.context.insert(agent.clone(), (*used, *window));
+                    self.cost(&routes)
+                });
+                self.send(
+                    &session,
+                    SessionUpdate::UsageUpdate(UsageUpdate::new(*used, *window).cost(cost)),
+                );
+            }
             _ => {}
         }
     }
@@ -463,6 +524,31 @@ pub(crate) fn message_chunk(text: &str) -> SessionUpdate {
     SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(
         text.to_owned(),
     ))))
+}
+
+/// An `agent_thought_chunk` of thinking.
+pub(crate) fn thought_chunk(text: &str) -> SessionUpdate {
+    SessionUpdate::AgentThoughtChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(
+        text.to_owned(),
+    ))))
+}
+
+/// A `TodoWrite` plan as an ACP plan: one entry per step, in order (the
+/// plan tool has no priorities: every entry is `medium`).
+fn plan_update(todos: &[Todo]) -> Plan {
+    Plan::new(
+        todos
+            .iter()
+            .map(|todo| {
+                let status = match todo.status {
+                    TodoStatus::Pending => PlanEntryStatus::Pending,
+                    TodoStatus::InProgress => PlanEntryStatus::InProgress,
+                    TodoStatus::Completed => PlanEntryStatus::Completed,
+                };
+                PlanEntry::new(todo.content.clone(), PlanEntryPriority::Medium, status)
+            })
+            .collect(),
+    )
 }
 
 /// How a child's run ended, as a subagent session's idle state.

@@ -11,8 +11,8 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
     ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
     McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
-    PromptResponse, SessionCapabilities, SessionListCapabilities, SetSessionModeRequest,
-    SetSessionModeResponse,
+    PromptResponse, SessionCapabilities, SessionListCapabilities, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, Usage,
 };
 use agent_client_protocol::{Agent, on_receive_notification, on_receive_request};
 
@@ -34,6 +34,18 @@ fn initialize_response() -> InitializeResponse {
         .agent_info(Implementation::new("alcove", env!("CARGO_PKG_VERSION")))
 }
 
+/// A prompt's tokens as the (unstable) `usage` of its response: every
+/// agent of the tree, input counting cached tokens too.
+fn turn_usage(usage: alcove_protocol::Usage) -> Usage {
+    Usage::new(
+        usage.budget_tokens(),
+        usage.prompt_tokens(),
+        usage.output_tokens,
+    )
+    .cached_read_tokens(usage.cache_read_tokens)
+    .cached_write_tokens(usage.cache_write_tokens)
+}
+
 /// Serves until the client closes its end.
 pub(super) async fn serve(
     sessions: Arc<Sessions>,
@@ -45,13 +57,15 @@ pub(super) async fn serve(
     let on_list = sessions.clone();
     let on_prompt = sessions.clone();
     let on_mode = sessions.clone();
+    let on_config = sessions.clone();
     let on_cancel = sessions;
     Agent
         .v1()
         .name("alcove")
         .on_receive_request(
             async move |request: InitializeRequest, responder, _cx| {
-                on_initialize.set_subagents(request.client_capabilities.subagents.is_some());
+                let client = &request.client_capabilities;
+                on_initialize.set_client(client.subagents.is_some(), client.fs.read_text_file);
                 responder.respond(initialize_response())
             },
             on_receive_request!(),
@@ -66,7 +80,9 @@ pub(super) async fn serve(
                     {
                         Ok(live) => {
                             let _ = responder.respond(
-                                NewSessionResponse::new(live.id().to_owned()).modes(live.modes()),
+                                NewSessionResponse::new(live.id().to_owned())
+                                    .modes(live.modes())
+                                    .config_options(live.config_options()),
                             );
                             live.announce_commands();
                         }
@@ -91,8 +107,11 @@ pub(super) async fn serve(
                         Ok(live) => {
                             // The history first, then the answer.
                             live.replay().await;
-                            let _ =
-                                responder.respond(LoadSessionResponse::new().modes(live.modes()));
+                            let _ = responder.respond(
+                                LoadSessionResponse::new()
+                                    .modes(live.modes())
+                                    .config_options(live.config_options()),
+                            );
                             live.announce_commands();
                         }
                         Err(error) => {
@@ -118,8 +137,9 @@ pub(super) async fn serve(
                 tokio::spawn(async move {
                     let id = request.session_id.0.to_string();
                     match sessions.prompt(&id, request.prompt).await {
-                        Ok(stop) => {
-                            let _ = responder.respond(PromptResponse::new(stop));
+                        Ok((stop, usage)) => {
+                            let _ = responder
+                                .respond(PromptResponse::new(stop).usage(turn_usage(usage)));
                         }
                         Err(error) => {
                             let _ = responder.respond_with_error(error);
@@ -136,6 +156,20 @@ pub(super) async fn serve(
             {
                 Ok(()) => responder.respond(SetSessionModeResponse::new()),
                 Err(error) => responder.respond_with_error(error),
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionConfigOptionRequest, responder, _cx| {
+                let value = request.value.as_value_id().map(|value| value.0.to_string());
+                match on_config.set_config_option(
+                    &request.session_id.0,
+                    &request.config_id.0,
+                    value.as_deref(),
+                ) {
+                    Ok(options) => responder.respond(SetSessionConfigOptionResponse::new(options)),
+                    Err(error) => responder.respond_with_error(error),
+                }
             },
             on_receive_request!(),
         )

@@ -60,6 +60,7 @@ impl Channels {
                 max_turns: None,
                 resume,
                 extra_mcp: Vec::new(),
+                file_source: None,
             },
         )
         .await?;

@@ -166,3 +166,42 @@ async fn inspect_resolves_against_the_workspace() {
     assert_eq!(invocation.summary, "lib.rs");
     assert_eq!(invocation.command, None);
 }
+
+/// An editor holding `text` for every file it is asked about.
+struct Editor(&'static str);
+
+#[async_trait::async_trait]
+impl alcove_tools::FileSource for Editor {
+    async fn text(&self, _path: &std::path::Path) -> Option<String> {
+        Some(self.0.to_owned())
+    }
+}
+
+#[tokio::test]
+async fn a_file_source_is_read_for_text_files_only_and_a_difference_is_said() {
+    let env = Env::new();
+    let read = Read::reading_from(std::sync::Arc::new(Editor("one\ntwo\nthree\n")));
+    env.file("a.txt", "one\ntwo\nthree\n");
+    env.file("b.txt", "old\n");
+    env.file("blob.bin", b"ELF\x00\x01\x02 text");
+    // The same text as the disk: shown with no note, windowed as ever.
+    let out = env
+        .ok(
+            &read,
+            json!({"file_path": "a.txt", "offset": 2, "limit": 1}),
+        )
+        .await;
+    assert_eq!(
+        out,
+        "     2\ttwo\n\n(showing lines 2-2 of 3; read on with offset=3)"
+    );
+    // Other text than the disk's: the buffer, and a word about the disk.
+    let out = env.ok(&read, json!({"file_path": "b.txt"})).await;
+    assert!(out.starts_with("     1\tone\n     2\ttwo"), "{out}");
+    assert!(out.contains("the file on disk differs"), "{out}");
+    // What the disk says is binary or missing stays so.
+    let err = env.err(&read, json!({"file_path": "blob.bin"})).await;
+    assert!(err.contains("binary"), "{err}");
+    let err = env.err(&read, json!({"file_path": "nope.txt"})).await;
+    assert!(err.contains("does not exist"), "{err}");
+}

@@ -92,12 +92,7 @@ fn three_parallel_children_are_subagent_sessions_and_one_is_cancelled_alone() {
         }),
     );
     let parent = new_session_id(&seen);
-    assert_eq!(
-        seen.responses("prompt"),
-        vec![json!({"stopReason": "end_turn"})],
-        "{}",
-        seen.stderr
-    );
+    assert_eq!(seen.stop_reasons(), ["end_turn"], "{}", seen.stderr);
     assert_eq!(seen.text_on(&parent), "Kids done.");
     let children = announced(&seen, &parent);
     assert_eq!(children.len(), 3, "{children:?}");
@@ -221,12 +216,7 @@ fn without_the_capability_children_are_their_parents_tool_calls_with_progress_an
         }),
     );
     let parent = new_session_id(&seen);
-    assert_eq!(
-        seen.responses("prompt"),
-        vec![json!({"stopReason": "end_turn"})],
-        "{}",
-        seen.stderr
-    );
+    assert_eq!(seen.stop_reasons(), ["end_turn"], "{}", seen.stderr);
     assert!(seen.updates("subagent_update").is_empty());
     // Every update is the parent's; the children's own calls are not shown as calls.
     assert!(
@@ -313,12 +303,7 @@ fn two_childrens_approvals_are_pending_at_once_each_on_its_own_session() {
         }),
     );
     let parent = new_session_id(&seen);
-    assert_eq!(
-        seen.responses("prompt"),
-        vec![json!({"stopReason": "end_turn"})],
-        "{}",
-        seen.stderr
-    );
+    assert_eq!(seen.stop_reasons(), ["end_turn"], "{}", seen.stderr);
     assert_eq!(
         seen.of("permissions-pending").len(),
         1,

@@ -6,8 +6,10 @@
 //! command that makes it; nothing is skipped.
 
 mod children;
+mod editor;
 mod robustness;
 mod sessions;
+mod thoughts_and_plans;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -68,6 +70,17 @@ impl Seen {
                 }
             })
             .collect()
+    }
+
+    /// How each prompt ended: its `stopReason`, or `error: …`.
+    pub(crate) fn stop_reasons(&self) -> Vec<String> {
+        self.responses("prompt")
+            .into_iter()
+            .map(|result| match result["stopReason"].as_str() {
+                Some(reason) => reason.to_owned(),
+                None => format!("error: {result}"),
+            })
+            .collect::<Vec<_>>()
     }
 
     /// The agent's streamed text on `session`.

@@ -46,12 +46,7 @@ fn a_prompt_streams_text_and_tool_calls_with_diffs_and_asks_before_edits() {
     assert_eq!(init["agentCapabilities"]["loadSession"], true);
     assert_eq!(init["agentCapabilities"]["mcpCapabilities"]["http"], true);
     assert_eq!(init["authMethods"], json!([]));
-    assert_eq!(
-        seen.responses("prompt"),
-        vec![json!({"stopReason": "end_turn"})],
-        "{}",
-        seen.stderr
-    );
+    assert_eq!(seen.stop_reasons(), ["end_turn"], "{}", seen.stderr);
 
     // The commands a user may run, /init and the custom one.
     let commands = seen.updates("available_commands_update");
@@ -169,12 +164,7 @@ fn cancel_mid_turn_answers_every_call_and_leaves_no_process() {
         }),
     );
     assert_eq!(seen.of("cancel").len(), 1, "{:?}", seen.lines);
-    assert_eq!(
-        seen.responses("prompt"),
-        vec![json!({"stopReason": "cancelled"})],
-        "{}",
-        seen.stderr
-    );
+    assert_eq!(seen.stop_reasons(), ["cancelled"], "{}", seen.stderr);
     let call = &seen.updates("tool_call")[0].1;
     let last = seen
         .updates("tool_call_update")
@@ -260,12 +250,19 @@ fn a_mode_switch_is_announced_and_binds_the_next_turn() {
     let announced = seen.updates("current_mode_update");
     assert_eq!(announced.len(), 1);
     assert_eq!(announced[0].1["currentModeId"], "plan");
+    // A client that reads config options hears of it too.
+    let options = seen.updates("config_option_update");
+    assert_eq!(options.len(), 1);
+    let mode = options[0].1["configOptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|option| option["id"] == "mode")
+        .unwrap();
+    assert_eq!(mode["currentValue"], "plan");
     assert!(seen.of("permission").is_empty(), "plan mode asks nothing");
     assert!(!env.path("plan.txt").exists());
-    assert_eq!(
-        seen.responses("prompt"),
-        vec![json!({"stopReason": "end_turn"})]
-    );
+    assert_eq!(seen.stop_reasons(), ["end_turn"]);
 }
 
 #[test]
@@ -332,10 +329,7 @@ fn an_earlier_session_is_listed_and_loaded_with_its_history_replayed() {
     // The continued turn carried the loaded conversation.
     let last = server.requests_for("ACP LOAD first").pop().unwrap();
     assert_eq!(last.last_user_text(), "and now?");
-    assert_eq!(
-        second.responses("prompt"),
-        vec![json!({"stopReason": "end_turn"})]
-    );
+    assert_eq!(second.stop_reasons(), ["end_turn"]);
 }
 
 #[test]
