@@ -14,7 +14,7 @@
 //         permissions: ["allow-always"|"allow-once"|"reject"|"disconnect", …],
 //         steps: [{op: "new"} | {op: "load", id} | {op: "list"} | {op: "mode", mode}
 //                 | {op: "config", configId, value}
-//                 | {op: "prompt", text, cancelWhen?: {sessionIncludes?, toolTitle}}] }
+//                 | {op: "prompt", text, images?: [{mimeType, data}], cancelWhen?: {sessionIncludes?, toolTitle}}] }
 // With `buffers`, the client offers `fs.readTextFile` and plays an editor
 // holding those unsaved buffers: each fs/read_text_file is printed,
 // {"seen":"read", params}, and answered with the buffer, or with an error
@@ -160,7 +160,10 @@ async function run(ctx) {
         result = await Promise.race([
           ctx.request(methods.agent.session.prompt, {
             sessionId: target,
-            prompt: [{ type: "text", text: step.text }],
+            prompt: [
+              { type: "text", text: step.text },
+              ...(step.images ?? []).map((image) => ({ type: "image", ...image })),
+            ],
           }),
           disconnected.then(() => "disconnected"),
         ]);

@@ -25,7 +25,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::{Client, Error, ErrorCode};
 use alcove_core::{EventSink, PermissionMode, run_agent};
-use alcove_protocol::{AgentPath, EventKind, Message, RunStatus, Usage};
+use alcove_protocol::{AgentPath, ContentBlock, EventKind, Message, RunStatus, Usage};
 use tokio_util::sync::CancellationToken;
 
 use super::approver::{AcpApprover, ModeGate};
@@ -254,11 +254,11 @@ impl Sessions {
             }
             *turn = Some(cancel.clone());
         }
-        let text = prompt_text(&blocks);
+        let (text, images) = prompt_content(&blocks);
         // Tokens used between prompts (a spawned child working on) count
         // for none; the turn's own are counted from here.
         live.updates.take_turn_usage();
-        let stop = live.run_turn(text, cancel).await;
+        let stop = live.run_turn(text, images, cancel).await;
         let usage = live.updates.take_turn_usage();
         if let Ok(mut turn) = live.turn.lock() {
             *turn = None;
@@ -408,10 +408,13 @@ fn unknown_session(id: &str) -> Error {
     )
 }
 
-/// A prompt's content blocks as the text the model reads: text as it is,
-/// embedded resources with their URI, links as their URI.
-fn prompt_text(blocks: &[AcpBlock]) -> String {
+/// A prompt's content blocks as what the model reads: text as it is,
+/// embedded resources with their URI, links as their URI, and images
+/// made to fit the model APIs' limits as `@image.png` in the TUI is (a
+/// model without vision gets a note in their place from its wire).
+fn prompt_content(blocks: &[AcpBlock]) -> (String, Vec<ContentBlock>) {
     let mut parts = Vec::new();
+    let mut images = Vec::new();
     for block in blocks {
         match block {
             AcpBlock::Text(text) => parts.push(text.text.clone()),
@@ -427,14 +430,17 @@ fn prompt_text(blocks: &[AcpBlock]) -> String {
                 _ => {}
             },
             AcpBlock::ResourceLink(link) => parts.push(format!("@{}", link.uri)),
-            // Images land with the images work (ContentBlock::Image); until
-            // then the model is told one was left out.
-            AcpBlock::Image(_) => parts
-                .push("[an image was attached; this model connection takes text only]".to_owned()),
+            AcpBlock::Image(image) => match alcove_tools::image::prepare_base64(&image.data) {
+                Ok(prepared) => images.push(ContentBlock::Image {
+                    media_type: prepared.image.media_type,
+                    data: prepared.image.data,
+                }),
+                Err(reason) => parts.push(format!("[an attached image was left out: {reason}]")),
+            },
             _ => {}
         }
     }
-    parts.join("\n\n")
+    (parts.join("\n\n"), images)
 }
 
 impl Live {
@@ -545,7 +551,12 @@ impl Live {
         );
     }
 
-    async fn run_turn(&self, text: String, cancel: CancellationToken) -> Result<StopReason, Error> {
+    async fn run_turn(
+        &self,
+        text: String,
+        images: Vec<ContentBlock>,
+        cancel: CancellationToken,
+    ) -> Result<StopReason, Error> {
         let session = &self.session;
         let (prompt, mut runtime) = crate::commands::prepare(session, text);
         // The model chosen in the editor, unless a command asked for its own.
@@ -584,7 +595,9 @@ impl Live {
             run.gate = gate;
         }
         let mut history = self.history.lock().await;
-        let outcome = run_agent(&runtime, &run, history.clone(), Message::user_text(prompt)).await;
+        let mut message = Message::user_text(prompt);
+        message.content.extend(images);
+        let outcome = run_agent(&runtime, &run, history.clone(), message).await;
         *history = outcome.messages;
         match outcome.status {
             RunStatus::Completed => Ok(StopReason::EndTurn),

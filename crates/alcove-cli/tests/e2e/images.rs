@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::support::{exec_command, finish, setup};
 
-fn png(width: u32, height: u32, noisy: bool) -> Vec<u8> {
+pub(crate) fn png(width: u32, height: u32, noisy: bool) -> Vec<u8> {
     let mut seed = 11u32;
     let image = image::RgbImage::from_fn(width, height, |x, y| {
         if noisy {

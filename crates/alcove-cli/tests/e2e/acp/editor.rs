@@ -1,7 +1,7 @@
 //! What an editor chooses, holds and is told beyond the updates of a
 //! turn: the model as a session config option, its unsaved buffers read
 //! through `fs/read_text_file` (behind the gate), and usage
-//! (`usage_update`, the prompt's `usage`).
+//! (`usage_update`, the prompt's `usage`), and images in a prompt.
 
 use alcove_testkit::{Script, Step, TestEnv};
 use serde_json::{Value, json};
@@ -308,4 +308,56 @@ fn usage_updates_carry_the_context_and_cost_and_the_prompt_answers_with_its_toke
     assert_eq!(usage["inputTokens"], input, "{usage}");
     assert_eq!(usage["outputTokens"], output, "{usage}");
     assert_eq!(usage["totalTokens"], input + output, "{usage}");
+}
+
+#[test]
+fn an_image_in_a_prompt_reaches_the_model_as_an_image_made_to_fit() {
+    use base64::Engine as _;
+    let (env, server) =
+        setup(Script::new().conversation("ACP LOOK", vec![Step::text("a gradient")]));
+    // Wider than the APIs' 2,000-pixel edge: it arrives scaled down.
+    let shot = crate::images::png(2400, 300, false);
+    let data = base64::engine::general_purpose::STANDARD.encode(&shot);
+    let seen = sdk_client(
+        &env,
+        &server,
+        &json!({
+            "steps": [
+                {"op": "new"},
+                {"op": "prompt", "text": "ACP LOOK at this", "images": [
+                    {"mimeType": "image/png", "data": data},
+                    {"mimeType": "image/png", "data": "not base64 at all"},
+                ]},
+            ],
+        }),
+    );
+    assert_eq!(seen.stop_reasons(), ["end_turn"], "{}", seen.stderr);
+    let init = &seen.responses("initialize")[0];
+    assert_eq!(
+        init["agentCapabilities"]["promptCapabilities"]["image"], true,
+        "{init}"
+    );
+
+    let requests = server.requests();
+    let content = &requests[0].body["messages"][0]["content"];
+    let parts = content.as_array().unwrap();
+    let texts: Vec<&str> = parts
+        .iter()
+        .filter_map(|part| part["text"].as_str())
+        .collect();
+    assert!(texts[0].starts_with("ACP LOOK at this"), "{content}");
+    assert!(
+        texts[0].contains("[an attached image was left out: the image is not valid base64"),
+        "{content}"
+    );
+    let images: Vec<&Value> = parts
+        .iter()
+        .filter(|part| part["type"] == "image")
+        .collect();
+    assert_eq!(images.len(), 1, "{content}");
+    let sent = base64::engine::general_purpose::STANDARD
+        .decode(images[0]["source"]["data"].as_str().unwrap())
+        .unwrap();
+    let decoded = image::load_from_memory(&sent).unwrap();
+    assert_eq!((decoded.width(), decoded.height()), (2000, 250));
 }
