@@ -300,9 +300,12 @@ impl BackgroundShells {
         };
         let mut out = shell.status_line(end.as_ref());
         if dropped > 0 {
+            let kept = match self.limits.output_bytes {
+                bytes if bytes >= 1024 => format!("{} KiB", bytes / 1024),
+                bytes => format!("{bytes} bytes"),
+            };
             out.push_str(&format!(
-                "\n[{dropped} bytes of older output were dropped: only the last {} KiB unread are kept]",
-                self.limits.output_bytes / 1024
+                "\n[{dropped} bytes of older output were dropped: only the last {kept} unread are kept]"
             ));
         }
         // The kept bytes may start inside a character whose start was dropped.
@@ -501,6 +504,65 @@ async fn watch(shell: &Shell, mut running: Running, limit: usize, cancel: Cancel
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn shell(id: &str, owner: AgentPath) -> Arc<Shell> {
+        Arc::new(Shell {
+            id: id.to_owned(),
+            owner,
+            command: "watch".to_owned(),
+            pid: Some(1),
+            started: Instant::now(),
+            state: Mutex::new(State::default()),
+            stop: CancellationToken::new(),
+            kill_reason: Mutex::new(None),
+            ended: CancellationToken::new(),
+        })
+    }
+
+    #[test]
+    fn unread_output_keeps_the_newest_bytes_and_says_how_many_were_dropped() {
+        let shells = BackgroundShells::new(BackgroundLimits {
+            max_running: 1,
+            output_bytes: 16,
+        });
+        let main = AgentPath::main();
+        let watched = shell("bash_1", main.clone());
+        shells.list().push(watched.clone());
+        let mut sink = Unread {
+            shell: &watched,
+            limit: 16,
+        };
+        sink.push(b"line one\nline two\nline three\n");
+        let text = shells.read(&main, "bash_1", None).unwrap();
+        assert!(text.starts_with("bash_1 (watch): running, pid 1"), "{text}");
+        assert!(
+            text.contains("[13 bytes of older output were dropped"),
+            "{text}"
+        );
+        assert!(text.ends_with("\n two\nline three"), "{text}");
+        let again = shells.read(&main, "bash_1", None).unwrap();
+        assert!(again.ends_with("(no new output)"), "{again}");
+
+        sink.push(b"GET a\nno\nGET b\n");
+        let filter = regex::Regex::new("^GET").unwrap();
+        let text = shells.read(&main, "bash_1", Some(&filter)).unwrap();
+        assert!(text.ends_with("\nGET a\nGET b"), "{text}");
+        assert!(text.contains("2 of 3 new lines matched"), "{text}");
+
+        let child = main.child("agent-1");
+        let refused = shells.read(&child, "bash_1", None).unwrap_err();
+        assert!(refused.contains("you have started none"), "{refused}");
+        watched.lock().end = Some(End {
+            exit_code: Some(3),
+            signal: None,
+            killed: None,
+        });
+        let ended = shells.read(&main, "bash_1", None).unwrap();
+        assert!(
+            ended.starts_with("bash_1 (watch): exited with code 3"),
+            "{ended}"
+        );
+    }
 
     #[test]
     fn a_caller_sees_its_own_commands_and_its_descendants() {

@@ -290,12 +290,14 @@ fn the_sessions_end_ends_its_background_commands_and_the_limit_holds() {
 }
 
 #[test]
-fn the_ui_lists_background_commands_in_its_footer_and_status() {
+fn the_ui_lists_background_commands_and_esc_in_a_later_turn_ends_them() {
     let (env, server) = setup(Script::new().conversation(
         "start a server",
         vec![
             background("echo $$ > server.pid; exec python3 -m http.server 8000 --bind 127.0.0.1"),
             Step::text("SERVER-STARTED"),
+            bash("touch waiting; sleep 300"),
+            Step::text("AFTER-THE-INTERRUPT"),
         ],
     ));
     let pane = Pane::start(&env, &server, &["--permission-mode", "bypassPermissions"]);
@@ -308,8 +310,18 @@ fn the_ui_lists_background_commands_in_its_footer_and_status() {
     let status = pane.wait_for("bash_1 echo");
     assert!(status.contains("1 running"), "{status}");
     let pid = read_pid(&env.path("server.pid"));
-    assert!(process_alive(pid));
+    assert!(process_alive(pid), "it outlives the turn that started it");
+    // An interrupt of a later turn ends it too.
+    pane.prompt("now wait");
+    wait_for_file(&env.path("waiting"));
+    pane.key("Escape");
+    pane.wait_for("Interrupted");
+    assert_gone(pid, "the server after Esc");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pane.screen().contains("background: 1 running") {
+        assert!(Instant::now() < deadline, "the footer still lists it");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     pane.prompt("/exit");
     assert_eq!(pane.wait_exit(), 0);
-    assert_gone(pid, "the server after the UI exited");
 }

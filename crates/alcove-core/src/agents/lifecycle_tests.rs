@@ -223,7 +223,17 @@ fn agents_at_the_depth_limit_are_offered_no_delegation_tools() {
     assert!(names(0).contains(&"Agent".to_owned()) && names(0).contains(&"spawn_agent".to_owned()));
     assert_eq!(
         names(1),
-        ["Read", "Glob", "Grep", "Write", "Edit", "Bash", "TodoWrite"]
+        [
+            "Read",
+            "Glob",
+            "Grep",
+            "Write",
+            "Edit",
+            "Bash",
+            "BashOutput",
+            "KillShell",
+            "TodoWrite"
+        ]
     );
 }
 
