@@ -242,6 +242,9 @@ impl BackgroundShells {
         tokio::spawn(async move {
             let _slot = slot;
             let _launch = launch;
+            // `ended` fires however the task ends, so no one waits for a
+            // command whose task is gone.
+            let ended = shell.ended.clone().drop_guard();
             watch(&shell, running, buffer, cancel).await;
             let end = shell.lock().end.clone().unwrap_or(End {
                 exit_code: None,
@@ -253,7 +256,7 @@ impl BackgroundShells {
                 exit_code: end.exit_code,
                 killed: end.killed.is_some(),
             });
-            shell.ended.cancel();
+            drop(ended);
         });
         (id, pid)
     }

@@ -41,7 +41,7 @@ use crate::{
 const NAME: &str = "Bash";
 const DESCRIPTION: &str = "Runs a bash command in the workspace; returns stdout and stderr. \
 Each call is a fresh shell (cd does not persist); stdin is closed. Prefer Read, Glob, Grep, \
-Edit and Write over cat, find, grep and sed. For servers and watchers use run_in_background.";
+Edit and Write over cat, find, grep and sed.";
 
 /// Default timeout, in milliseconds.
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -66,7 +66,7 @@ struct BashInput {
     /// What it does, in 5-10 words.
     #[allow(dead_code)] // Read by people in transcripts, not by the tool.
     description: Option<String>,
-    /// Run it in the background; read it with BashOutput.
+    /// Run it in the background (servers, watchers); read it with BashOutput.
     run_in_background: Option<bool>,
 }
 
