@@ -3,9 +3,12 @@
 //! Each command runs in its own process group so that everything it starts —
 //! pipelines, background jobs, test runners' workers — can be killed as one
 //! on timeout or cancel, and is killed when the command ends: no process
-//! outlives the call. Output is captured with bounded memory (head and tail
-//! are kept, the middle is counted), because a runaway command must not be
-//! able to flood the model's context or the agent's memory. Secrets in the
+//! outlives the call. With `run_in_background` the call returns once the
+//! command has started, and `background.rs` watches it until it ends or is
+//! stopped (its agent's end at the latest). Output is captured with bounded
+//! memory (head and tail are kept, the middle is counted), because a
+//! runaway command must not be able to flood the model's context or the
+//! agent's memory. Secrets in the
 //! agent's environment (API keys, `*_TOKEN`, …) are removed from the
 //! command's environment as its [`EnvPolicy`] says.
 //!
@@ -341,7 +344,7 @@ fn output_pipe() -> std::io::Result<(tokio::net::unix::pipe::Receiver, OwnedFd)>
 
 /// The reading end of a command's output pipe and the buffer each read
 /// fills.
-pub(crate) struct Output {
+struct Output {
     /// `None` once the pipe has ended, or failed and been dropped.
     pipe: Option<tokio::net::unix::pipe::Receiver>,
     chunk: Vec<u8>,
@@ -411,7 +414,7 @@ fn spawn_own(
 pub(crate) struct Running {
     shell: Shell,
     guard: ProcessGroup,
-    pub(crate) output: Output,
+    output: Output,
     /// The shell's pid, also its group's id.
     pub(crate) pid: Option<u32>,
     /// Whether it was started through the launcher, whose pid names its
