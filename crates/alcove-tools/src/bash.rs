@@ -153,8 +153,13 @@ impl Tool for Bash {
         if input.command.trim().is_empty() {
             return Err("command is empty".into());
         }
+        // An approval prompt says the command would keep running.
+        let mut summary = one_line(&input.command);
+        if input.run_in_background == Some(true) {
+            summary.push_str(" (in the background)");
+        }
         Ok(Invocation {
-            summary: one_line(&input.command),
+            summary,
             paths: vec![workspace.root().to_path_buf()],
             command: Some(input.command),
         })
