@@ -155,6 +155,7 @@ pub(crate) async fn run(common: &CommonArgs, args: BatchArgs) -> anyhow::Result<
         None
     };
     session.supervisor.close_all().await;
+    session.stop_background().await;
     session.reported().await;
 
     let counts = batch.counts();

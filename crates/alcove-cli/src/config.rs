@@ -73,6 +73,31 @@ pub(crate) struct Config {
     pub(crate) telemetry: crate::telemetry::TelemetryEntry,
     /// `[web]`: the search service behind `WebSearch`.
     pub(crate) web: WebEntry,
+    /// `[background]`: limits of background commands.
+    pub(crate) background: BackgroundEntry,
+}
+
+/// `[background]`: `Bash` commands run with `run_in_background`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct BackgroundEntry {
+    /// How many may run at once in a session, every agent's together
+    /// (default 8).
+    pub(crate) max_running: Option<usize>,
+    /// KiB of unread output kept per command (default 64); older output
+    /// is dropped, and `BashOutput` says how much.
+    pub(crate) output_kib: Option<usize>,
+}
+
+/// The limits `[background]` sets, over the defaults.
+pub(crate) fn background_limits(entry: &BackgroundEntry) -> alcove_tools::BackgroundLimits {
+    let defaults = alcove_tools::BackgroundLimits::default();
+    alcove_tools::BackgroundLimits {
+        max_running: entry.max_running.unwrap_or(defaults.max_running),
+        output_bytes: entry
+            .output_kib
+            .map_or(defaults.output_bytes, |kib| kib.max(1).saturating_mul(1024)),
+    }
 }
 
 /// `[web]`.

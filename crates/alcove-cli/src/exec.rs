@@ -148,6 +148,7 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
             eprintln!("alcove: {message}");
         }
     }
+    session.stop_background().await;
     session.reported().await;
     session.mcp.shutdown().await;
     session.runtime.hooks.session_end("other").await;

@@ -132,6 +132,18 @@ impl EventSink for Trace {
                 alcove_protocol::completed_count(todos),
                 todos.len()
             ),
+            EventKind::BackgroundStarted { id, pid, .. } => format!(
+                "bash.background_start id={id} pid={} agent={agent}",
+                pid.unwrap_or_default()
+            ),
+            EventKind::BackgroundEnded {
+                id,
+                exit_code,
+                killed,
+            } => format!(
+                "bash.background_end id={id} exit_code={} killed={killed} agent={agent}",
+                exit_code.map_or_else(|| "none".to_owned(), |code| code.to_string())
+            ),
             EventKind::Message { .. }
             | EventKind::TextDelta { .. }
             | EventKind::ThinkingDelta { .. }

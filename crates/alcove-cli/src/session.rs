@@ -294,6 +294,9 @@ impl Session {
             inbox: Arc::default(),
             tool_specs: Default::default(),
             file_reads: Arc::default(),
+            background: Arc::new(alcove_tools::BackgroundShells::new(
+                crate::config::background_limits(&config.background),
+            )),
         };
         let factory_config = config.clone();
         let factory_id = id.clone();
@@ -440,6 +443,13 @@ impl Session {
         }
     }
 
+    /// Stops every background command still running (`Bash` with
+    /// `run_in_background`) and waits until they are gone: at the
+    /// session's end, after its agents were closed.
+    pub(crate) async fn stop_background(&self) {
+        self.runtime.background.kill_all("the session ended").await;
+    }
+
     /// The main agent's run, cancelled by `cancel`.
     pub(crate) fn main_run(&self, cancel: CancellationToken) -> AgentRun {
         AgentRun {
@@ -503,8 +513,10 @@ impl Session {
 
 /// The tools `tool_profile = "lean"` leaves out of the main agent's (and
 /// so its children's) pool: each costs prefill on a small local model.
-const LEAN_LEAVES_OUT: [&str; 3] = [
+const LEAN_LEAVES_OUT: [&str; 5] = [
     alcove_tools::TODO_WRITE,
+    alcove_tools::BASH_OUTPUT,
+    alcove_tools::KILL_SHELL,
     alcove_core::WEB_FETCH,
     alcove_core::WEB_SEARCH,
 ];

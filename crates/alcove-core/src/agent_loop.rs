@@ -41,6 +41,10 @@ pub struct Runtime {
     pub tool_specs: Arc<ToolSpecSets>,
     /// The files each agent has read (an Edit needs a Read first).
     pub file_reads: Arc<FileReads>,
+    /// The session's background commands (`Bash` with
+    /// `run_in_background`): lent to the tools that use them, each stopped
+    /// when the agent that started it ends.
+    pub background: Arc<alcove_tools::BackgroundShells>,
 }
 
 /// The tool specs of the tool sets agents ran with lately. Sixty-four

@@ -314,6 +314,9 @@ async fn checked_call(
         scope: tool.needs_scope().then(|| AgentScope::lend(runtime, run)),
         sandbox: run.sandbox,
         result_room: room,
+        background: tool
+            .uses_background()
+            .then(|| background_scope(runtime, run)),
     };
     let call = tool.call(input.clone(), &context);
     tokio::pin!(call);
@@ -345,6 +348,22 @@ async fn checked_call(
             ..output
         },
         None => output,
+    }
+}
+
+/// The session's background commands, and events from `run`'s agent for
+/// their starts and ends.
+fn background_scope(runtime: &Runtime, run: &AgentRun) -> alcove_tools::BackgroundScope {
+    let events = runtime.events.clone();
+    let agent = run.path.clone();
+    alcove_tools::BackgroundScope {
+        shells: runtime.background.clone(),
+        emit: std::sync::Arc::new(move |kind| {
+            events.emit(&AgentEvent {
+                agent: agent.clone(),
+                kind,
+            });
+        }),
     }
 }
 

@@ -323,4 +323,26 @@ pub enum EventKind {
         /// Every step, in order.
         todos: Vec<Todo>,
     },
+    /// A `Bash` call started a command in the background (right before its
+    /// `tool_call_finished`).
+    BackgroundStarted {
+        /// Its id (`bash_1`), which `BashOutput` and `KillShell` take.
+        id: String,
+        /// Its first line, shortened.
+        command: String,
+        /// Its shell's pid, also its process group's id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pid: Option<u32>,
+    },
+    /// A background command ended: by itself, or stopped (`KillShell`, its
+    /// agent's end, an interrupt, the session's end).
+    BackgroundEnded {
+        /// Its id.
+        id: String,
+        /// Its exit code, when it exited by itself.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        /// Whether it was stopped rather than exiting by itself.
+        killed: bool,
+    },
 }

@@ -3,9 +3,12 @@
 //! Each command runs in its own process group so that everything it starts —
 //! pipelines, background jobs, test runners' workers — can be killed as one
 //! on timeout or cancel, and is killed when the command ends: no process
-//! outlives the call. Output is captured with bounded memory (head and tail
-//! are kept, the middle is counted), because a runaway command must not be
-//! able to flood the model's context or the agent's memory. Secrets in the
+//! outlives the call. With `run_in_background` the call returns once the
+//! command has started, and `background.rs` watches it until it ends or is
+//! stopped (its agent's end at the latest). Output is captured with bounded
+//! memory (head and tail are kept, the middle is counted), because a
+//! runaway command must not be able to flood the model's context or the
+//! agent's memory. Secrets in the
 //! agent's environment (API keys, `*_TOKEN`, …) are removed from the
 //! command's environment as its [`EnvPolicy`] says.
 //!
@@ -32,6 +35,7 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
+use crate::background::{BackgroundScope, BackgroundSlot};
 use crate::{
     Access, Effects, EnvPolicy, Invocation, ProcessGroup, Tool, ToolContext, ToolOutput, Workspace,
     parse_input,
@@ -65,6 +69,8 @@ struct BashInput {
     /// What it does, in 5-10 words.
     #[allow(dead_code)] // Read by people in transcripts, not by the tool.
     description: Option<String>,
+    /// Run it in the background (servers, watchers); read it with BashOutput.
+    run_in_background: Option<bool>,
 }
 
 /// The `Bash` tool.
@@ -79,7 +85,7 @@ pub struct Bash {
 /// The agent's environment as its commands get it. Read once: alcove never
 /// changes its own environment while it runs, and reading and filtering
 /// it for every command was a sixth of a `Bash` call's instructions.
-struct CommandEnv {
+pub(crate) struct CommandEnv {
     /// The names [`EnvPolicy`] removes, for a command alcove starts itself.
     removed: Vec<String>,
     /// Every other variable, for a command the sandbox holder starts.
@@ -138,13 +144,22 @@ impl Tool for Bash {
         false
     }
 
+    fn uses_background(&self) -> bool {
+        true
+    }
+
     fn inspect(&self, input: &Value, workspace: &Workspace) -> Result<Invocation, String> {
         let input: BashInput = parse_input(NAME, input)?;
         if input.command.trim().is_empty() {
             return Err("command is empty".into());
         }
+        // An approval prompt says the command would keep running.
+        let mut summary = one_line(&input.command);
+        if input.run_in_background == Some(true) {
+            summary.push_str(" (in the background)");
+        }
         Ok(Invocation {
-            summary: one_line(&input.command),
+            summary,
             paths: vec![workspace.root().to_path_buf()],
             command: Some(input.command),
         })
@@ -163,6 +178,17 @@ impl Tool for Bash {
             Some(ms) => ms.min(MAX_TIMEOUT_MS),
         };
         let command_env = self.command_env.get_or_init(|| CommandEnv::of(&self.env));
+        // Taken first: a command over the limit is never started.
+        let background = match (input.run_in_background, &context.background) {
+            (Some(true), Some(scope)) => match scope.shells.reserve() {
+                Ok(slot) => Some((scope, slot)),
+                Err(reason) => return ToolOutput::error(reason),
+            },
+            (Some(true), None) => {
+                return ToolOutput::error("Background commands are not available here.");
+            }
+            _ => None,
+        };
         let launch = match &self.confinement {
             None => None,
             Some(confinement) => match confinement.launch(
@@ -175,6 +201,10 @@ impl Tool for Bash {
                 Err(reason) => return ToolOutput::error(reason),
             },
         };
+        if let Some((scope, slot)) = background {
+            return start_in_background(scope, slot, &input.command, command_env, launch, context)
+                .await;
+        }
         let (mut output, signal) = run(
             &input.command,
             context.workspace.root(),
@@ -197,6 +227,37 @@ impl Tool for Bash {
         }
         output
     }
+}
+
+/// Starts `command` as a background command of the calling agent: the
+/// answer says its id and how to read and stop it.
+async fn start_in_background(
+    scope: &BackgroundScope,
+    slot: BackgroundSlot,
+    command: &str,
+    env: &CommandEnv,
+    launch: Option<Launch>,
+    context: &ToolContext,
+) -> ToolOutput {
+    let running = match start(command, context.workspace.root(), env, launch.as_ref()).await {
+        Ok(running) => running,
+        Err(reason) => return ToolOutput::error(reason),
+    };
+    let (id, pid) = scope.shells.watch(
+        slot,
+        context.agent.clone(),
+        one_line(command),
+        running,
+        launch,
+        context.cancel.clone(),
+        scope.emit.clone(),
+    );
+    let pid = pid.map(|pid| format!(", pid {pid}")).unwrap_or_default();
+    ToolOutput::ok(format!(
+        "Command running in background with ID: {id}{pid}. Read its output with BashOutput \
+         (bash_id \"{id}\"); stop it with KillShell (shell_id \"{id}\"). It is stopped when \
+         you end, on interrupt, and at the session's end."
+    ))
 }
 
 /// The command's first line, shortened, for approval prompts and logs.
@@ -307,7 +368,7 @@ impl Output {
     /// Keeps what a read gave. At the pipe's end, or when reading failed
     /// (said in the output), the pipe is dropped: a writer still there
     /// gets EPIPE instead of blocking on a pipe no one reads.
-    fn took(&mut self, read: std::io::Result<usize>, capture: &mut Capture) {
+    fn took(&mut self, read: std::io::Result<usize>, capture: &mut impl OutputSink) {
         match read {
             Ok(0) => self.pipe = None,
             Ok(_) => {
@@ -352,6 +413,130 @@ fn spawn_own(
     }
 }
 
+/// A started command: its shell, the process group it leads and the
+/// reading end of its output pipe. Shared by foreground calls ([`run`])
+/// and background commands (`background.rs`).
+pub(crate) struct Running {
+    shell: Shell,
+    guard: ProcessGroup,
+    output: Output,
+    /// The shell's pid, also its group's id.
+    pub(crate) pid: Option<u32>,
+    /// Whether it was started through the launcher, whose pid names its
+    /// pids cgroup.
+    launched: bool,
+}
+
+/// Starts `command` (through `launch` when given); the error is the
+/// tool's answer's text.
+pub(crate) async fn start(
+    command: &str,
+    cwd: &Path,
+    env: &CommandEnv,
+    launch: Option<&Launch>,
+) -> Result<Running, String> {
+    let (output, write_end) = output_pipe()
+        .map_err(|err| format!("Cannot make a pipe for the command's output: {err}"))?;
+    let held = match launch {
+        Some(launch) => launch.start_held(cwd, &env.kept, &write_end).await,
+        None => None,
+    };
+    let shell = match held {
+        Some(Ok(child)) => Shell::Held(child),
+        Some(Err(reason)) => {
+            return Err(format!(
+                "Cannot start the command in {}: {reason}",
+                cwd.display()
+            ));
+        }
+        None => Shell::Own(spawn_own(command, cwd, &env.removed, launch, &write_end)?),
+    };
+    // Only the command holds the write end now: its end is the pipe's end.
+    drop(write_end);
+    // The shell leads its own group, whose id is its pid; a launcher's
+    // pid also names its pids cgroup, if any.
+    let pid = shell.id();
+    let guard = match pid.and_then(|pid| i32::try_from(pid).ok()) {
+        Some(pid) => ProcessGroup::led_by(pid),
+        None => ProcessGroup::none(),
+    };
+    Ok(Running {
+        launched: launch.is_some() && matches!(shell, Shell::Own(_)),
+        shell,
+        guard,
+        output: Output {
+            pipe: Some(output),
+            chunk: Vec::with_capacity(8192),
+        },
+        pid,
+    })
+}
+
+impl Running {
+    /// Reads its output into `sink` until the shell exits, or `stop`
+    /// comes first (then what it gave).
+    pub(crate) async fn wait_reading<T>(
+        &mut self,
+        sink: &mut impl OutputSink,
+        stop: impl std::future::Future<Output = T>,
+    ) -> Result<std::io::Result<ExitStatus>, T> {
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                read = self.output.next() => self.output.took(read, sink),
+                status = self.shell.wait() => break Ok(status),
+                stopped = &mut stop => break Err(stopped),
+            }
+        }
+    }
+
+    /// SIGTERM to the group, SIGKILL after `TERM_GRACE`, reading on
+    /// meanwhile: output it prints on SIGTERM must not fill the pipe and
+    /// block it past its grace.
+    pub(crate) async fn terminate(&mut self, sink: &mut impl OutputSink) {
+        let terminated = self.shell.terminate(&self.guard);
+        tokio::pin!(terminated);
+        loop {
+            tokio::select! {
+                () = &mut terminated => break,
+                read = self.output.next() => self.output.took(read, sink),
+            }
+        }
+    }
+
+    /// Kills what is left of the group (background jobs included), reaps
+    /// the shell and reads what is left in the pipe.
+    pub(crate) async fn finish(mut self, sink: &mut impl OutputSink) {
+        self.guard.kill();
+        let _ = self.shell.wait().await;
+        // A launcher's pids cgroup is named by its pid; the holder keeps
+        // its own commands' cgroups.
+        if let (Some(pid), true) = (self.pid, self.launched) {
+            alcove_sandbox::limits::remove_cgroup(pid);
+        }
+        let drain_until = tokio::time::Instant::now() + DRAIN_GRACE;
+        while self.output.pipe.is_some() {
+            match tokio::time::timeout_at(drain_until, self.output.next()).await {
+                Ok(read) => self.output.took(read, sink),
+                Err(_) => break,
+            }
+        }
+        self.guard.disarm();
+    }
+}
+
+/// Where a command's output goes as it is read.
+pub(crate) trait OutputSink {
+    /// Keeps `chunk`.
+    fn push(&mut self, chunk: &[u8]);
+}
+
+impl OutputSink for Capture {
+    fn push(&mut self, chunk: &[u8]) {
+        Capture::push(self, chunk);
+    }
+}
+
 /// Runs `command` (through `launch` when given); the result and the signal
 /// that killed the shell, if one did.
 async fn run(
@@ -362,90 +547,25 @@ async fn run(
     cancel: &CancellationToken,
     launch: Option<&Launch>,
 ) -> (ToolOutput, Option<i32>) {
-    let (output, write_end) = match output_pipe() {
-        Ok(pipe) => pipe,
-        Err(err) => {
-            return (
-                ToolOutput::error(format!(
-                    "Cannot make a pipe for the command's output: {err}"
-                )),
-                None,
-            );
-        }
+    let mut running = match start(command, cwd, env, launch).await {
+        Ok(running) => running,
+        Err(message) => return (ToolOutput::error(message), None),
     };
-    let held = match launch {
-        Some(launch) => launch.start_held(cwd, &env.kept, &write_end).await,
-        None => None,
-    };
-    let mut shell = match held {
-        Some(Ok(child)) => Shell::Held(child),
-        Some(Err(reason)) => {
-            return (
-                ToolOutput::error(format!(
-                    "Cannot start the command in {}: {reason}",
-                    cwd.display()
-                )),
-                None,
-            );
-        }
-        None => match spawn_own(command, cwd, &env.removed, launch, &write_end) {
-            Ok(child) => Shell::Own(child),
-            Err(message) => return (ToolOutput::error(message), None),
-        },
-    };
-    // Only the command holds the write end now: its end is the pipe's end.
-    drop(write_end);
-    // The shell leads its own group, whose id is its pid; a launcher's
-    // pid also names its pids cgroup, if any.
-    let shell_pid = shell.id();
-    let mut guard = match shell_pid.and_then(|pid| i32::try_from(pid).ok()) {
-        Some(pid) => ProcessGroup::led_by(pid),
-        None => ProcessGroup::none(),
-    };
-
     let mut capture = Capture::default();
-    let mut output = Output {
-        pipe: Some(output),
-        chunk: Vec::with_capacity(8192),
-    };
-    let deadline = tokio::time::sleep(Duration::from_millis(timeout_ms));
-    tokio::pin!(deadline);
-    let outcome = loop {
+    let stop = async {
         tokio::select! {
-            read = output.next() => output.took(read, &mut capture),
-            status = shell.wait() => break Outcome::Exited(status),
-            () = &mut deadline => break Outcome::TimedOut,
-            () = cancel.cancelled() => break Outcome::Cancelled,
+            () = tokio::time::sleep(Duration::from_millis(timeout_ms)) => Outcome::TimedOut,
+            () = cancel.cancelled() => Outcome::Cancelled,
         }
+    };
+    let outcome = match running.wait_reading(&mut capture, stop).await {
+        Ok(status) => Outcome::Exited(status),
+        Err(stopped) => stopped,
     };
     if !matches!(outcome, Outcome::Exited(_)) {
-        // Read on while it ends: output it prints on SIGTERM must not
-        // fill the pipe and block it past its grace.
-        let terminated = shell.terminate(&guard);
-        tokio::pin!(terminated);
-        loop {
-            tokio::select! {
-                () = &mut terminated => break,
-                read = output.next() => output.took(read, &mut capture),
-            }
-        }
+        running.terminate(&mut capture).await;
     }
-    // Whatever is left of the group (background jobs included) dies now.
-    guard.kill();
-    let _ = shell.wait().await;
-    // A launcher's pids cgroup is named by its pid; the holder keeps its
-    // own commands' cgroups.
-    if let (Some(pid), Some(_), Shell::Own(_)) = (shell_pid, launch, &shell) {
-        alcove_sandbox::limits::remove_cgroup(pid);
-    }
-    let drain_until = tokio::time::Instant::now() + DRAIN_GRACE;
-    while output.pipe.is_some() {
-        match tokio::time::timeout_at(drain_until, output.next()).await {
-            Ok(read) => output.took(read, &mut capture),
-            Err(_) => break,
-        }
-    }
-    guard.disarm();
+    running.finish(&mut capture).await;
 
     let printed = capture.total;
     let text = capture.render();

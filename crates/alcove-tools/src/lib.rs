@@ -7,8 +7,9 @@
 //!
 //! Built-ins use the parameter names models are trained on (Claude Code's):
 //! [`Read`], [`Write`], [`Edit`], [`Glob`], [`Grep`] (ripgrep's own crates)
-//! [`Bash`] (its own process group, killed on timeout or cancel) and
-//! [`TodoWrite`] (the agent's plan).
+//! [`Bash`] (its own process group, killed on timeout or cancel; with
+//! `run_in_background`, watched until [`KillShell`] or its agent's end,
+//! read with [`BashOutput`]) and [`TodoWrite`] (the agent's plan).
 //!
 //! Tools never look at the process's working directory: every relative path
 //! resolves against the [`Workspace`] root they are given.
@@ -23,7 +24,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+mod background;
 mod bash;
+mod bash_output;
 mod capture;
 mod edit;
 mod env_policy;
@@ -31,6 +34,7 @@ mod file_source;
 mod glob;
 mod grep;
 pub mod image;
+mod kill_shell;
 mod nearest;
 mod process_group;
 mod read;
@@ -40,13 +44,19 @@ mod workspace;
 mod write;
 
 pub use alcove_sandbox::{AccessPolicy, Confinement, ResourceLimits, SandboxMode, SandboxScope};
+pub use background::{
+    BackgroundInfo, BackgroundLimits, BackgroundScope, BackgroundShells, DEFAULT_MAX_RUNNING,
+    DEFAULT_OUTPUT_BYTES, Emit,
+};
 pub use bash::Bash;
+pub use bash_output::{BASH_OUTPUT, BashOutput};
 pub use edit::Edit;
 pub use env_policy::{EnvPolicy, is_sensitive_env_name, secret_values};
 pub use file_source::FileSource;
 pub use glob::Glob;
 pub use grep::Grep;
 pub use image::Image;
+pub use kill_shell::{KILL_SHELL, KillShell};
 pub use process_group::ProcessGroup;
 pub use read::Read;
 pub use todo_write::{TODO_WRITE, TodoWrite, parse_todos};
@@ -174,6 +184,9 @@ pub struct ToolContext {
     /// that can show less fits itself to it (Read shows fewer lines and
     /// says how to read on); dispatch cuts any longer result.
     pub result_room: usize,
+    /// The session's background commands and an event emitter for the
+    /// calling agent, lent only to tools that [`Tool::uses_background`].
+    pub background: Option<BackgroundScope>,
 }
 
 /// The caller's wiring a delegation tool downcasts (see [`ToolContext::scope`]).
@@ -253,6 +266,12 @@ pub trait Tool: Send + Sync {
     /// Whether calls need their caller's scope ([`ToolContext::scope`]):
     /// delegation tools do; dispatch lends it only to them.
     fn needs_scope(&self) -> bool {
+        false
+    }
+
+    /// Whether calls need the session's background commands
+    /// ([`ToolContext::background`]): `Bash`, `BashOutput`, `KillShell`.
+    fn uses_background(&self) -> bool {
         false
     }
 
@@ -370,6 +389,8 @@ pub fn builtin_tools_confined(
         Arc::new(Write::default()),
         Arc::new(Edit::default()),
         Arc::new(bash),
+        Arc::new(BashOutput::default()),
+        Arc::new(KillShell::default()),
         Arc::new(TodoWrite::default()),
     ]
 }

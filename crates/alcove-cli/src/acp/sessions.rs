@@ -619,6 +619,7 @@ impl Live {
     async fn end(&self) {
         let session = &self.session;
         let _ = session.supervisor.close_all().await;
+        session.stop_background().await;
         session.reported().await;
         session.mcp.shutdown().await;
         session.runtime.hooks.session_end("other").await;

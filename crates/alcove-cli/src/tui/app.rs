@@ -105,6 +105,9 @@ pub(crate) struct App {
     pub(crate) hint: Option<String>,
     /// The main agent's plan, from its last `plan_updated`.
     pub(crate) plan: Vec<alcove_protocol::Todo>,
+    /// Background commands still running, every agent's: (id, command),
+    /// oldest first.
+    pub(crate) background: Vec<(String, String)>,
     ctrl_c_armed: bool,
     outbox: Vec<Line<'static>>,
     last_committed: Option<Cell>,
@@ -131,6 +134,7 @@ impl App {
             main_turns: 0,
             context: None,
             plan: Vec::new(),
+            background: Vec::new(),
             hint: None,
             ctrl_c_armed: false,
             outbox: Vec::new(),
@@ -193,6 +197,12 @@ impl App {
             EventKind::TurnStarted { .. } if event.agent.as_str() == "main" => self.main_turns += 1,
             EventKind::PlanUpdated { todos } if event.agent.as_str() == "main" => {
                 self.plan = todos.clone();
+            }
+            EventKind::BackgroundStarted { id, command, .. } => {
+                self.background.push((id.clone(), command.clone()));
+            }
+            EventKind::BackgroundEnded { id, .. } => {
+                self.background.retain(|(running, _)| running != id);
             }
             _ => {}
         }

@@ -274,7 +274,9 @@ impl ApprovalQueue {
         } else {
             String::new()
         };
+        let in_background = request.input.get("run_in_background") == Some(&Value::Bool(true));
         let verb = match request.tool.as_str() {
+            "Bash" if in_background => "run a command in the background".to_owned(),
             "Bash" => "run a command".to_owned(),
             "Edit" | "Write" => format!("{} a file", request.tool.to_lowercase()),
             other => format!("use {other}"),

@@ -316,6 +316,19 @@ pub(crate) fn status_lines(app: &App) -> Vec<Line<'static>> {
     if let Some(tree) = &app.facts.tree {
         lines.push(row("tree", tree.describe()));
     }
+    lines.push(row(
+        "background",
+        if app.background.is_empty() {
+            "none running".to_owned()
+        } else {
+            let each: Vec<String> = app
+                .background
+                .iter()
+                .map(|(id, command)| format!("{id} {command}"))
+                .collect();
+            format!("{} running: {}", app.background.len(), each.join(" · "))
+        },
+    ));
     lines
 }
 

@@ -286,6 +286,10 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
                 if let Some(turn) = &turn {
                     turn.cancel.cancel();
                 }
+                // An interrupt stops the background commands of earlier
+                // turns too (this turn's stop with its cancelled calls).
+                let shells = session.runtime.background.clone();
+                tokio::spawn(async move { shells.kill_all("interrupted").await });
             }
             Some(Action::Clear) => match channels.open(&common, Vec::new(), None).await {
                 Ok(next) => {
@@ -317,8 +321,10 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
                     .open(&next_common, Vec::new(), Some(session.id.clone()))
                     .await
                 {
-                    Ok(next) => {
+                    Ok(mut next) => {
                         totals.end(&session, None, "model_switch").await;
+                        // The conversation goes on, and so do its commands.
+                        next.runtime.background = session.runtime.background.clone();
                         session = next;
                         common = next_common;
                         app.gate = Some(session.gate.clone());

@@ -198,6 +198,12 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
                     session.gate.mode().as_str(),
                     format_tokens(totals.usage.budget_tokens())
                 );
+                for shell in session.runtime.background.running() {
+                    println!(
+                        "background {} ({}): {}",
+                        shell.id, shell.owner, shell.command
+                    );
+                }
                 continue;
             }
             None => {}
@@ -210,7 +216,12 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
             tokio::select! {
                 outcome = wait(&mut turn) => break outcome,
                 Some(ask) = channels.asks.recv() => answer(ask, &mut lines, &session, &channels.rules).await,
-                _ = interrupt.recv() => cancel(&turn),
+                _ = interrupt.recv() => {
+                    cancel(&turn);
+                    // As in the inline UI: earlier turns' background commands stop too.
+                    let shells = session.runtime.background.clone();
+                    tokio::spawn(async move { shells.kill_all("interrupted").await });
+                }
                 _ = hangup.recv() => { cancel(&turn); next = Some("/exit".to_owned()); }
                 _ = terminate.recv() => { cancel(&turn); next = Some("/exit".to_owned()); }
             }

@@ -250,6 +250,10 @@ impl Totals {
                 },
             );
         }
+        // A model switch goes on with the same commands (`driver.rs`).
+        if reason != "model_switch" {
+            session.stop_background().await;
+        }
         session.mcp.shutdown().await;
         session.runtime.hooks.session_end(reason).await;
         session.runtime.emit(

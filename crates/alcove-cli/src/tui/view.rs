@@ -67,6 +67,7 @@ pub(crate) fn layout(app: &App, width: u16, rows: u16, now: Instant) -> Screen {
     let footer = footer(app, width_usize, now);
 
     let mut plan = super::plan::lines(&app.plan, width_usize, theme);
+    plan.extend(background_line(app, width_usize));
     let fixed = approval.len() + queued.len() + 1 + editor.len() + 1;
     plan.truncate(rows.saturating_sub(fixed + 2) / 2);
     let fixed = fixed + plan.len();
@@ -100,6 +101,25 @@ pub(crate) fn layout(app: &App, width: u16, rows: u16, now: Instant) -> Screen {
         })
         .filter(|(_, y)| usize::from(*y) < lines.len());
     Screen { lines, cursor }
+}
+
+/// `background: 2 running (python3 -m http.server 8000 · npm run watch)`,
+/// while any runs.
+fn background_line(app: &App, width: usize) -> Option<Line<'static>> {
+    if app.background.is_empty() {
+        return None;
+    }
+    let commands: Vec<&str> = app
+        .background
+        .iter()
+        .map(|(_, command)| command.as_str())
+        .collect();
+    let text = format!(
+        "background: {} running ({})",
+        app.background.len(),
+        commands.join(" · ")
+    );
+    Some(Line::styled(truncate(&text, width), app.theme.dim()))
 }
 
 /// Draws `screen` into the frame.

@@ -31,6 +31,8 @@ fn prints_the_final_answer_and_exits_zero() {
             "Write",
             "Edit",
             "Bash",
+            "BashOutput",
+            "KillShell",
             "TodoWrite",
             "WebFetch",
             "Agent",

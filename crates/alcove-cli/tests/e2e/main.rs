@@ -11,6 +11,8 @@
 //! - `reliability`: faults, load, crashes and signals with nothing lost (issue 7).
 //! - `skills`, `memory`: skills, custom commands, `/init`, model aliases and the memory file (issue 15).
 //! - `plan`: the `TodoWrite` plan through events, compaction, resume and children (issue 37).
+//! - `background`: background commands (`Bash` with `run_in_background`,
+//!   `BashOutput`, `KillShell`) and their end (issue 37).
 //! - `web`: `WebFetch` and the `researcher` type against a local HTTP server (issue 37).
 //! - `real_models`: what real servers and small local models do (issue 17).
 //! - `report`: `alcove report`'s page, opened in headless Chromium (issue 40).
@@ -22,6 +24,7 @@
 mod acp;
 mod agent_limits;
 mod agents;
+mod background;
 mod bad_input;
 mod batch;
 mod collab;

@@ -279,6 +279,13 @@ impl Supervisor {
             },
             None => work.await,
         };
+        // The commands it left running in the background end with it (its
+        // descendants' end with each of them).
+        child
+            .runtime
+            .background
+            .kill_owned_by(&child.path, "its agent ended")
+            .await;
         let Worked {
             mut outcome,
             output,

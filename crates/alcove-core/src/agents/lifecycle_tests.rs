@@ -105,6 +105,7 @@ fn harness(limits: AgentLimits) -> Harness {
         inbox: Arc::new(Inbox::default()),
         tool_specs: Default::default(),
         file_reads: Default::default(),
+        background: Default::default(),
     };
     let supervisor = Arc::new(Supervisor::new(limits, Definitions::default(), None));
     Harness {
@@ -160,6 +161,7 @@ impl Harness {
             scope: Some(AgentScope::lend(&self.runtime, run)),
             sandbox: run.sandbox,
             result_room: usize::MAX,
+            background: None,
         };
         tool.call(input, &context).await
     }
@@ -221,7 +223,17 @@ fn agents_at_the_depth_limit_are_offered_no_delegation_tools() {
     assert!(names(0).contains(&"Agent".to_owned()) && names(0).contains(&"spawn_agent".to_owned()));
     assert_eq!(
         names(1),
-        ["Read", "Glob", "Grep", "Write", "Edit", "Bash", "TodoWrite"]
+        [
+            "Read",
+            "Glob",
+            "Grep",
+            "Write",
+            "Edit",
+            "Bash",
+            "BashOutput",
+            "KillShell",
+            "TodoWrite"
+        ]
     );
 }
 

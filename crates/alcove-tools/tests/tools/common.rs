@@ -29,6 +29,7 @@ impl Env {
             scope: None,
             sandbox: Default::default(),
             result_room: usize::MAX,
+            background: None,
         };
         Env { _dir: dir, context }
     }

@@ -35,22 +35,37 @@ fn builtins_keep_their_order_and_names() {
     let names: Vec<&str> = tools.iter().map(|tool| tool.spec().name.as_str()).collect();
     assert_eq!(
         names,
-        ["Read", "Glob", "Grep", "Write", "Edit", "Bash", "TodoWrite"]
+        [
+            "Read",
+            "Glob",
+            "Grep",
+            "Write",
+            "Edit",
+            "Bash",
+            "BashOutput",
+            "KillShell",
+            "TodoWrite"
+        ]
     );
     let access: Vec<Access> = tools.iter().map(|tool| tool.access()).collect();
     use Access::*;
     assert_eq!(
         access,
-        [ReadOnly, ReadOnly, ReadOnly, Edit, Edit, Execute, ReadOnly]
+        [
+            ReadOnly, ReadOnly, ReadOnly, Edit, Edit, Execute, ReadOnly, ReadOnly, ReadOnly
+        ]
     );
     let safe: Vec<bool> = tools.iter().map(|tool| tool.concurrency_safe()).collect();
-    assert_eq!(safe, [true, true, true, false, false, false, false]);
+    assert_eq!(
+        safe,
+        [true, true, true, false, false, false, true, false, false]
+    );
 }
 
 #[test]
 fn schemas_use_claude_code_parameter_names() {
     let tools = builtin_tools();
-    let expected: [(&[&str], &[&str]); 6] = [
+    let expected: [(&[&str], &[&str]); 8] = [
         (&["file_path", "limit", "offset"], &["file_path"]),
         (&["path", "pattern"], &["pattern"]),
         (
@@ -75,7 +90,12 @@ fn schemas_use_claude_code_parameter_names() {
             &["file_path", "new_string", "old_string", "replace_all"],
             &["file_path", "new_string", "old_string"],
         ),
-        (&["command", "description", "timeout"], &["command"]),
+        (
+            &["command", "description", "run_in_background", "timeout"],
+            &["command"],
+        ),
+        (&["bash_id", "filter"], &["bash_id"]),
+        (&["shell_id"], &["shell_id"]),
     ];
     for (tool, (props, req)) in tools.iter().zip(expected) {
         assert_eq!(properties(tool.as_ref()), props, "{}", tool.spec().name);

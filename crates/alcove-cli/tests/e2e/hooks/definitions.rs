@@ -120,7 +120,9 @@ fn alcove_agents_lists_definitions_with_sources_and_effective_tools() {
     assert!(out.status.success(), "{stderr}");
     assert!(stdout.contains("general-purpose  (built-in)\n"), "{stdout}");
     assert!(
-        stdout.contains("tools: Read, Glob, Grep, Write, Edit, Bash, TodoWrite, WebFetch\n"),
+        stdout.contains(
+            "tools: Read, Glob, Grep, Write, Edit, Bash, BashOutput, KillShell, TodoWrite, WebFetch\n"
+        ),
         "{stdout}"
     );
     assert!(
