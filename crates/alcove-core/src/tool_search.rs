@@ -136,7 +136,11 @@ fn answer(query: &str, specs: &[&ToolSpec], offered: &[&str], max: usize) -> Str
             "\nTheir definitions are in your tools from your next request on: call them as any tool.",
         );
         for spec in &found {
-            out.push_str(&format!("\n- {}: {}", spec.name, first_sentence(&spec.description)));
+            out.push_str(&format!(
+                "\n- {}: {}",
+                spec.name,
+                first_sentence(&spec.description)
+            ));
         }
     }
     for note in notes {

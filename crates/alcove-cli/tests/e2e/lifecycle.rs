@@ -21,6 +21,7 @@ fn a_deny_given_to_the_parent_holds_in_a_remote_alcove_child() {
             .conversation(
                 "parent denies rm",
                 vec![
+                    crate::support::load_deferred(),
                     spawn("REMOTE rm child"),
                     Step::tool_call("wait", json!({"ids": ["agent-1"], "timeout_ms": 30_000})),
                     Step::text("done"),
@@ -308,6 +309,7 @@ fn exec_waits_for_spawned_children_and_gives_the_main_agent_their_results() {
             .conversation(
                 "leave early",
                 vec![
+                    crate::support::load_deferred(),
                     spawn("LATE child"),
                     Step::text("I am done early"),
                     Step::text("final answer with the late result"),
@@ -341,6 +343,7 @@ fn an_unknown_model_falls_back_with_a_warning_and_a_long_description_is_a_label(
             .conversation(
                 "odd models",
                 vec![
+                    crate::support::load_deferred(),
                     Step::tool_call(
                         "Agent",
                         json!({"description": long, "prompt": "MODEL child", "model": "nowhere/none"}),
@@ -401,7 +404,11 @@ fn starting_a_runner_command_is_a_permission_decision_like_bash() {
     let script = || {
         Script::new().conversation(
             "gated runner",
-            vec![spawn("RUNNER child"), Step::text("done")],
+            vec![
+                crate::support::load_deferred(),
+                spawn("RUNNER child"),
+                Step::text("done"),
+            ],
         )
     };
     let run = |args: &[&str]| {
@@ -447,7 +454,11 @@ fn starting_a_runner_command_is_a_permission_decision_like_bash() {
 fn a_pre_tool_use_hook_sees_a_runner_spawn_and_can_block_it() {
     let (env, server) = setup(Script::new().conversation(
         "hooked runner",
-        vec![spawn("RUNNER child"), Step::text("done")],
+        vec![
+            crate::support::load_deferred(),
+            spawn("RUNNER child"),
+            Step::text("done"),
+        ],
     ));
     env.write_file("runner.sh", "#!/bin/sh\necho ran > runner-ran.txt\n");
     env.write_file(
@@ -491,6 +502,7 @@ fn a_spawned_child_has_the_same_wall_clock_budget_as_an_agent_call() {
             .conversation(
                 "slow children",
                 vec![
+                    crate::support::load_deferred(),
                     Step::tool_call("Agent", agent("slow", "SLOW sync child")),
                     spawn("SLOW spawned child"),
                     Step::tool_call("wait", json!({"ids": ["agent-2"], "timeout_ms": 30_000})),

@@ -20,13 +20,13 @@ const PAGE: &str = "<!doctype html><html><head><title>T</title></head><body>\
 /// A web server answering `/page.html` with [`PAGE`] and `/away` with a
 /// redirect to the same page on `localhost` (another host); it records
 /// every path asked for.
-struct Web {
+pub(crate) struct Web {
     port: u16,
     hits: Arc<Mutex<Vec<String>>>,
 }
 
 impl Web {
-    fn start() -> Web {
+    pub(crate) fn start() -> Web {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let hits = Arc::new(Mutex::new(Vec::new()));
@@ -73,7 +73,7 @@ impl Web {
         Web { port, hits }
     }
 
-    fn url(&self, host: &str, path: &str) -> String {
+    pub(crate) fn url(&self, host: &str, path: &str) -> String {
         format!("http://{host}:{}{path}", self.port)
     }
 
@@ -85,7 +85,9 @@ impl Web {
 /// The first tool result of the conversation that starts with `task`.
 fn first_result(server: &FakeServer, task: &str) -> (String, bool) {
     let requests = server.requests_for(task);
-    let (_, content, is_error) = requests[1].tool_results().into_iter().next().unwrap();
+    // Request 1 answers the load of WebFetch.
+    let results = crate::support::results_but_loads(&requests[2]);
+    let (_, content, is_error) = results.into_iter().next().unwrap();
     (content, is_error)
 }
 
@@ -93,6 +95,7 @@ fn fetching(task: &str, url: &str) -> Script {
     Script::new().conversation(
         task,
         vec![
+            crate::support::load("WebFetch"),
             Step::tool_call("WebFetch", json!({"url": url, "prompt": "the welcome"})),
             Step::text("read it"),
         ],
@@ -213,6 +216,7 @@ fn a_domain_deny_holds_in_a_child_and_a_researcher_runs_no_command_and_reads_no_
             .conversation(
                 "CHILD: research",
                 vec![
+                    crate::support::load_deferred(),
                     Step::tool_call("WebFetch", json!({"url": url})),
                     Step::tool_call("Bash", json!({"command": "touch ran.txt"})),
                     Step::tool_call("Read", json!({"file_path": "secret.txt"})),
@@ -263,6 +267,7 @@ fn web_search_exists_only_with_a_search_url_and_lists_the_services_results() {
         Script::new().conversation(
             "search it",
             vec![
+                crate::support::load_deferred(),
                 Step::tool_call(
                     "WebSearch",
                     json!({"query": "rust async", "blocked_domains": ["spam.example"]}),

@@ -9,6 +9,7 @@ fn the_process_runner_runs_commands_in_their_own_group_and_cleans_up() {
     let (env, server) = setup(Script::new().conversation(
         "parent of processes",
         vec![
+            crate::support::load_deferred(),
             Step::reply(vec![
                 alcove_testkit::Block::tool_call(
                     "spawn_agent",
@@ -76,6 +77,7 @@ fn an_alcove_child_process_is_a_remote_subagent_with_memory() {
             .conversation(
                 "parent goes remote",
                 vec![
+                    crate::support::load_deferred(),
                     spawn("REMOTE child: hello"),
                     wait_for(&["agent-1"], 20_000),
                     Step::tool_call(

@@ -263,6 +263,7 @@ fn a_spawned_child_commits_each_submission_on_its_branch_and_close_removes_its_w
             .conversation(
                 "spawn a writer",
                 vec![
+                    crate::support::load_deferred(),
                     Step::tool_call(
                         "spawn_agent",
                         json!({"message": "SPAWNED writer", "isolation": "worktree"}),

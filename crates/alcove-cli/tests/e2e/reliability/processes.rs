@@ -30,6 +30,7 @@ fn a_process_runner_child_killed_by_sigkill_ends_errored_and_the_parent_goes_on(
     let (env, server) = setup(Script::new().conversation(
         "parent of a crash",
         vec![
+            crate::support::load_deferred(),
             Step::tool_call("spawn_agent", json!({"message": "crash"})),
             Step::tool_call("wait", json!({"ids": ["agent-1"], "timeout_ms": 30_000})),
             Step::tool_call("spawn_agent", json!({"message": "again"})),
@@ -249,6 +250,7 @@ fn signal_a_family(signal: Signal, runner: bool) -> (i32, TestEnv) {
             .conversation(
                 "FAMILY parent",
                 vec![
+                    crate::support::load_deferred(),
                     Step::reply(vec![
                         Block::tool_call("spawn_agent", json!({"message": "SLEEPY-1"})),
                         Block::tool_call("spawn_agent", json!({"message": "SLEEPY-2"})),
