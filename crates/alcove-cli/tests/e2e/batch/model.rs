@@ -11,10 +11,7 @@ use crate::support::setup;
 /// The parent's tool results as JSON (or the raw text when it is not JSON), in order.
 fn parent_results(server: &FakeServer, parent: &str) -> Vec<(Value, String, bool)> {
     let requests = server.requests_for(parent);
-    requests
-        .last()
-        .unwrap()
-        .tool_results()
+    crate::support::results_but_loads(requests.last().unwrap())
         .into_iter()
         .map(|(_, content, is_error)| {
             (

@@ -156,6 +156,7 @@ fn a_remote_alcove_child_takes_its_turn_share_as_a_ceiling_and_is_reported_cut_s
             .conversation(
                 "parent shares turns",
                 vec![
+                    crate::support::load_deferred(),
                     spawn("REMOTE child: look around"),
                     wait_for(&["agent-1"], 30_000),
                     Step::text("done"),
@@ -231,6 +232,7 @@ fn the_parent_kills_a_command_past_its_turn_or_token_share_and_charges_the_tree(
             .conversation(
                 "parent meters turns",
                 vec![
+                    crate::support::load_deferred(),
                     spawn("greedy"),
                     wait_for(&["agent-1"], 20_000),
                     Step::text("done"),
@@ -239,6 +241,7 @@ fn the_parent_kills_a_command_past_its_turn_or_token_share_and_charges_the_tree(
             .conversation(
                 "parent meters tokens",
                 vec![
+                    crate::support::load_deferred(),
                     spawn("greedy"),
                     wait_for(&["agent-1"], 20_000),
                     Step::text("done"),
