@@ -47,9 +47,10 @@ pub const DEFERRED_TOOLS: &[&str] = &[
 ];
 
 /// An agent's MCP tools are deferred when their definitions together are
-/// over this many bytes of JSON (about 500 tokens); a server or two with
-/// a few small tools stays in full, a catalog does not.
-pub const MCP_DEFER_BYTES: usize = 2_000;
+/// over this many bytes of JSON (10,000 tokens, 5 % of a 200k window;
+/// Claude Code defers them past 10 % of the window): the servers a user
+/// added stay in full unless they are a catalog.
+pub const MCP_DEFER_BYTES: usize = 40_000;
 
 /// What a `ToolSearch` result that loaded tools starts with, then their
 /// names, comma-separated, on the same line.

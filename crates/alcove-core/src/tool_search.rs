@@ -189,7 +189,7 @@ fn ranked<'a>(query: &str, specs: &[&'a ToolSpec], max: usize) -> Vec<&'a ToolSp
         })
         .filter(|(score, _)| *score > 0)
         .collect();
-    scored.sort_by(|a, b| b.0.cmp(&a.0));
+    scored.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
     scored.into_iter().take(max).map(|(_, spec)| spec).collect()
 }
 

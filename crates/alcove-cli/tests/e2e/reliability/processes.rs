@@ -201,7 +201,7 @@ fn two_hundred_spawned_and_closed_children_leave_no_slot_task_process_or_descrip
     let last = requests.last().unwrap();
     let mut calls = last.assistant_tool_calls();
     calls.retain(|(_, name, _)| name != "ToolSearch");
-    let results = crate::support::results_but_loads(&last);
+    let results = crate::support::results_but_loads(last);
     assert_eq!(calls.len(), results.len());
     let mut spawned = 0;
     for ((_, name, _), (_, content, is_error)) in calls.iter().zip(&results) {
