@@ -12,7 +12,9 @@
 //! which answers nothing else; thinking blocks come back as they were
 //! signed, and a tool-use turn's assistant message opens with its thinking
 //! when thinking is on (`thinking.rs`). Rejections carry the status and the wording
-//! of the real servers.
+//! of the real servers. On every wire, a scripted reply may call only the
+//! tools its request offered ([`offered_calls`]): a real model is given
+//! those and no others.
 
 use std::collections::BTreeSet;
 
