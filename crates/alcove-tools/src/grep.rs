@@ -34,8 +34,7 @@ const MAX_LINE_CHARS: usize = 500;
 /// matching everything cannot exhaust memory before the output cap applies.
 const MAX_COLLECTED_BYTES: usize = 16 * 1024 * 1024;
 
-// What the search prints. Not a doc comment, nor the field's: it would be
-// sent as the schema's description, and the tool's description says it.
+/// What the search prints.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 #[schemars(inline)] // A self-contained schema: some providers reject `$ref`.
@@ -58,6 +57,7 @@ struct GrepInput {
     /// Only files of this type, e.g. "py", "rust".
     #[serde(rename = "type")]
     file_type: Option<String>,
+    /// Default "files_with_matches".
     output_mode: Option<OutputMode>,
     /// Ignore case.
     #[serde(rename = "-i")]
