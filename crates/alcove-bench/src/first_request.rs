@@ -18,6 +18,8 @@ pub(crate) struct Sizes {
     pub(crate) body_bytes: usize,
     pub(crate) tool_bytes: usize,
     pub(crate) tools: usize,
+    /// Each tool's name and the bytes of its JSON, in request order.
+    pub(crate) per_tool: Vec<(String, usize)>,
 }
 
 impl Sizes {
@@ -35,7 +37,12 @@ pub(crate) struct FirstRequest {
 
 pub(crate) fn first_request(bench: &Bench) -> anyhow::Result<FirstRequest> {
     Ok(FirstRequest {
-        full: measure(bench, "FIRST probe full", &[])?,
+        // Every tool: WebSearch is only offered with a search endpoint.
+        full: measure(
+            bench,
+            "FIRST probe full",
+            &["-c", "web.search_url=http://127.0.0.1:9/search"],
+        )?,
         lean: measure(bench, "FIRST probe lean", &["-c", "tool_profile=lean"])?,
     })
 }
@@ -62,5 +69,12 @@ fn measure(bench: &Bench, prompt: &str, extra: &[&str]) -> anyhow::Result<Sizes>
         body_bytes: first.body_len,
         tool_bytes: tools.iter().map(|tool| tool.to_string().len()).sum(),
         tools: tools.len(),
+        per_tool: tools
+            .iter()
+            .map(|tool| {
+                let name = tool["function"]["name"].as_str().unwrap_or("?").to_owned();
+                (name, tool.to_string().len())
+            })
+            .collect(),
     })
 }

@@ -391,6 +391,17 @@ fn long_session_rows(md: &mut String, results: &Results) {
 }
 
 fn details(md: &mut String, results: &Results) {
+    if let Some(first) = &results.first_request {
+        let _ = writeln!(
+            md,
+            "\n## The first request's tools\n\nEach tool of the main agent's first request (every tool), as \
+             the OpenAI wire sends it: its JSON's bytes and their tokens (bytes / 4). Tools offered by name \
+             only (docs/tools.md, \"Deferred tools\") are not in this array.\n\n| tool | bytes | tokens |\n|---|---|---|"
+        );
+        for (name, bytes) in &first.full.per_tool {
+            let _ = writeln!(md, "| `{name}` | {bytes} | {} |", Sizes::tokens(*bytes));
+        }
+    }
     if let Some(session) = &results.session {
         let _ = writeln!(
             md,

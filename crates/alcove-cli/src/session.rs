@@ -480,11 +480,14 @@ impl Session {
                 .chain(self.mcp.tools())
                 .filter(offered)
                 .collect();
-                self.supervisor
+                let tools = self
+                    .supervisor
                     .tools_for(0, pool, &self.gate)
                     .into_iter()
                     .filter(offered)
-                    .collect()
+                    .collect();
+                // Rarely used tools are offered by name only (docs/tools.md).
+                alcove_core::with_tool_search(tools, &self.gate)
             },
             gate: self.gate.clone(),
             system_prompt: format!("{}{}", self.system_prompt, self.memory.section()),

@@ -14,6 +14,7 @@ use alcove_tools::{Tool, Workspace};
 use tokio_util::sync::CancellationToken;
 
 use crate::compaction::{Context, ContextLimits};
+use crate::deferred::Offer;
 use crate::dispatch::run_tool_calls;
 use crate::file_reads::FileReads;
 use crate::repeats::Repeats;
@@ -271,7 +272,10 @@ pub async fn run_agent(
         error: None,
     };
     append(runtime, run, &mut outcome.messages, input);
-    let tool_specs = runtime.tool_specs.specs(&run.tools);
+    // What this agent lists in full: its tools less the deferred ones it
+    // has not loaded (`deferred.rs`); a load appends to it.
+    let mut offer = Offer::new(&run.tools, &outcome.messages);
+    let mut tool_specs = runtime.tool_specs.specs(offer.tools());
     let mut stop_continuations = 0;
     let mut repeats = Repeats::default();
     let mut context = Context::new(runtime, run, runtime.tool_specs.json_bytes(&tool_specs));
@@ -407,8 +411,14 @@ pub async fn run_agent(
         }
 
         let room = context.result_room(&outcome.messages, runtime.limits.max_tokens);
-        let mut results = run_tool_calls(runtime, run, &calls, room).await;
+        let mut results = run_tool_calls(runtime, run, &offer, &calls, room).await;
         let stuck = repeats.observe(&calls, &mut results);
+        if offer.learn(&calls, &results) {
+            let grown = runtime.tool_specs.specs(offer.tools());
+            let before = runtime.tool_specs.json_bytes(&tool_specs);
+            context.tools_grew(runtime.tool_specs.json_bytes(&grown).saturating_sub(before));
+            tool_specs = grown;
+        }
         append(
             runtime,
             run,

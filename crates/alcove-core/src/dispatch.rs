@@ -6,7 +6,8 @@
 //! failure, a cancellation — the call ends as exactly one `tool_result`.
 //! Arguments cut short by their closing characters only are completed
 //! (`repair.rs`) and the call runs, its result saying so; an unknown tool's
-//! error names the tools its arguments fit.
+//! error names the tools its arguments fit. A deferred tool not yet loaded
+//! (`deferred.rs`) is refused at lookup, telling the model to load it.
 //!
 //! Calls of one assistant message run in groups: consecutive calls that are
 //! concurrency-safe run together, delegations (`Agent`) run together, and
@@ -21,6 +22,7 @@ use futures::future::join_all;
 use serde_json::Value;
 
 use crate::agents::AgentScope;
+use crate::deferred::{Offer, TOOL_SEARCH};
 use crate::file_reads::NotRead;
 use crate::{
     AgentRun, Approval, ApprovalRequest, CallInput, Decision, HookCall, PreToolVerdict, Runtime,
@@ -42,6 +44,7 @@ const MIN_RESULT_ROOM: usize = 2048;
 pub(crate) async fn run_tool_calls(
     runtime: &Runtime,
     run: &AgentRun,
+    offer: &Offer,
     calls: &[ToolCall],
     room: usize,
 ) -> Vec<ContentBlock> {
@@ -73,7 +76,7 @@ pub(crate) async fn run_tool_calls(
             continue;
         }
         let outputs = join_all(group.iter().map(|call| async move {
-            let output = gate_and_call(runtime, run, call, room).await;
+            let output = gate_and_call(runtime, run, offer, call, room).await;
             finish(runtime, run, call, output, started, room)
         }))
         .await;
@@ -140,12 +143,20 @@ fn find<'a>(run: &'a AgentRun, name: &str) -> Option<&'a dyn Tool> {
 async fn gate_and_call(
     runtime: &Runtime,
     run: &AgentRun,
+    offer: &Offer,
     call: &ToolCall,
     room: usize,
 ) -> ToolOutput {
     let Some(tool) = find(run, &call.name) else {
         return unknown_tool(run, call);
     };
+    // As Claude Code does: a deferred tool runs once it is loaded.
+    if offer.is_unloaded(&call.name) {
+        let name = &call.name;
+        return ToolOutput::error(format!(
+            "{name} is offered by name only and is not loaded: call {TOOL_SEARCH} with query \"select:{name}\" first, then call {name} again."
+        ));
+    }
     // Arguments cut short by their closers run completed, and say so.
     let Some((repaired, appended)) = repaired_call(tool, call, &runtime.workspace) else {
         return checked_call(runtime, run, tool, call, room).await;

@@ -30,6 +30,7 @@ mod call;
 mod commands;
 mod compaction;
 mod context;
+mod deferred;
 mod dispatch;
 mod events;
 mod file_reads;
@@ -45,6 +46,7 @@ mod repair;
 mod repeats;
 mod schema_fit;
 mod skills;
+mod tool_search;
 mod transcript;
 mod web;
 
@@ -67,6 +69,7 @@ pub use compaction::{
     ContextLimits, DEFAULT_WINDOW, WINDOW_TABLE, compact_history, replay_compaction, table_window,
 };
 pub use context::{ProjectContext, system_prompt};
+pub use deferred::{DEFERRED_TOOLS, MCP_DEFER_BYTES, TOOL_SEARCH, with_tool_search};
 pub use events::{EventSink, FanOut};
 pub use file_reads::FileReads;
 pub use frontmatter::substitute_arguments;

@@ -207,6 +207,8 @@ pub struct Step {
     /// Responses wire: a reasoning item with this summary comes first.
     pub(crate) reasoning: Option<String>,
     pub(crate) redacted_thinking: bool,
+    /// May call tools the request did not offer ([`Step::unoffered`]).
+    pub(crate) unoffered: bool,
 }
 
 impl Step {
@@ -222,6 +224,7 @@ impl Step {
             piece_chars: PIECE_CHARS,
             reasoning: None,
             redacted_thinking: false,
+            unoffered: false,
         }
     }
 
@@ -378,6 +381,31 @@ impl Step {
     pub fn redacted_thinking(mut self) -> Step {
         self.redacted_thinking = true;
         self
+    }
+
+    /// Lets the reply call tools the request's `tools` did not offer: a
+    /// model inventing a name (small local models do) or calling a tool it
+    /// only saw named. Without it a strict server refuses such a step
+    /// (a real model is only given the tools in the request).
+    pub fn unoffered(mut self) -> Step {
+        self.unoffered = true;
+        self
+    }
+
+    /// The tool names this step's reply calls.
+    pub(crate) fn called_tools(&self) -> Vec<&str> {
+        match &self.kind {
+            StepKind::Reply(blocks) => blocks
+                .iter()
+                .filter_map(|block| match block {
+                    Block::ToolCall { name, .. } | Block::RawToolCall { name, .. } => {
+                        Some(name.as_str())
+                    }
+                    Block::Text(_) => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 
     /// Marks the reply as cut by the output limit: stop reason `max_tokens`

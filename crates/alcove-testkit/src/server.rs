@@ -376,7 +376,16 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
                     Plan::Step(Step::text(&text), protocol, Some(counts))
                 }
                 Verdict::Script(counts) => {
-                    match next_step(&mut state, &record.first_user_message_text()) {
+                    let step =
+                        next_step(&mut state, &record.first_user_message_text()).and_then(|step| {
+                            match shared.strict {
+                                true => strict::offered_calls(&step, &record.body)
+                                    .map(|()| step)
+                                    .map_err(|rejection| rejection.message),
+                                false => Ok(step),
+                            }
+                        });
+                    match step {
                         Ok(step) => Plan::Step(step, protocol, counts),
                         Err(message) => Plan::Reject(StatusCode::BAD_REQUEST, protocol, message),
                     }

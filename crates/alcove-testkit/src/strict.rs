@@ -12,7 +12,9 @@
 //! which answers nothing else; thinking blocks come back as they were
 //! signed, and a tool-use turn's assistant message opens with its thinking
 //! when thinking is on (`thinking.rs`). Rejections carry the status and the wording
-//! of the real servers.
+//! of the real servers. On every wire, a scripted reply may call only the
+//! tools its request offered ([`offered_calls`]): a real model is given
+//! those and no others.
 
 use std::collections::BTreeSet;
 
@@ -32,6 +34,39 @@ fn bad_request(message: String) -> Rejection {
     Rejection {
         status: StatusCode::BAD_REQUEST,
         message,
+    }
+}
+
+/// The names of the tools a request offers (`tools[].function.name` on
+/// Chat Completions, `tools[].name` on the other wires).
+pub(crate) fn offered_tools(body: &Value) -> Vec<&str> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| tool["function"]["name"].as_str().or(tool["name"].as_str()))
+        .collect()
+}
+
+/// Refuses a scripted reply that calls a tool `body` did not offer: a real
+/// model is given the request's tools and no others, so the fake one may
+/// not call any other unless the step says it plays a model inventing one
+/// (`Step::unoffered`). The refusal names the test's mistake.
+pub(crate) fn offered_calls(step: &crate::Step, body: &Value) -> Result<(), Rejection> {
+    if step.unoffered {
+        return Ok(());
+    }
+    let offered = offered_tools(body);
+    match step
+        .called_tools()
+        .into_iter()
+        .find(|name| !offered.contains(name))
+    {
+        None => Ok(()),
+        Some(name) => Err(bad_request(format!(
+            "fake server: the scripted reply calls `{name}`, which this request does not offer (tools: {}); a real model is only given the request's tools. Load a deferred tool first (ToolSearch), or mark the step `.unoffered()` to play a model that invents a name.",
+            offered.join(", ")
+        ))),
     }
 }
 

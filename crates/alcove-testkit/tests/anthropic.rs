@@ -5,7 +5,9 @@
 mod common;
 
 use alcove_testkit::{Block, FakeServer, Script, Step};
-use common::{Stop, anthropic_body, parse_sse, post_anthropic, read_until, text_of};
+use common::{
+    Stop, anthropic_body, openai_body, parse_sse, post_anthropic, post_openai, read_until, text_of,
+};
 use serde_json::json;
 
 fn names(events: &[common::Event]) -> Vec<&str> {
@@ -275,4 +277,30 @@ async fn cache_reads_and_writes_are_reported_apart_from_input_tokens() {
         message["usage"],
         json!({"input_tokens": 10, "cache_creation_input_tokens": 40, "cache_read_input_tokens": 900, "output_tokens": 3})
     );
+}
+
+#[tokio::test]
+async fn a_scripted_call_of_a_tool_the_request_did_not_offer_is_refused_unless_marked() {
+    let call = || Step::tool_call("teleport", json!({"to": "mars"}));
+    let server = FakeServer::start(
+        Script::new()
+            .conversation("anthropic", vec![call(), call().unoffered()])
+            .conversation("openai", vec![call()]),
+    );
+    // A real model is given the request's tools only.
+    let refused = post_anthropic(&server, &anthropic_body("anthropic")).await;
+    assert_eq!(refused.status(), 400);
+    let text = text_of(refused).await;
+    assert!(
+        text.contains(
+            "calls `teleport`, which this request does not offer (tools: read_file, bash)"
+        ),
+        "{text}"
+    );
+    let refused = post_openai(&server, &openai_body("openai", false)).await;
+    assert_eq!(refused.status(), 400);
+    // A step that plays a model inventing a name says so.
+    let invented = post_anthropic(&server, &anthropic_body("anthropic")).await;
+    assert_eq!(invented.status(), 200);
+    assert!(text_of(invented).await.contains("teleport"));
 }

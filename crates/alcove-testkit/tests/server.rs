@@ -175,8 +175,8 @@ async fn requests_are_recorded_in_order_with_headers_and_body() {
     assert_eq!(reqs[0].protocol(), Protocol::Anthropic);
     assert_eq!(reqs[0].first_user_text(), "rec one");
     assert_eq!(reqs[1].first_user_text(), "rec two");
-    assert_eq!(reqs[0].tool_names(), vec!["read_file"]);
-    assert_eq!(reqs[1].tool_names(), vec!["bash"]);
+    assert_eq!(reqs[0].tool_names(), vec!["read_file", "bash"]);
+    assert_eq!(reqs[1].tool_names(), vec!["bash", "read_file"]);
     assert_eq!(reqs[0].system_prompt(), "You are a test.");
     assert_eq!(reqs[1].system_prompt(), "You are a test.");
     assert_eq!(reqs[1].message_count(), 1);

@@ -19,7 +19,9 @@ pub(crate) fn agent(description: &str, prompt: &str) -> Value {
 /// The Agent result the parent received on its second request.
 pub(crate) fn agent_result(server: &alcove_testkit::FakeServer, parent: &str) -> (String, bool) {
     let requests = server.requests_for(parent);
-    let (_, content, is_error) = requests[1].tool_results().into_iter().next().unwrap();
+    // The first result that is not a load of deferred tools.
+    let results = crate::support::results_but_loads(requests.last().unwrap());
+    let (_, content, is_error) = results.into_iter().next().unwrap();
     (content, is_error)
 }
 

@@ -10,8 +10,8 @@ use alcove_testkit::{Script, Step};
 use serde_json::{Value, json};
 
 use crate::support::{
-    assert_nothing_lost, exec, exec_command, finish, of_type, process_alive, setup, transcript,
-    wait_for_file,
+    assert_nothing_lost, exec, exec_command, finish, load, of_type, process_alive,
+    results_but_loads, setup, transcript, wait_for_file,
 };
 use crate::tui::Pane;
 
@@ -106,6 +106,8 @@ fn a_background_server_is_reached_by_a_later_command_read_and_killed() {
                 "for i in $(seq 100); do curl -sf http://127.0.0.1:8000/hello.txt && exit 0; \
                  sleep 0.1; done; exit 1",
             ),
+            // BashOutput and KillShell are deferred: loaded before their first call.
+            load("BashOutput,KillShell"),
             Step::tool_call("BashOutput", json!({"bash_id": "bash_1", "filter": "GET"})),
             Step::tool_call("KillShell", json!({"shell_id": "bash_1"})),
             check_gone("server.pid"),
@@ -125,7 +127,7 @@ fn a_background_server_is_reached_by_a_later_command_read_and_killed() {
         ],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let results = server.requests().last().unwrap().tool_results();
+    let results = results_but_loads(server.requests().last().unwrap());
     assert_eq!(results.len(), 6, "{results:?}");
     let (started, fetched, output, killed, check, after) = (
         &results[0],

@@ -104,7 +104,8 @@ impl Case {
     }
 
     /// The tool results the conversation starting with `prompt` got on its
-    /// `request`-th request (0-based): (content, is_error), in call order.
+    /// `request`-th request (0-based): (content, is_error), in call order
+    /// (less those of `ToolSearch` loads).
     pub(crate) fn results(&self, prompt: &str, request: usize) -> Vec<(String, bool)> {
         let requests = self.server.requests_for(prompt);
         assert!(
@@ -112,8 +113,7 @@ impl Case {
             "only {} requests for {prompt:?}",
             requests.len()
         );
-        requests[request]
-            .tool_results()
+        crate::support::results_but_loads(&requests[request])
             .into_iter()
             .map(|(_, content, is_error)| (content, is_error))
             .collect()

@@ -26,7 +26,7 @@ fn run(env: &TestEnv, server: &FakeServer, extra: &[&str], prompt: &str) -> Outc
 fn parent_results(server: &FakeServer, parent: &str) -> Vec<(Value, String, bool)> {
     let requests = server.requests_for(parent);
     let last = requests.last().unwrap();
-    last.tool_results()
+    crate::support::results_but_loads(last)
         .into_iter()
         .map(|(_, content, is_error)| {
             (
@@ -53,6 +53,7 @@ fn spawn_then_wait_reaches_completed_with_the_final_payload() {
             .conversation(
                 "parent spawns",
                 vec![
+                    crate::support::load_deferred(),
                     spawn("ECHO child: say hello"),
                     wait_for(&["agent-1"], 10_000),
                     Step::text("done"),
@@ -96,6 +97,7 @@ fn send_input_needs_interrupt_while_busy_and_interrupting_starts_anew() {
             .conversation(
                 "parent interrupts",
                 vec![
+                    crate::support::load_deferred(),
                     spawn("SLOW child: take your time"),
                     Step::tool_call("send_input", json!({"id": "agent-1", "message": "hurry"})),
                     Step::tool_call(
@@ -161,6 +163,7 @@ fn close_then_resume_restores_the_state_and_children_remember() {
             .conversation(
                 "parent closes",
                 vec![
+                    crate::support::load_deferred(),
                     spawn("MEMORY child: remember 42"),
                     wait_for(&["agent-1"], 10_000),
                     Step::tool_call("close_agent", json!({"id": "agent-1"})),
@@ -209,7 +212,11 @@ fn close_then_resume_restores_the_state_and_children_remember() {
 fn wait_reports_unknown_ids_as_not_found_at_once() {
     let (env, server) = setup(Script::new().conversation(
         "parent waits on nothing",
-        vec![wait_for(&["agent-99"], 10_000), Step::text("done")],
+        vec![
+            crate::support::load_deferred(),
+            wait_for(&["agent-99"], 10_000),
+            Step::text("done"),
+        ],
     ));
     let out = run(&env, &server, &[], "parent waits on nothing");
     assert_eq!(out.code, 0);
@@ -228,6 +235,7 @@ fn spawn_respects_the_concurrency_limit() {
             .conversation(
                 "parent over the limit",
                 vec![
+                    crate::support::load_deferred(),
                     spawn("HANG child one"),
                     spawn("HANG child two"),
                     Step::text("done"),
@@ -279,6 +287,7 @@ fn bad_timeouts_and_missing_agents_are_error_results() {
     let (env, server) = setup(Script::new().conversation(
         "parent errs",
         vec![
+            crate::support::load_deferred(),
             Step::reply(vec![alcove_testkit::Block::tool_call(
                 "wait",
                 json!({"ids": ["x"], "timeout_ms": 0}),
@@ -314,6 +323,7 @@ fn a_failing_child_ends_errored() {
             .conversation(
                 "parent of a failure",
                 vec![
+                    crate::support::load_deferred(),
                     spawn("FAILING child"),
                     wait_for(&["agent-1"], 10_000),
                     Step::text("done"),
@@ -339,6 +349,7 @@ fn a_hanging_child_never_hangs_wait_or_close() {
             .conversation(
                 "parent of a hang",
                 vec![
+                    crate::support::load_deferred(),
                     spawn("STUCK child"),
                     wait_for(&["agent-1"], 300),
                     Step::tool_call("close_agent", json!({"id": "agent-1"})),
@@ -382,6 +393,7 @@ fn a_finished_child_is_announced_in_the_parents_next_request() {
             .conversation(
                 "parent keeps working",
                 vec![
+                    crate::support::load_deferred(),
                     spawn("QUICK child"),
                     // Deterministic: `wait` returns once the child is final, and the
                     // notice is left before waiters are woken.
@@ -403,7 +415,7 @@ fn a_finished_child_is_announced_in_the_parents_next_request() {
         .map(|(index, _)| index)
         .collect();
     assert!(
-        announced == [1] || announced == [2],
+        announced == [2] || announced == [3],
         "announced in requests {announced:?}"
     );
 }
@@ -443,6 +455,7 @@ fn trace_shows_spawn_wait_and_close_with_ids_and_states() {
             .conversation(
                 "traced collab",
                 vec![
+                    crate::support::load_deferred(),
                     spawn("TRACED child"),
                     wait_for(&["agent-1"], 10_000),
                     Step::tool_call("close_agent", json!({"id": "agent-1"})),
@@ -482,6 +495,7 @@ fn wait_returns_the_harness_evidence_footer_beside_the_childs_text() {
             .conversation(
                 "parent wants evidence",
                 vec![
+                    crate::support::load_deferred(),
                     spawn("EVIDENCE child"),
                     wait_for(&["agent-1"], 10_000),
                     Step::tool_call("send_input", json!({"id": "agent-1", "message": "again"})),
@@ -534,6 +548,7 @@ fn a_finished_child_closes_the_agents_it_spawned_and_frees_their_slots() {
             .conversation(
                 "parent delegates deep",
                 vec![
+                    crate::support::load_deferred(),
                     Step::tool_call(
                         "Agent",
                         json!({"description": "spawner", "prompt": "SPAWNER child"}),
@@ -545,7 +560,11 @@ fn a_finished_child_closes_the_agents_it_spawned_and_frees_their_slots() {
             )
             .conversation(
                 "SPAWNER child",
-                vec![spawn("GRAND child"), Step::text("spawned one and left")],
+                vec![
+                    crate::support::load_deferred(),
+                    spawn("GRAND child"),
+                    Step::text("spawned one and left"),
+                ],
             )
             .conversation("GRAND child", vec![Step::text("late").delay(8_000)])
             .conversation("SECOND child", vec![Step::text("second done")]),

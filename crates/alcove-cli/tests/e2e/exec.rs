@@ -34,15 +34,8 @@ fn prints_the_final_answer_and_exits_zero() {
             "BashOutput",
             "KillShell",
             "TodoWrite",
-            "WebFetch",
             "Agent",
-            "spawn_agent",
-            "send_input",
-            "resume_agent",
-            "wait",
-            "close_agent",
-            "spawn_batch",
-            "retry_batch"
+            "ToolSearch"
         ]
     );
     assert!(

@@ -21,7 +21,9 @@ fn unknown_tools_bad_json_and_schema_mismatches_become_error_results() {
                 // Beyond repair: a value is missing, not only closers.
                 Block::raw_tool_call("Read", "{\"file_path\": \"a.txt\", \"limit\":"),
                 Block::tool_call("Read", json!({"path": "a.txt"})),
-            ]),
+            ])
+            // A model inventing a tool's name.
+            .unoffered(),
             Step::text("recovered"),
         ],
     ));

@@ -21,6 +21,7 @@ fn a_deny_given_to_the_parent_holds_in_a_remote_alcove_child() {
             .conversation(
                 "parent denies rm",
                 vec![
+                    crate::support::load_deferred(),
                     spawn("REMOTE rm child"),
                     Step::tool_call("wait", json!({"ids": ["agent-1"], "timeout_ms": 30_000})),
                     Step::text("done"),
@@ -70,7 +71,7 @@ fn a_deny_given_to_the_parent_holds_in_a_remote_alcove_child() {
         env.path("made.txt").exists(),
         "the remote child could not run anything"
     );
-    let results = server.requests_for("REMOTE rm child")[1].tool_results();
+    let results = crate::support::results_but_loads(&server.requests_for("REMOTE rm child")[1]);
     assert!(
         results[0].2 && results[0].1.contains("Bash(rm:*)"),
         "{:?}",
@@ -109,8 +110,11 @@ fn a_child_in_plan_mode_runs_no_command_its_parent_allows() {
     let out = exec(&env, &server, &["--allow", "Bash(echo:*)", "plan it"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let parent = server.requests_for("plan it");
-    assert_eq!(parent[1].tool_results()[0].1, "parent-ran");
-    let child = server.requests_for("PLANNER child")[1].tool_results();
+    assert_eq!(
+        crate::support::results_but_loads(&parent[1])[0].1,
+        "parent-ran"
+    );
+    let child = crate::support::results_but_loads(&server.requests_for("PLANNER child")[1]);
     assert!(
         child[0].2 && child[0].1.contains("plan mode"),
         "{:?}",
@@ -227,7 +231,7 @@ fn three_parallel_children_against_a_tree_budget_that_fits_two() {
         ],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let results = server.requests_for("fan out over budget")[1].tool_results();
+    let results = crate::support::results_but_loads(&server.requests_for("fan out over budget")[1]);
     assert_eq!(results.len(), 3, "one result per call");
     let refused: Vec<&String> = results
         .iter()
@@ -284,7 +288,12 @@ fn a_tree_token_budget_counts_cache_reads_and_stops_at_its_figure() {
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let requests = server.requests_for("cached fan out");
-    let result = |n: usize| requests[n].tool_results().into_iter().last().unwrap();
+    let result = |n: usize| {
+        crate::support::results_but_loads(&requests[n])
+            .into_iter()
+            .last()
+            .unwrap()
+    };
     let (_, second, is_error) = result(2);
     assert!(!is_error, "{second}");
     assert!(second.contains("tokens: 10000 ("), "{second}");
@@ -308,6 +317,7 @@ fn exec_waits_for_spawned_children_and_gives_the_main_agent_their_results() {
             .conversation(
                 "leave early",
                 vec![
+                    crate::support::load_deferred(),
                     spawn("LATE child"),
                     Step::text("I am done early"),
                     Step::text("final answer with the late result"),
@@ -319,14 +329,15 @@ fn exec_waits_for_spawned_children_and_gives_the_main_agent_their_results() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.stdout.trim(), "final answer with the late result");
     let requests = server.requests_for("leave early");
-    assert_eq!(requests.len(), 3);
-    let last = requests[2].last_user_text();
+    assert_eq!(requests.len(), 4);
+    let last = requests[3].last_user_text();
     assert!(
         last.contains("alcove waited") && last.contains("late result 42"),
         "{last}"
     );
     // The spawn result was short and said what to do next.
-    let spawned: Value = serde_json::from_str(&requests[1].tool_results()[0].1).unwrap();
+    let spawned: Value =
+        serde_json::from_str(&crate::support::results_but_loads(&requests[2])[0].1).unwrap();
     assert_eq!(
         spawned["next"],
         "call wait with ids [\"agent-1\"] to collect it"
@@ -341,6 +352,7 @@ fn an_unknown_model_falls_back_with_a_warning_and_a_long_description_is_a_label(
             .conversation(
                 "odd models",
                 vec![
+                    crate::support::load_deferred(),
                     Step::tool_call(
                         "Agent",
                         json!({"description": long, "prompt": "MODEL child", "model": "nowhere/none"}),
@@ -380,7 +392,8 @@ fn an_unknown_model_falls_back_with_a_warning_and_a_long_description_is_a_label(
             "{started}"
         );
     }
-    let spawn_result = &server.requests_for("odd models")[2].tool_results()[1].1;
+    let spawn_result =
+        &crate::support::results_but_loads(&server.requests_for("odd models")[3])[1].1;
     let spawned: Value = serde_json::from_str(spawn_result).expect(spawn_result);
     assert!(
         spawned["warnings"][0]
@@ -401,7 +414,11 @@ fn starting_a_runner_command_is_a_permission_decision_like_bash() {
     let script = || {
         Script::new().conversation(
             "gated runner",
-            vec![spawn("RUNNER child"), Step::text("done")],
+            vec![
+                crate::support::load_deferred(),
+                spawn("RUNNER child"),
+                Step::text("done"),
+            ],
         )
     };
     let run = |args: &[&str]| {
@@ -416,7 +433,8 @@ fn starting_a_runner_command_is_a_permission_decision_like_bash() {
                 .unwrap(),
         );
         assert_eq!(out.code, 0, "{}", out.stderr);
-        let result = server.requests_for("gated runner")[1].tool_results()[0].clone();
+        let result =
+            crate::support::results_but_loads(&server.requests_for("gated runner")[2])[0].clone();
         (result, env.path("runner-ran.txt").exists())
     };
     // The default mode asks, and exec has no one to ask: nothing starts.
@@ -447,7 +465,11 @@ fn starting_a_runner_command_is_a_permission_decision_like_bash() {
 fn a_pre_tool_use_hook_sees_a_runner_spawn_and_can_block_it() {
     let (env, server) = setup(Script::new().conversation(
         "hooked runner",
-        vec![spawn("RUNNER child"), Step::text("done")],
+        vec![
+            crate::support::load_deferred(),
+            spawn("RUNNER child"),
+            Step::text("done"),
+        ],
     ));
     env.write_file("runner.sh", "#!/bin/sh\necho ran > runner-ran.txt\n");
     env.write_file(
@@ -475,7 +497,8 @@ fn a_pre_tool_use_hook_sees_a_runner_spawn_and_can_block_it() {
         .unwrap(),
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let (_, content, is_error) = server.requests_for("hooked runner")[1].tool_results()[0].clone();
+    let (_, content, is_error) =
+        crate::support::results_but_loads(&server.requests_for("hooked runner")[2])[0].clone();
     assert!(is_error, "{content}");
     assert_eq!(
         content,
@@ -491,6 +514,7 @@ fn a_spawned_child_has_the_same_wall_clock_budget_as_an_agent_call() {
             .conversation(
                 "slow children",
                 vec![
+                    crate::support::load_deferred(),
                     Step::tool_call("Agent", agent("slow", "SLOW sync child")),
                     spawn("SLOW spawned child"),
                     Step::tool_call("wait", json!({"ids": ["agent-2"], "timeout_ms": 30_000})),
@@ -518,8 +542,10 @@ fn a_spawned_child_has_the_same_wall_clock_budget_as_an_agent_call() {
         content.contains("incomplete: budget (wall time over 0.5s)"),
         "{content}"
     );
-    let waited: Value =
-        serde_json::from_str(&server.requests_for("slow children")[3].tool_results()[2].1).unwrap();
+    let waited: Value = serde_json::from_str(
+        &crate::support::results_but_loads(&server.requests_for("slow children")[4])[2].1,
+    )
+    .unwrap();
     assert_eq!(waited["status"]["agent-2"], "errored", "{waited}");
     assert_eq!(
         waited["details"]["agent-2"]["last_error"],

@@ -29,6 +29,7 @@ mod bad_input;
 mod batch;
 mod collab;
 mod compaction;
+mod deferred;
 mod exec;
 mod faults;
 mod hooks;

@@ -323,11 +323,11 @@ fn the_lean_profile_leaves_out_background_delegation() {
         ],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(
-        server.requests_for("asked")[0]
-            .tool_names()
-            .contains(&"spawn_agent".to_owned())
-    );
+    // Asked for, the collab tools are offered as everywhere: by name, in
+    // ToolSearch's description (docs/tools.md, "Deferred tools").
+    let asked = &server.requests_for("asked")[0];
+    assert!(asked.tool_names().contains(&"ToolSearch".to_owned()));
+    assert!(asked.body["tools"].to_string().contains("spawn_agent"));
     let out = run(
         Wire::OpenAi,
         &env,

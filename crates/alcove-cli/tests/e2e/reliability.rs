@@ -148,10 +148,7 @@ fn read_pid(path: &Path) -> u32 {
 /// The parent's tool results from its last request: (content, is_error).
 fn last_results(server: &FakeServer, parent: &str) -> Vec<(String, bool)> {
     let requests = server.requests_for(parent);
-    requests
-        .last()
-        .unwrap()
-        .tool_results()
+    crate::support::results_but_loads(requests.last().unwrap())
         .into_iter()
         .map(|(_, content, is_error)| (content, is_error))
         .collect()

@@ -202,6 +202,7 @@ fn tree_script() -> Script {
         .conversation(
             "REPORT TOP",
             vec![
+                    crate::support::load_deferred(),
                 Step::reply(vec![
                     Block::tool_call("Agent", agent("hungry", "HUNGRY child")),
                     Block::tool_call("Agent", agent("fast <b>one</b>", "FAST child")),

@@ -86,7 +86,9 @@ fn a_verifier_may_run_cargo_test_and_nothing_else() {
                         Block::tool_call("Bash", json!({"command": "cargo test --offline"})),
                         Block::tool_call("Bash", json!({"command": "touch touched.txt"})),
                         Block::tool_call("Write", json!({"file_path": "w.txt", "content": "x"})),
-                    ]),
+                    ])
+                    // Write is not the verifier's: a model calling it anyway.
+                    .unoffered(),
                     Step::text("verified"),
                 ],
             ),
@@ -149,7 +151,7 @@ fn an_explorer_has_no_bash_at_all() {
             .conversation(
                 "SCOUT child",
                 vec![
-                    Step::tool_call("Bash", json!({"command": "touch touched.txt"})),
+                    Step::tool_call("Bash", json!({"command": "touch touched.txt"})).unoffered(),
                     Step::text("looked around"),
                 ],
             ),

@@ -202,3 +202,37 @@ pub(crate) fn wait_for_file(path: &Path) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The `ToolSearch` step that loads the deferred tools `names`
+/// (comma-separated): a script calls a deferred tool only after one.
+pub(crate) fn load(names: &str) -> alcove_testkit::Step {
+    alcove_testkit::Step::tool_call(
+        "ToolSearch",
+        serde_json::json!({"query": format!("select:{names}")}),
+    )
+}
+
+/// [`load`] of every deferred built-in tool: the background-delegation,
+/// batch and web tools (those the agent lacks are named in the result).
+pub(crate) fn load_deferred() -> alcove_testkit::Step {
+    load(
+        "spawn_agent,send_input,resume_agent,wait,close_agent,spawn_batch,retry_batch,WebFetch,WebSearch",
+    )
+}
+
+/// `request`'s tool results less those of its `ToolSearch` calls.
+pub(crate) fn results_but_loads(
+    request: &alcove_testkit::RecordedRequest,
+) -> Vec<(String, String, bool)> {
+    let loads: Vec<String> = request
+        .assistant_tool_calls()
+        .into_iter()
+        .filter(|(_, name, _)| name == "ToolSearch")
+        .map(|(id, _, _)| id)
+        .collect();
+    request
+        .tool_results()
+        .into_iter()
+        .filter(|(id, _, _)| !loads.contains(id))
+        .collect()
+}

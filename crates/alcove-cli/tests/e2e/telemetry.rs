@@ -350,6 +350,7 @@ fn a_process_runner_child_continues_its_parents_trace() {
             .conversation(
                 "trace a remote child",
                 vec![
+                    crate::support::load_deferred(),
                     Step::tool_call("spawn_agent", json!({"message": "REMOTE traced child"})),
                     Step::tool_call("wait", json!({"ids": ["agent-1"], "timeout_ms": 30_000})),
                     Step::text("done"),

@@ -20,13 +20,13 @@ const PAGE: &str = "<!doctype html><html><head><title>T</title></head><body>\
 /// A web server answering `/page.html` with [`PAGE`] and `/away` with a
 /// redirect to the same page on `localhost` (another host); it records
 /// every path asked for.
-struct Web {
+pub(crate) struct Web {
     port: u16,
     hits: Arc<Mutex<Vec<String>>>,
 }
 
 impl Web {
-    fn start() -> Web {
+    pub(crate) fn start() -> Web {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let hits = Arc::new(Mutex::new(Vec::new()));
@@ -73,7 +73,7 @@ impl Web {
         Web { port, hits }
     }
 
-    fn url(&self, host: &str, path: &str) -> String {
+    pub(crate) fn url(&self, host: &str, path: &str) -> String {
         format!("http://{host}:{}{path}", self.port)
     }
 
@@ -85,7 +85,9 @@ impl Web {
 /// The first tool result of the conversation that starts with `task`.
 fn first_result(server: &FakeServer, task: &str) -> (String, bool) {
     let requests = server.requests_for(task);
-    let (_, content, is_error) = requests[1].tool_results().into_iter().next().unwrap();
+    // Request 1 answers the load of WebFetch.
+    let results = crate::support::results_but_loads(&requests[2]);
+    let (_, content, is_error) = results.into_iter().next().unwrap();
     (content, is_error)
 }
 
@@ -93,6 +95,7 @@ fn fetching(task: &str, url: &str) -> Script {
     Script::new().conversation(
         task,
         vec![
+            crate::support::load("WebFetch"),
             Step::tool_call("WebFetch", json!({"url": url, "prompt": "the welcome"})),
             Step::text("read it"),
         ],
@@ -213,8 +216,9 @@ fn a_domain_deny_holds_in_a_child_and_a_researcher_runs_no_command_and_reads_no_
             .conversation(
                 "CHILD: research",
                 vec![
+                    crate::support::load("WebFetch"),
                     Step::tool_call("WebFetch", json!({"url": url})),
-                    Step::tool_call("Bash", json!({"command": "touch ran.txt"})),
+                    Step::tool_call("Bash", json!({"command": "touch ran.txt"})).unoffered(),
                     Step::tool_call("Read", json!({"file_path": "secret.txt"})),
                     Step::text("nothing"),
                 ],
@@ -236,21 +240,27 @@ fn a_domain_deny_holds_in_a_child_and_a_researcher_runs_no_command_and_reads_no_
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let child = server.requests_for("CHILD: research");
-    let tools = child[0].tool_names();
+    // WebFetch is the researcher's, deferred like everywhere: loaded first.
+    let tools = child[1].tool_names();
     assert!(tools.contains(&"WebFetch".to_owned()), "{tools:?}");
     for absent in ["Bash", "Write", "Edit"] {
         assert!(!tools.contains(&absent.to_owned()), "{tools:?}");
     }
     let result = |n: usize| child[n].tool_results().into_iter().last().unwrap();
-    let (_, fetched, is_error) = result(1);
+    let (_, loaded, is_error) = result(1);
+    assert!(
+        !is_error && loaded.starts_with("Loaded: WebFetch"),
+        "{loaded}"
+    );
+    let (_, fetched, is_error) = result(2);
     assert!(is_error, "{fetched}");
     assert!(
         fetched.contains("denied by rule WebFetch(domain:127.0.0.1)"),
         "{fetched}"
     );
-    let (_, ran, is_error) = result(2);
+    let (_, ran, is_error) = result(3);
     assert!(is_error && ran.contains("Unknown tool `Bash`"), "{ran}");
-    let (_, read, is_error) = result(3);
+    let (_, read, is_error) = result(4);
     assert!(is_error && !read.contains("TOP-SECRET"), "{read}");
     assert!(!env.path("ran.txt").exists());
     assert!(web.hits().is_empty(), "{:?}", web.hits());
@@ -259,25 +269,31 @@ fn a_domain_deny_holds_in_a_child_and_a_researcher_runs_no_command_and_reads_no_
 #[test]
 fn web_search_exists_only_with_a_search_url_and_lists_the_services_results() {
     let web = Web::start();
-    let script = || {
+    let script = |offered: bool| {
+        let search = Step::tool_call(
+            "WebSearch",
+            json!({"query": "rust async", "blocked_domains": ["spam.example"]}),
+        );
+        // Without a search service it is no tool at all: a model calling
+        // it anyway.
+        let search = if offered { search } else { search.unoffered() };
         Script::new().conversation(
             "search it",
             vec![
-                Step::tool_call(
-                    "WebSearch",
-                    json!({"query": "rust async", "blocked_domains": ["spam.example"]}),
-                ),
+                crate::support::load("WebFetch,WebSearch"),
+                search,
                 Step::text("found"),
             ],
         )
     };
     // Without `[web] search_url` there is no WebSearch to call.
-    let (env, server) = setup(script());
+    let (env, server) = setup(script(false));
     let out = exec(&env, &server, &["--allow", "WebSearch", "search it"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let requests = server.requests_for("search it");
-    assert!(!requests[0].tool_names().contains(&"WebSearch".to_owned()));
-    assert!(requests[0].tool_names().contains(&"WebFetch".to_owned()));
+    let offered = requests[0].body["tools"].to_string();
+    assert!(!offered.contains("WebSearch"), "{offered}");
+    assert!(offered.contains("WebFetch"), "{offered}");
     let (content, is_error) = first_result(&server, "search it");
     assert!(
         is_error && content.contains("Unknown tool `WebSearch`"),
@@ -285,7 +301,7 @@ fn web_search_exists_only_with_a_search_url_and_lists_the_services_results() {
     );
     assert!(web.hits().is_empty());
 
-    let (env, server) = setup(script());
+    let (env, server) = setup(script(true));
     env.write_file(
         ".alcove/config.toml",
         &format!(

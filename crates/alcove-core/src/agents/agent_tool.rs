@@ -40,12 +40,11 @@ struct AgentInput {
     /// Another model, provider/name.
     #[serde(default)]
     model: Option<String>,
-    /// "worktree": the agent works in its own git worktree on a new branch
-    /// (from your current files, uncommitted ones included); its changes come
-    /// back as a branch to merge. Use it for agents that write in parallel.
+    /// "worktree": its own git worktree of your current files; its changes
+    /// come back as a branch to merge. For agents writing in parallel.
     #[serde(default)]
     isolation: Option<String>,
-    /// How hard it thinks: low, medium, high or max (default: its type's, else yours).
+    /// How hard it thinks: low, medium, high or max.
     #[serde(default)]
     effort: Option<String>,
 }

@@ -225,7 +225,8 @@ impl Supervisor {
             description: Some(label(&request.description)),
             agent_type: Some(definition.name.clone()),
             system_prompt,
-            tools: self.tools_for(depth, pool, &gate),
+            // A child's deferred tools are its own to load.
+            tools: crate::deferred::with_tool_search(self.tools_for(depth, pool, &gate), &gate),
             gate,
             max_turns: definition.max_turns.unwrap_or(self.limits.max_turns),
             cancel,
@@ -342,6 +343,7 @@ fn child_pool(
             .iter()
             .filter(|name| {
                 !DELEGATION_TOOLS.contains(&name.as_str())
+                    && name.as_str() != crate::deferred::TOOL_SEARCH
                     && !parent_pool.iter().any(|tool| tool.spec().name == **name)
             })
             .cloned()

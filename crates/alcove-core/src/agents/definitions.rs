@@ -138,9 +138,9 @@ impl Default for Definitions {
                 // `Read(...)` deny rules hold as for any child).
                 AgentDefinition {
                     name: "researcher".to_owned(),
-                    description: "Researches outside the code: fetches web pages and reads                                   local files; runs no command and writes nothing."
+                    description: "Researches outside the code: fetches web pages and reads local files; runs no command and writes nothing."
                         .to_owned(),
-                    system_prompt: "You are a research agent. Fetch pages with WebFetch and read                                     local files with Read, Glob and Grep; you cannot run commands                                     or write files. Cite the URL or file:line of every finding."
+                    system_prompt: "You are a research agent. Fetch pages with WebFetch (load it first: ToolSearch \"select:WebFetch\") and read local files with Read, Glob and Grep; you cannot run commands or write files. Cite the URL or file:line of every finding."
                         .to_owned(),
                     tools: Some(
                         ["WebFetch", "WebSearch", "Read", "Glob", "Grep"]

@@ -55,7 +55,11 @@ impl AgentScope {
         self.run
             .tools
             .iter()
-            .filter(|tool| !DELEGATION_TOOLS.contains(&tool.spec().name.as_str()))
+            .filter(|tool| {
+                let name = tool.spec().name.as_str();
+                // ToolSearch is made again for each agent's own deferred tools.
+                !DELEGATION_TOOLS.contains(&name) && name != crate::deferred::TOOL_SEARCH
+            })
             .cloned()
             .collect()
     }

@@ -52,11 +52,14 @@ fn old_results(
     } else {
         boundary
     };
-    // A plan's results stay: the plan is never cleared to a stub.
+    // A plan's results stay: the plan is never cleared to a stub; nor is
+    // a ToolSearch result, which says what the agent loaded.
     let plans: Vec<&str> = messages
         .iter()
         .flat_map(|message| message.tool_uses())
-        .filter(|(_, name, _)| *name == alcove_tools::TODO_WRITE)
+        .filter(|(_, name, _)| {
+            *name == alcove_tools::TODO_WRITE || *name == crate::deferred::TOOL_SEARCH
+        })
         .map(|(id, _, _)| id)
         .collect();
     let mut results = Vec::new();

@@ -193,6 +193,15 @@ impl Context {
         }
     }
 
+    /// The agent's tools grew by `bytes` of JSON (a `ToolSearch` load).
+    pub(crate) fn tools_grew(&mut self, bytes: usize) {
+        let tokens = (bytes as u64).div_ceil(4);
+        self.fixed += tokens;
+        if self.known > 0 {
+            self.known += tokens;
+        }
+    }
+
     /// The estimated size of a request carrying `messages`.
     pub(crate) fn next_request(&self, messages: &[Message]) -> u64 {
         if self.known > 0 && self.counted <= messages.len() {
@@ -512,7 +521,8 @@ pub async fn compact_history(
     mut messages: Vec<Message>,
     focus: Option<&str>,
 ) -> Result<(Vec<Message>, Usage, bool), String> {
-    let tools = runtime.tool_specs.specs(&run.tools);
+    let offer = crate::deferred::Offer::new(&run.tools, &messages);
+    let tools = runtime.tool_specs.specs(offer.tools());
     let mut usage = Usage::default();
     let used = estimate_fixed(&run.system_prompt, &tools) + estimate_all(&messages);
     let changed = compact(

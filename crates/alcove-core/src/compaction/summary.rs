@@ -11,6 +11,7 @@
 use alcove_protocol::{ContentBlock, Message, Role};
 
 use super::estimate;
+use crate::deferred;
 use crate::plan;
 
 /// What the summary block starts with; also how an earlier summary is told
@@ -105,7 +106,8 @@ pub(crate) fn rebuild(messages: &[Message], split: usize, summary: &str) -> Vec<
                 .iter()
                 .filter(|block| {
                     matches!(block, ContentBlock::Text { text }
-                        if !text.starts_with(SUMMARY_MARK) && !plan::is_plan_block(text))
+                        if !text.starts_with(SUMMARY_MARK) && !plan::is_plan_block(text)
+                            && !deferred::is_loaded_block(text))
                 })
                 .cloned()
                 .collect()
@@ -122,6 +124,13 @@ pub(crate) fn rebuild(messages: &[Message], split: usize, summary: &str) -> Vec<
     {
         first.push(ContentBlock::Text {
             text: plan::plan_block(&todos),
+        });
+    }
+    // So are the tools loaded with ToolSearch (the tail reads its own).
+    let loaded = deferred::loaded_in(&messages[..split]);
+    if !loaded.is_empty() {
+        first.push(ContentBlock::Text {
+            text: deferred::loaded_block(&loaded),
         });
     }
     let mut rebuilt = vec![Message {

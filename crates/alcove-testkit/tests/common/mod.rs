@@ -24,7 +24,11 @@ pub fn anthropic_body(prompt: &str) -> Value {
         "max_tokens": 1024,
         "stream": true,
         "system": "You are a test.",
-        "tools": [{"name": "read_file", "description": "read", "input_schema": {"type": "object"}}],
+        // The tools the scripts call: a strict server refuses a call of any other.
+        "tools": [
+            {"name": "read_file", "description": "read", "input_schema": {"type": "object"}},
+            {"name": "bash", "description": "run", "input_schema": {"type": "object"}}
+        ],
         "messages": [{"role": "user", "content": [{"type": "text", "text": prompt}]}]
     })
 }
@@ -34,7 +38,10 @@ pub fn openai_body(prompt: &str, include_usage: bool) -> Value {
     let mut body = json!({
         "model": "gpt-test",
         "stream": true,
-        "tools": [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}],
+        "tools": [
+            {"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}},
+            {"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}
+        ],
         "messages": [
             {"role": "system", "content": "You are a test."},
             {"role": "user", "content": prompt}

@@ -7,13 +7,22 @@ use serde_json::{Value, json};
 
 use super::{BYPASS, Case, assert_error, end_status};
 
-/// One reply made of these calls, then a final answer.
+/// One reply made of these calls, then a final answer; the deferred
+/// tools are loaded first when a call names one (the reply's results are
+/// then the third request's).
 fn calls(prompt: &str, calls: &[(&str, Value)]) -> Script {
     let blocks = calls
         .iter()
         .map(|(name, input)| Block::tool_call(name, input.clone()))
         .collect();
-    Script::new().conversation(prompt, vec![Step::reply(blocks), Step::text("recovered")])
+    let mut steps = vec![Step::reply(blocks), Step::text("recovered")];
+    if calls
+        .iter()
+        .any(|(name, _)| alcove_core::DEFERRED_TOOLS.contains(name))
+    {
+        steps.insert(0, crate::support::load_deferred());
+    }
+    Script::new().conversation(prompt, steps)
 }
 
 #[test]
@@ -144,7 +153,7 @@ fn wrong_types_and_missing_fields_are_error_results_naming_the_field() {
     ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(end_status(&out), "completed");
-    let results = case.results("wrong types", 1);
+    let results = case.results("wrong types", 2);
     assert_eq!(results.len(), cases.len());
     for ((name, input, needles), result) in cases.iter().zip(&results) {
         assert!(result.1, "{name} {input} was accepted: {}", result.0);
@@ -180,7 +189,7 @@ fn huge_numbers_are_clamped_or_refused_and_never_overflow() {
     case.write("a.txt", "line one\nline two\nline three\n");
     let out = case.run(&[BYPASS[0], BYPASS[1], "huge numbers"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let r = case.results("huge numbers", 1);
+    let r = case.results("huge numbers", 2);
     assert_error(
         &r[0],
         &["only 3 lines", "offset 1000000000000000000 is past the end"],

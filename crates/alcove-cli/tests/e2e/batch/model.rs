@@ -11,10 +11,7 @@ use crate::support::setup;
 /// The parent's tool results as JSON (or the raw text when it is not JSON), in order.
 fn parent_results(server: &FakeServer, parent: &str) -> Vec<(Value, String, bool)> {
     let requests = server.requests_for(parent);
-    requests
-        .last()
-        .unwrap()
-        .tool_results()
+    crate::support::results_but_loads(requests.last().unwrap())
         .into_iter()
         .map(|(_, content, is_error)| {
             (
@@ -40,6 +37,7 @@ fn a_tasks_file_written_by_the_model_runs_and_wait_returns_a_bounded_table() {
     let mut script = Script::new().conversation(
         "parent writes tasks",
         vec![
+            crate::support::load_deferred(),
             Step::tool_call(
                 "Write",
                 json!({"file_path": "tasks.jsonl", "content": lines.join("\n")}),
@@ -109,6 +107,7 @@ fn a_failing_subset_is_retried_alone() {
     let mut script = Script::new().conversation(
         "parent retries",
         vec![
+                    crate::support::load_deferred(),
             Step::tool_call(
                 "spawn_batch",
                 json!({"tasks": (1..=5).map(|n| json!({"id": format!("r-{n}"), "prompt": format!("[r-{n}] go")})).collect::<Vec<_>>()}),
@@ -186,6 +185,7 @@ fn close_agent_cancels_a_running_batch_and_leaves_no_running_record() {
     let mut script = Script::new().conversation(
         "parent closes",
         vec![
+                    crate::support::load_deferred(),
             Step::tool_call(
                 "spawn_batch",
                 json!({"tasks": (1..=6).map(|n| json!({"id": format!("h-{n}"), "prompt": format!("[h-{n}] go")})).collect::<Vec<_>>(), "max_concurrent": 2}),
@@ -231,6 +231,7 @@ fn a_batch_leaves_a_slot_for_the_parents_own_spawn_agent() {
     let mut script = Script::new().conversation(
         "parent shares",
         vec![
+                    crate::support::load_deferred(),
             Step::tool_call(
                 "spawn_batch",
                 json!({"tasks": (1..=4).map(|n| json!({"id": format!("s-{n}"), "prompt": format!("[s-{n}] go")})).collect::<Vec<_>>(), "max_concurrent": 8}),
@@ -274,6 +275,7 @@ fn spawn_batch_refuses_bad_input_with_a_clear_error() {
     let script = Script::new().conversation(
         "parent errs",
         vec![
+            crate::support::load_deferred(),
             Step::tool_call("spawn_batch", json!({"tasks": [], "tasks_file": "x"})),
             Step::tool_call("spawn_batch", json!({"tasks_file": "missing.jsonl"})),
             Step::tool_call(
@@ -327,6 +329,7 @@ fn batch_runner_process_runs_the_models_tasks_as_alcove_processes() {
     let mut script = Script::new().conversation(
         "parent sends out",
         vec![
+                    crate::support::load_deferred(),
             Step::tool_call(
                 "spawn_batch",
                 json!({"tasks": (1..=3).map(|n| json!({"id": format!("p-{n}"), "prompt": format!("[p-{n}] go")})).collect::<Vec<_>>()}),
@@ -384,6 +387,7 @@ fn the_tree_budget_bounds_a_batch_and_refused_tasks_are_recorded_as_such() {
     let mut script = Script::new().conversation(
         "parent on a budget",
         vec![
+                    crate::support::load_deferred(),
             Step::tool_call(
                 "spawn_batch",
                 json!({"tasks": (1..=6).map(|n| json!({"id": format!("t-{n}"), "prompt": format!("[t-{n}] go")})).collect::<Vec<_>>(), "max_concurrent": 1}),
@@ -445,6 +449,7 @@ fn each_task_of_a_worktree_batch_writes_on_its_own_branch() {
     let mut script = Script::new().conversation(
         "parent isolates",
         vec![
+            crate::support::load_deferred(),
             Step::tool_call(
                 "spawn_batch",
                 json!({"tasks": tasks, "isolation": "worktree"}),
@@ -514,6 +519,7 @@ fn a_command_batch_task_stops_at_its_deadline_and_is_reported_cut_short() {
     let script = Script::new().conversation(
         "parent runs a slow command",
         vec![
+            crate::support::load_deferred(),
             Step::tool_call(
                 "spawn_batch",
                 json!({
@@ -579,6 +585,7 @@ fn retry_batch_of_command_tasks_is_gated_like_spawn_batch() {
     let script = Script::new().conversation(
         "parent retries commands",
         vec![
+            crate::support::load_deferred(),
             Step::tool_call(
                 "spawn_batch",
                 json!({"tasks": [{"id": "once", "prompt": "fail"}]}),

@@ -202,6 +202,7 @@ fn the_models_batches_run_on_slurm_with_batch_runner_slurm() {
     let mut script = Script::new().conversation(
         "parent uses the cluster",
         vec![
+                    crate::support::load_deferred(),
             Step::tool_call(
                 "spawn_batch",
                 serde_json::json!({"tasks": [{"id": "m-1", "prompt": "[m-1] go"}, {"id": "m-2", "prompt": "[m-2] go"}]}),

@@ -9,6 +9,7 @@ fn the_process_runner_runs_commands_in_their_own_group_and_cleans_up() {
     let (env, server) = setup(Script::new().conversation(
         "parent of processes",
         vec![
+            crate::support::load_deferred(),
             Step::reply(vec![
                 alcove_testkit::Block::tool_call(
                     "spawn_agent",
@@ -76,6 +77,7 @@ fn an_alcove_child_process_is_a_remote_subagent_with_memory() {
             .conversation(
                 "parent goes remote",
                 vec![
+                    crate::support::load_deferred(),
                     spawn("REMOTE child: hello"),
                     wait_for(&["agent-1"], 20_000),
                     Step::tool_call(
@@ -154,6 +156,7 @@ fn a_remote_alcove_child_takes_its_turn_share_as_a_ceiling_and_is_reported_cut_s
             .conversation(
                 "parent shares turns",
                 vec![
+                    crate::support::load_deferred(),
                     spawn("REMOTE child: look around"),
                     wait_for(&["agent-1"], 30_000),
                     Step::text("done"),
@@ -229,6 +232,7 @@ fn the_parent_kills_a_command_past_its_turn_or_token_share_and_charges_the_tree(
             .conversation(
                 "parent meters turns",
                 vec![
+                    crate::support::load_deferred(),
                     spawn("greedy"),
                     wait_for(&["agent-1"], 20_000),
                     Step::text("done"),
@@ -237,6 +241,7 @@ fn the_parent_kills_a_command_past_its_turn_or_token_share_and_charges_the_tree(
             .conversation(
                 "parent meters tokens",
                 vec![
+                    crate::support::load_deferred(),
                     spawn("greedy"),
                     wait_for(&["agent-1"], 20_000),
                     Step::text("done"),

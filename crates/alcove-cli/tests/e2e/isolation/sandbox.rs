@@ -341,6 +341,7 @@ fn a_remote_alcove_child_keeps_its_parents_sandbox_even_when_told_off() {
             .conversation(
                 "parent sandboxed",
                 vec![
+                    crate::support::load_deferred(),
                     Step::tool_call("spawn_agent", json!({"message": "REMOTE writer"})),
                     Step::tool_call("wait", json!({"ids": ["agent-1"], "timeout_ms": 30_000})),
                     Step::text("done"),

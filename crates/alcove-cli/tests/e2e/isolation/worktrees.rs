@@ -74,7 +74,7 @@ fn parallel_children_write_the_same_file_in_their_own_worktrees_and_merging_both
     assert_eq!(env.read_file("shared.txt"), "base\n");
     let branches = alcove_branches(env.workspace());
     assert_eq!(branches.len(), 2, "{branches:?}");
-    let results = server.requests_for("two writers")[1].tool_results();
+    let results = crate::support::results_but_loads(&server.requests_for("two writers")[1]);
     for (_, content, is_error) in &results {
         assert!(!is_error, "{content}");
         assert!(
@@ -140,13 +140,13 @@ fn a_child_sees_the_parents_uncommitted_files_and_leaves_nothing_when_it_changes
     env.write_file("notes.txt", "untracked notes\n");
     let out = exec(&env, &server, &["look only"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let results = server.requests_for("READER child")[1].tool_results();
+    let results = crate::support::results_but_loads(&server.requests_for("READER child")[1]);
     assert!(results[0].1.contains("untracked notes"), "{results:?}");
     assert!(
         results[1].1.contains("changed but not committed"),
         "{results:?}"
     );
-    let report = &server.requests_for("look only")[1].tool_results()[0].1;
+    let report = &crate::support::results_but_loads(&server.requests_for("look only")[1])[0].1;
     assert!(
         report.contains("no changes: the worktree and its branch were removed"),
         "{report}"
@@ -173,7 +173,8 @@ fn outside_a_git_repository_worktree_isolation_is_a_clear_error() {
     ));
     let out = exec(&env, &server, &["no repo"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let (_, content, is_error) = server.requests_for("no repo")[1].tool_results().remove(0);
+    let (_, content, is_error) =
+        crate::support::results_but_loads(&server.requests_for("no repo")[1]).remove(0);
     assert!(
         is_error && content.contains("needs a git repository"),
         "{content}"
@@ -263,6 +264,7 @@ fn a_spawned_child_commits_each_submission_on_its_branch_and_close_removes_its_w
             .conversation(
                 "spawn a writer",
                 vec![
+                    crate::support::load_deferred(),
                     Step::tool_call(
                         "spawn_agent",
                         json!({"message": "SPAWNED writer", "isolation": "worktree"}),
@@ -298,7 +300,7 @@ fn a_spawned_child_commits_each_submission_on_its_branch_and_close_removes_its_w
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!env.path("made.txt").exists(), "the main tree changed");
-    let waited = server.requests_for("spawn a writer")[2]
+    let waited = server.requests_for("spawn a writer")[3]
         .tool_results()
         .pop()
         .unwrap()

@@ -30,6 +30,7 @@ fn a_process_runner_child_killed_by_sigkill_ends_errored_and_the_parent_goes_on(
     let (env, server) = setup(Script::new().conversation(
         "parent of a crash",
         vec![
+            crate::support::load_deferred(),
             Step::tool_call("spawn_agent", json!({"message": "crash"})),
             Step::tool_call("wait", json!({"ids": ["agent-1"], "timeout_ms": 30_000})),
             Step::tool_call("spawn_agent", json!({"message": "again"})),
@@ -60,7 +61,8 @@ fn a_process_runner_child_killed_by_sigkill_ends_errored_and_the_parent_goes_on(
     let out = running.join().unwrap();
     assert_eq!(out.code, 0, "{}", out.stderr);
     let results = server.requests_for("parent of a crash");
-    let waited: Value = serde_json::from_str(&results[2].tool_results()[1].1).unwrap();
+    let waited: Value =
+        serde_json::from_str(&crate::support::results_but_loads(&results[3])[1].1).unwrap();
     assert_eq!(waited["status"]["agent-1"], "errored", "{waited}");
     let waited: Value =
         serde_json::from_str(&last_results(&server, "parent of a crash")[3].0).unwrap();
@@ -97,7 +99,7 @@ fn two_hundred_spawned_and_closed_children_leave_no_slot_task_process_or_descrip
             json!({"command": format!("echo $$ > {name}.pid; for _ in $(seq 3000); do [ -f {name}.go ] && break; sleep 0.02; done")}),
         )
     };
-    let mut parent = vec![handshake("start")];
+    let mut parent = vec![crate::support::load_deferred(), handshake("start")];
     let mut next_id = 1;
     let mut round = |kinds: &dyn Fn(usize) -> &'static str, size: usize, parent: &mut Vec<Step>| {
         let spawns = (0..size)
@@ -197,8 +199,9 @@ fn two_hundred_spawned_and_closed_children_leave_no_slot_task_process_or_descrip
 
     let requests = server.requests_for("LEAK parent");
     let last = requests.last().unwrap();
-    let calls = last.assistant_tool_calls();
-    let results = last.tool_results();
+    let mut calls = last.assistant_tool_calls();
+    calls.retain(|(_, name, _)| name != "ToolSearch");
+    let results = crate::support::results_but_loads(last);
     assert_eq!(calls.len(), results.len());
     let mut spawned = 0;
     for ((_, name, _), (_, content, is_error)) in calls.iter().zip(&results) {
@@ -249,6 +252,7 @@ fn signal_a_family(signal: Signal, runner: bool) -> (i32, TestEnv) {
             .conversation(
                 "FAMILY parent",
                 vec![
+                    crate::support::load_deferred(),
                     Step::reply(vec![
                         Block::tool_call("spawn_agent", json!({"message": "SLEEPY-1"})),
                         Block::tool_call("spawn_agent", json!({"message": "SLEEPY-2"})),
@@ -402,7 +406,10 @@ fn kill_9_leaves_a_valid_transcript_that_resume_continues() {
         .into_iter()
         .map(|c| c.0)
         .collect();
-    let answered: HashSet<String> = resumed.tool_results().into_iter().map(|r| r.0).collect();
+    let answered: HashSet<String> = crate::support::results_but_loads(&resumed)
+        .into_iter()
+        .map(|r| r.0)
+        .collect();
     assert_eq!(
         uses, answered,
         "the interrupted call was not answered on resume"

@@ -1,0 +1,244 @@
+//! `ToolSearch {query}`: loads deferred tools (`deferred.rs`), in Claude
+//! Code's words: `select:Name1,Name2` loads those tools by name; any other
+//! query is keywords matched against the deferred tools' names and
+//! descriptions, the best matches loaded (`max_results`, default 5, as
+//! Claude Code takes it; left out of the schema to keep it small).
+//!
+//! The result names what it loaded on its first line (`Loaded: A, B`),
+//! which is how the agent's loaded set is read back from its history, and
+//! a line per tool; the definitions themselves go into the `tools` of the
+//! agent's next requests (appended at the end), not into the result, so
+//! they are not sent twice. The deferred tools are the caller's, read from
+//! the scope dispatch lends, never captured when the tool was built.
+
+use alcove_protocol::ToolSpec;
+use alcove_tools::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::agents::AgentScope;
+use crate::deferred::{LOADED_LINE, TOOL_SEARCH, deferred_tools};
+
+/// How many tools a keyword query loads unless `max_results` says.
+const DEFAULT_MAX_RESULTS: usize = 5;
+
+/// Arguments of `ToolSearch`.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct ToolSearchInput {
+    /// "select:Name1,Name2", or keywords.
+    query: String,
+    /// Claude Code's: how many matches keywords load.
+    #[serde(default)]
+    #[schemars(skip)]
+    max_results: Option<usize>,
+}
+
+/// The `ToolSearch` tool of an agent whose deferred tools are named in its
+/// description.
+pub(crate) struct ToolSearch {
+    spec: ToolSpec,
+}
+
+impl ToolSearch {
+    /// The tool for an agent whose deferred tools are `names`.
+    pub(crate) fn new(names: &[&str]) -> ToolSearch {
+        let description = format!(
+            "Loads tools offered by name only, so you can call them: {}. Query \"select:A,B\" loads those; keywords load the best matches.",
+            names.join(", ")
+        );
+        ToolSearch {
+            spec: alcove_tools::tool_spec!(ToolSearchInput, TOOL_SEARCH, &description),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for ToolSearch {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn access(&self) -> Access {
+        Access::ReadOnly
+    }
+
+    fn needs_scope(&self) -> bool {
+        true
+    }
+
+    fn inspect(&self, input: &Value, _workspace: &Workspace) -> Result<Invocation, String> {
+        let input: ToolSearchInput = parse_input(TOOL_SEARCH, input)?;
+        if input.query.trim().is_empty() {
+            return Err("the query is empty: pass \"select:Name\" or keywords".to_owned());
+        }
+        Ok(Invocation {
+            summary: input.query,
+            paths: Vec::new(),
+            command: None,
+        })
+    }
+
+    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
+        let input: ToolSearchInput = match parse_input(TOOL_SEARCH, &input) {
+            Ok(input) => input,
+            Err(reason) => return ToolOutput::error(reason),
+        };
+        let scope = match AgentScope::of(context) {
+            Ok(scope) => scope,
+            Err(reason) => return ToolOutput::error(reason),
+        };
+        let deferred = deferred_tools(&scope.run.tools);
+        let specs: Vec<&ToolSpec> = deferred.iter().map(|tool| tool.spec()).collect();
+        let offered: Vec<&str> = scope
+            .run
+            .tools
+            .iter()
+            .map(|tool| tool.spec().name.as_str())
+            .collect();
+        let max = input.max_results.unwrap_or(DEFAULT_MAX_RESULTS).max(1);
+        ToolOutput::ok(answer(&input.query, &specs, &offered, max))
+    }
+}
+
+/// The result for `query` among the deferred `specs`; `offered` are all
+/// the agent's tools.
+fn answer(query: &str, specs: &[&ToolSpec], offered: &[&str], max: usize) -> String {
+    let query = query.trim();
+    let mut notes = Vec::new();
+    let found: Vec<&ToolSpec> = match query.strip_prefix("select:") {
+        Some(names) => names
+            .split(',')
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+            .filter_map(|name| {
+                let spec = specs.iter().find(|spec| spec.name == name).copied();
+                if spec.is_none() {
+                    notes.push(if offered.contains(&name) {
+                        format!("{name} is not deferred: it is in your tools already.")
+                    } else {
+                        format!("No tool is named {name}.")
+                    });
+                }
+                spec
+            })
+            .collect(),
+        None => ranked(query, specs, max),
+    };
+    let mut out = String::new();
+    if found.is_empty() {
+        out.push_str(&format!("No deferred tool matches {query:?}."));
+    } else {
+        let names: Vec<&str> = found.iter().map(|spec| spec.name.as_str()).collect();
+        out.push_str(LOADED_LINE);
+        out.push_str(&names.join(", "));
+        out.push_str(
+            "\nTheir definitions are in your tools from your next request on: call them as any tool.",
+        );
+        for spec in &found {
+            out.push_str(&format!(
+                "\n- {}: {}",
+                spec.name,
+                first_sentence(&spec.description)
+            ));
+        }
+    }
+    for note in notes {
+        out.push('\n');
+        out.push_str(&note);
+    }
+    if found.is_empty() {
+        let all: Vec<&str> = specs.iter().map(|spec| spec.name.as_str()).collect();
+        out.push_str(&format!(
+            "\nDeferred tools: {}. Load one with \"select:Name\".",
+            all.join(", ")
+        ));
+    }
+    out
+}
+
+/// The deferred tools matching `query`'s words, best first: a word equal
+/// to a name counts most, then a word in a name, then one in a
+/// description; ties keep the agent's order.
+fn ranked<'a>(query: &str, specs: &[&'a ToolSpec], max: usize) -> Vec<&'a ToolSpec> {
+    let words: Vec<String> = query
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .map(|word| word.trim_start_matches('+').to_lowercase())
+        .filter(|word| !word.is_empty())
+        .collect();
+    let mut scored: Vec<(usize, &ToolSpec)> = specs
+        .iter()
+        .map(|spec| {
+            let name = spec.name.to_lowercase();
+            let description = spec.description.to_lowercase();
+            let score = words
+                .iter()
+                .map(|word| {
+                    if name == *word {
+                        10
+                    } else if name.contains(word.as_str()) {
+                        4
+                    } else if description.contains(word.as_str()) {
+                        1
+                    } else {
+                        0
+                    }
+                })
+                .sum::<usize>();
+            (score, *spec)
+        })
+        .filter(|(score, _)| *score > 0)
+        .collect();
+    scored.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
+    scored.into_iter().take(max).map(|(_, spec)| spec).collect()
+}
+
+fn first_sentence(text: &str) -> &str {
+    let line = text.lines().next().unwrap_or("");
+    match line.find(". ") {
+        Some(end) => &line[..=end],
+        None => line,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str, description: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            input_schema: alcove_protocol::Schema::from(serde_json::json!({"type": "object"})),
+        }
+    }
+
+    #[test]
+    fn select_loads_by_name_and_says_what_it_could_not() {
+        let fetch = spec("WebFetch", "Fetches a URL. More.");
+        let wait = spec("wait", "Waits for agents.");
+        let specs = [&fetch, &wait];
+        let out = answer("select:wait, Read,Nope", &specs, &["Read", "wait"], 5);
+        assert!(out.starts_with("Loaded: wait\n"), "{out}");
+        assert!(out.contains("- wait: Waits for agents."), "{out}");
+        assert!(out.contains("Read is not deferred"), "{out}");
+        assert!(out.contains("No tool is named Nope."), "{out}");
+        let none = answer("select:Nope", &specs, &[], 5);
+        assert!(none.starts_with("No deferred tool matches"), "{none}");
+        assert!(none.contains("Deferred tools: WebFetch, wait."), "{none}");
+    }
+
+    #[test]
+    fn keywords_rank_names_over_descriptions_and_stop_at_max() {
+        let fetch = spec("WebFetch", "Fetches a page from the web.");
+        let search = spec("WebSearch", "Searches the web.");
+        let spawn = spec("spawn_agent", "Starts an agent in the background.");
+        let specs = [&spawn, &fetch, &search];
+        let found = ranked("web search", &specs, 5);
+        let names: Vec<&str> = found.iter().map(|spec| spec.name.as_str()).collect();
+        assert_eq!(names, ["WebSearch", "WebFetch"]);
+        assert_eq!(ranked("web", &specs, 1).len(), 1);
+        assert!(ranked("nothing here", &specs, 5).is_empty());
+        assert_eq!(ranked("spawn_agent", &specs, 5)[0].name, "spawn_agent");
+    }
+}
