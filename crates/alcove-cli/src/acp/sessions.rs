@@ -422,7 +422,7 @@ impl Live {
 
     async fn run_turn(&self, text: String, cancel: CancellationToken) -> Result<StopReason, Error> {
         let session = &self.session;
-        let (prompt, runtime) = crate::commands::prepare(session, text);
+        let (prompt, runtime) = crate::prompt_commands::prepare(session, text);
         let prompt = match session.runtime.hooks.user_prompt_submit(&prompt).await {
             Ok(None) => prompt,
             Ok(Some(context)) => format!("{prompt}\n\n[hook context]\n{context}"),

@@ -379,8 +379,8 @@ impl Supervisor {
         let policy = crate::ParentPolicy::of(&child.run.gate)
             .with_sandbox(child.run.sandbox)
             .with_charter(charter);
-        let ran = super::runner::run_process(
-            super::runner::ProcessCall {
+        let ran = super::process_runner::run_process(
+            super::process_runner::ProcessCall {
                 command: remote.command,
                 message,
                 resume: remote.session,

@@ -27,8 +27,8 @@ use super::super::scope::AgentScope;
 use super::super::supervisor::{Supervisor, upgrade};
 use super::engine::{Batch, BatchPlan};
 use super::process::{CommandRunner, TaskCommand};
-use super::runner::{ChildRunner, Isolation, TaskRunner};
 use super::task::{BatchBudget, TaskInput, parse_tasks_jsonl, tasks_from_list};
+use super::task_runner::{ChildRunner, Isolation, TaskRunner};
 use super::wait::summary;
 
 /// `wait` shows at most this many task lines of an ended batch.
@@ -436,8 +436,8 @@ fn read_tasks_file(
 
 #[cfg(test)]
 mod tests {
-    use super::super::runner::TaskOutcome;
     use super::super::task::TaskSpec;
+    use super::super::task_runner::TaskOutcome;
     use super::*;
     use tokio_util::sync::CancellationToken;
 
@@ -445,7 +445,7 @@ mod tests {
 
     #[async_trait::async_trait]
     impl TaskRunner for Never {
-        async fn run(&self, _job: super::super::runner::TaskJob<'_>) -> TaskOutcome {
+        async fn run(&self, _job: super::super::task_runner::TaskJob<'_>) -> TaskOutcome {
             TaskOutcome::failed("not run".to_owned())
         }
     }
