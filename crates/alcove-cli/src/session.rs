@@ -94,9 +94,9 @@ pub(crate) struct Session {
     pub(crate) commands: Arc<Commands>,
     pub(crate) memory: Arc<Memory>,
     /// The `Skill` tool, when there is a skill the model may invoke.
-    skill_tool: Option<Arc<dyn alcove_tools::Tool>>,
+    skill_tool: Option<Arc<alcove_core::DynTool>>,
     /// `WebFetch`, and `WebSearch` when `[web] search_url` is set.
-    web_tools: Vec<Arc<dyn alcove_tools::Tool>>,
+    web_tools: Vec<Arc<alcove_core::DynTool>>,
     /// Builds a client for another `provider/name` (a command's `model`).
     model_factory: Arc<ModelFactory>,
     pub(crate) config: Config,
@@ -334,7 +334,7 @@ impl Session {
         for message in setup_warnings {
             runtime.emit(&AgentPath::main(), EventKind::Warning { message });
         }
-        let skill_tool: Option<Arc<dyn alcove_tools::Tool>> = skills
+        let skill_tool: Option<Arc<alcove_core::DynTool>> = skills
             .all()
             .iter()
             .any(|skill| !skill.disable_model_invocation)
@@ -343,9 +343,9 @@ impl Session {
                     skills.clone(),
                     runtime.approver.clone(),
                     gate.clone(),
-                )) as Arc<dyn alcove_tools::Tool>
+                )) as Arc<alcove_core::DynTool>
             });
-        let mut web_tools: Vec<Arc<dyn alcove_tools::Tool>> =
+        let mut web_tools: Vec<Arc<alcove_core::DynTool>> =
             vec![Arc::new(alcove_core::WebFetch::default())];
         if let Some(url) = config
             .web
@@ -440,7 +440,7 @@ impl Session {
                 // A bare tool name in a deny rule takes the tool away, from children too.
                 let lean = matches!(tool_profile(&self.config), Ok(ToolProfile::Lean));
                 // The lean profile (small models) leaves the everyday extras out.
-                let offered = |tool: &Arc<dyn alcove_tools::Tool>| {
+                let offered = |tool: &Arc<alcove_core::DynTool>| {
                     let name = tool.spec().name.as_str();
                     self.gate.offers(name) && !(lean && LEAN_LEAVES_OUT.contains(&name))
                 };

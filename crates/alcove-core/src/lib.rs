@@ -58,7 +58,7 @@ pub use agents::{
     TreeBudget, TreeUsage,
 };
 pub use agents::{AgentPermissions, DefinitionError, load_definitions, parse_definition};
-pub use agents::{BatchRunnerFactory, ProcessEnv};
+pub use agents::{AgentScope, BatchRunnerFactory, DynTool, ProcessEnv};
 pub use call::{CallInput, ToolCall};
 #[doc(hidden)]
 pub use compaction::clear_old_results;

@@ -17,9 +17,8 @@ use std::path::Path;
 use alcove_protocol::ToolSpec;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
-use crate::{Access, Effects, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
+use crate::{Access, Effects, FileCall, Invocation, ToolContext, ToolOutput, TypedTool, Workspace};
 
 const NAME: &str = "Read";
 const DESCRIPTION: &str = "Reads a text file; returns its lines numbered like `cat -n`. Up to \
@@ -38,7 +37,7 @@ const MAX_OUTPUT_CHARS: usize = 100_000;
 
 /// Arguments of `Read`.
 #[derive(Debug, Deserialize, JsonSchema)]
-struct ReadInput {
+pub struct ReadInput {
     /// Absolute or workspace-relative path.
     file_path: String,
     /// First line to read, 1-based.
@@ -61,7 +60,10 @@ impl Default for Read {
 }
 
 #[async_trait::async_trait]
-impl Tool for Read {
+impl TypedTool for Read {
+    type Input = ReadInput;
+    type Call = FileCall<ReadInput>;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -70,17 +72,17 @@ impl Tool for Read {
         Access::ReadOnly
     }
 
-    fn inspect(&self, input: &Value, workspace: &Workspace) -> Result<Invocation, String> {
-        let input: ReadInput = parse_input(NAME, input)?;
-        Ok(Invocation::file(workspace, &input.file_path))
+    fn inspect(
+        &self,
+        input: ReadInput,
+        workspace: &Workspace,
+    ) -> Result<(Invocation, FileCall<ReadInput>), String> {
+        let file_path = input.file_path.clone();
+        Ok(FileCall::resolve(workspace, &file_path, input))
     }
 
-    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
-        let input: ReadInput = match parse_input(NAME, &input) {
-            Ok(input) => input,
-            Err(reason) => return ToolOutput::error(reason),
-        };
-        let path = context.file_path(&input.file_path);
+    async fn call(&self, call: FileCall<ReadInput>, context: &ToolContext) -> ToolOutput {
+        let FileCall { input, path } = call;
         let shown = context.workspace.display(&path);
         let effects = Effects {
             files_read: vec![shown.clone()],

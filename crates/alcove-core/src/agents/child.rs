@@ -279,7 +279,7 @@ impl Supervisor {
     fn child_system_prompt(
         &self,
         definition: &AgentDefinition,
-        pool: &[Arc<dyn Tool>],
+        pool: &[Arc<dyn Tool<AgentScope>>],
         root: &Path,
         warnings: &mut Vec<String>,
     ) -> String {
@@ -318,10 +318,10 @@ impl Supervisor {
 /// definition's lists, then within `tool_names` when given and non-empty —
 /// and the `tool_names` that matched nothing.
 fn child_pool(
-    parent_pool: &[Arc<dyn Tool>],
+    parent_pool: &[Arc<dyn Tool<AgentScope>>],
     definition: &AgentDefinition,
     tool_names: Option<&[String]>,
-) -> (Vec<Arc<dyn Tool>>, Vec<String>) {
+) -> (Vec<Arc<dyn Tool<AgentScope>>>, Vec<String>) {
     let allowed = |name: &str| {
         !DELEGATION_TOOLS.contains(&name)
             && definition
@@ -330,7 +330,7 @@ fn child_pool(
                 .is_none_or(|tools| tools.iter().any(|tool| tool == name))
             && !definition.disallowed_tools.iter().any(|tool| tool == name)
     };
-    let mut pool: Vec<Arc<dyn Tool>> = parent_pool
+    let mut pool: Vec<Arc<dyn Tool<AgentScope>>> = parent_pool
         .iter()
         .filter(|tool| allowed(&tool.spec().name))
         .cloned()

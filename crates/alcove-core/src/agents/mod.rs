@@ -41,5 +41,5 @@ mod worktree_child;
 pub use budget::{TreeBudget, TreeUsage};
 pub use definitions::{AgentDefinition, AgentPermissions, DEFAULT_AGENT_TYPE, Definitions};
 pub use loader::{DefinitionError, load_definitions, parse_definition};
-pub(crate) use scope::AgentScope;
+pub use scope::{AgentScope, DynTool};
 pub use supervisor::{AgentLimits, BatchRunnerFactory, ModelFactory, ProcessEnv, Supervisor};
