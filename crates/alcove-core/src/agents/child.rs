@@ -120,7 +120,7 @@ pub(crate) const LABEL_CHARS: usize = 60;
 impl Supervisor {
     /// Builds a child named `name` of the agent whose scope is `scope`
     /// (nothing is announced here: see `lifecycle`).
-    pub(crate) fn build_child(
+    pub(crate) async fn build_child(
         self: &Arc<Self>,
         scope: &AgentScope,
         name: &str,
@@ -183,7 +183,7 @@ impl Supervisor {
             .map(Arc::new);
         // The one place a child's workspace is chosen.
         let worktree = match definition.worktree {
-            true => Some(self.create_worktree(scope, name)?),
+            true => Some(self.create_worktree(scope, name).await?),
             false => None,
         };
         let workspace = match &worktree {
@@ -265,7 +265,8 @@ impl Supervisor {
     }
 
     /// A worktree on `alcove/<session>/<name>` at the parent's current state.
-    fn create_worktree(&self, scope: &AgentScope, name: &str) -> Result<Worktree, String> {
+    /// Made on a blocking thread: git must not hold up an async worker.
+    async fn create_worktree(&self, scope: &AgentScope, name: &str) -> Result<Worktree, String> {
         let session: String = self
             .transcripts
             .as_ref()
@@ -273,7 +274,7 @@ impl Supervisor {
             .map(|id| id.to_string_lossy().chars().take(8).collect())
             .unwrap_or_else(|| std::process::id().to_string());
         let branch = format!("{BRANCH_PREFIX}{session}/{name}");
-        Worktree::create(scope.runtime.workspace.root(), &branch, name)
+        super::worktree_child::create(scope.runtime.workspace.root(), branch, name).await
     }
 
     fn child_system_prompt(

@@ -31,6 +31,7 @@ use super::lifecycle::{Pool, SlotWait};
 use super::registry::{Record, Registry, State, next_sequence, now};
 use super::scope::AgentScope;
 use super::supervisor::{Supervisor, upgrade};
+use crate::isolation::worktree::Worktree;
 
 #[derive(Deserialize, JsonSchema)]
 pub(crate) struct SpawnInput {
@@ -236,7 +237,7 @@ impl ScopedTool<AgentScope> for CollabTool {
                 if is_batch_id(&input.id) {
                     supervisor.close_batch(&input.id).await
                 } else {
-                    supervisor.close(&input.id)
+                    supervisor.close(&input.id).await
                 }
             }
         };
@@ -423,7 +424,17 @@ impl Supervisor {
         Ok(json!({"agent_id": id, "status": record.status.as_str()}))
     }
 
-    fn close(&self, id: &str) -> Result<Value, String> {
+    async fn close(&self, id: &str) -> Result<Value, String> {
+        let finishing = self.mark_closed(id)?;
+        super::worktree_child::finish_closed(finishing).await;
+        self.registry.changed.notify_waiters();
+        Ok(json!({"agent_id": id, "status": "closed"}))
+    }
+
+    /// Marks `id` closed (cancelling its work); returns its worktree to
+    /// finish once the registry's lock is released, if it is idle.
+    fn mark_closed(&self, id: &str) -> Result<Vec<(Worktree, String)>, String> {
+        let mut finishing = Vec::new();
         let mut records = self.lock_records()?;
         let record = records
             .get_mut(id)
@@ -442,13 +453,12 @@ impl Supervisor {
             if let Some(submission) = &record.running {
                 submission.cancel.cancel();
             } else if let Some(worktree) = &record.child.worktree {
-                // Nothing writes there any more: commit and remove the folder.
-                let _ = worktree.finish(&format!("alcove child {id}"));
+                // Nothing writes there any more: commit and remove the
+                // folder, once the lock is released.
+                finishing.push((worktree.clone(), id.to_owned()));
             }
         }
         Registry::evict_idle(&mut records);
-        drop(records);
-        self.registry.changed.notify_waiters();
-        Ok(json!({"agent_id": id, "status": "closed"}))
+        Ok(finishing)
     }
 }

@@ -192,6 +192,7 @@ impl Supervisor {
         let name = self.next_child_name();
         let mut child = self
             .build_child(scope, &name, definition, request, cancel)
+            .await
             .map_err(StartError::Build)?;
         child.call_id = call_id.to_owned();
         self.running
