@@ -201,25 +201,12 @@ impl Session {
             &dirs.data.join("sessions").join(&id).join("mcp"),
             &env_remove,
         );
-        let telemetry = start_telemetry(&config, &mut setup_warnings);
-        let mut observers = FanOut::default();
-        if let Some(telemetry) = &telemetry {
-            observers = observers.with(telemetry.sink());
-        }
-        for sink in front_end.sinks {
-            observers = observers.with(sink);
-        }
-        let observers: Arc<dyn EventSink> = Arc::new(observers);
-        let probe_start = Arc::new(sandbox_setup::ProbeStart::default());
-        let events: Arc<dyn EventSink> = Arc::new(
-            FanOut::default()
-                .with(transcript.clone())
-                .with(observers.clone())
-                .with(probe_start.clone()),
-        );
-        if let Some(telemetry) = &telemetry {
-            telemetry.warn_to(events.clone());
-        }
+        let Sinks {
+            telemetry,
+            observers,
+            probe_start,
+            events,
+        } = Sinks::new(&config, &transcript, front_end.sinks, &mut setup_warnings);
         let hooks = hook_setup::build(
             hook_config,
             HookSession {
@@ -586,6 +573,51 @@ fn load_catalogs(
     commands.resolve_models(|spec| aliases.resolve(spec));
     warnings.extend(aliases.warning());
     (definitions, skills, commands)
+}
+
+/// Where the session's events go: the transcript, the observers (the
+/// front end's sinks and the trace exporter, which children's events reach
+/// too) and the sandbox probe's trigger.
+struct Sinks {
+    telemetry: Option<crate::telemetry::Telemetry>,
+    observers: Arc<dyn EventSink>,
+    probe_start: Arc<sandbox_setup::ProbeStart>,
+    events: Arc<dyn EventSink>,
+}
+
+impl Sinks {
+    fn new(
+        config: &Config,
+        transcript: &Arc<Transcript>,
+        front_end: Vec<Arc<dyn EventSink>>,
+        warnings: &mut Vec<String>,
+    ) -> Sinks {
+        let telemetry = start_telemetry(config, warnings);
+        let mut observers = FanOut::default();
+        if let Some(telemetry) = &telemetry {
+            observers = observers.with(telemetry.sink());
+        }
+        for sink in front_end {
+            observers = observers.with(sink);
+        }
+        let observers: Arc<dyn EventSink> = Arc::new(observers);
+        let probe_start = Arc::new(sandbox_setup::ProbeStart::default());
+        let events: Arc<dyn EventSink> = Arc::new(
+            FanOut::default()
+                .with(transcript.clone())
+                .with(observers.clone())
+                .with(probe_start.clone()),
+        );
+        if let Some(telemetry) = &telemetry {
+            telemetry.warn_to(events.clone());
+        }
+        Sinks {
+            telemetry,
+            observers,
+            probe_start,
+            events,
+        }
+    }
 }
 
 /// The loop's limits from the config, with the model's context limits.
