@@ -275,7 +275,7 @@ pub async fn run_agent(
     let mut context = Context::new(runtime, run, runtime.tool_specs.json_bytes(&tool_specs));
     // The run's scope, lent to the tools that act for their caller: made
     // once per run, not per call.
-    let caller = crate::agents::AgentScope::lend(runtime, run);
+    let scope = AgentScope::lend(runtime, run);
 
     loop {
         if run.cancel.is_cancelled() {
@@ -408,7 +408,7 @@ pub async fn run_agent(
         }
 
         let room = context.result_room(&outcome.messages, runtime.limits.max_tokens);
-        let mut results = run_tool_calls(runtime, run, &caller, &calls, room).await;
+        let mut results = run_tool_calls(runtime, run, &scope, &calls, room).await;
         let stuck = repeats.observe(&calls, &mut results);
         append(
             runtime,

@@ -38,12 +38,12 @@ const MIN_RESULT_ROOM: usize = 2048;
 /// Runs the calls of one assistant message and returns their results, one per
 /// call, in call order, each followed by the images it returned. `room` is
 /// about how many bytes of results still fit in the context window; each
-/// call gets an equal share. `caller` is `run`'s scope, lent to the tools
+/// call gets an equal share. `scope` is `run`'s scope, lent to the tools
 /// that act for their caller.
 pub(crate) async fn run_tool_calls(
     runtime: &Runtime,
     run: &AgentRun,
-    caller: &AgentScope,
+    scope: &AgentScope,
     calls: &[ToolCall],
     room: usize,
 ) -> Vec<ContentBlock> {
@@ -75,7 +75,7 @@ pub(crate) async fn run_tool_calls(
             continue;
         }
         let outputs = join_all(group.iter().map(|call| async move {
-            let output = gate_and_call(runtime, run, caller, call, room).await;
+            let output = gate_and_call(runtime, run, scope, call, room).await;
             finish(runtime, run, call, output, started, room)
         }))
         .await;
@@ -142,7 +142,7 @@ fn find<'a>(run: &'a AgentRun, name: &str) -> Option<&'a dyn Tool<AgentScope>> {
 async fn gate_and_call(
     runtime: &Runtime,
     run: &AgentRun,
-    caller: &AgentScope,
+    scope: &AgentScope,
     call: &ToolCall,
     room: usize,
 ) -> ToolOutput {
@@ -152,7 +152,7 @@ async fn gate_and_call(
     let caller = Caller {
         runtime,
         run,
-        lent: caller,
+        lent: scope,
         tool,
     };
     // Arguments cut short by their closers run completed, and say so.
