@@ -54,7 +54,7 @@ pub(crate) fn run(common: &CommonArgs, args: &AgentsArgs) -> anyhow::Result<u8> 
     for warning in &warnings {
         eprintln!("alcove: warning: {warning}");
     }
-    let mut pool: Vec<String> = alcove_tools::builtin_tools()
+    let mut pool: Vec<String> = alcove_tools::builtin_tools::<()>()
         .iter()
         .map(|tool| tool.spec().name.clone())
         .collect();

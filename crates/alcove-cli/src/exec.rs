@@ -87,7 +87,7 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
         }
     }
     // `/init`, `/<command> args` and `/<skill> args` become their prompts.
-    let (prompt, runtime) = crate::commands::prepare(&session, prompt);
+    let (prompt, runtime) = crate::prompt_commands::prepare(&session, prompt);
     let prompt = match session.runtime.hooks.user_prompt_submit(&prompt).await {
         Ok(None) => prompt,
         Ok(Some(context)) => format!("{prompt}\n\n[hook context]\n{context}"),

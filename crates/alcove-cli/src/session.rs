@@ -9,12 +9,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use alcove_core::{
-    AgentRun, Approver, Commands, DEFAULT_MAX_TOOL_CALLS_PER_REPLY, EventSink, FanOut, HookSession,
-    Limits, Memory, ModelFactory, POLICY_ENV, ParentPolicy, PermissionGate, PermissionMode,
-    ProjectContext, Runtime, SkillTool, Skills, Supervisor, Transcript, system_prompt,
+    AgentRun, Approver, Charter, Commands, DEFAULT_MAX_TOOL_CALLS_PER_REPLY, Definitions,
+    EventSink, FanOut, HookSession, Limits, Memory, ModelFactory, POLICY_ENV, ParentPolicy,
+    PermissionGate, PermissionMode, ProjectContext, Runtime, SkillTool, Skills, Supervisor,
+    Transcript, system_prompt,
 };
 use alcove_mcp::McpManager;
 use alcove_protocol::{AgentPath, EventKind, Message};
+use alcove_tools::EnvPolicy;
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
@@ -84,6 +86,10 @@ pub(crate) struct Session {
     pub(crate) runtime: Runtime,
     pub(crate) supervisor: Arc<Supervisor>,
     pub(crate) gate: Arc<PermissionGate>,
+    /// The config layers, for a gate in another mode (`gate_in_mode`).
+    layers: Vec<config_show::Layer>,
+    /// The policy a parent alcove passed, which every gate narrows.
+    parent: Option<ParentPolicy>,
     pub(crate) transcript: Arc<Transcript>,
     /// The main agent's system prompt without the memory section, which
     /// [`Session::main_run`] appends (re-read only when the file changed).
@@ -96,10 +102,10 @@ pub(crate) struct Session {
     pub(crate) skills: Arc<Skills>,
     pub(crate) commands: Arc<Commands>,
     pub(crate) memory: Arc<Memory>,
-    /// The `Skill` tool, when there is a skill the model may invoke.
-    skill_tool: Option<Arc<dyn alcove_tools::Tool>>,
-    /// `WebFetch`, and `WebSearch` when `[web] search_url` is set.
-    web_tools: Vec<Arc<dyn alcove_tools::Tool>>,
+    /// The session's own tools, built once (`session_tools`).
+    tools: Vec<Arc<alcove_core::DynTool>>,
+    /// `tool_profile = "lean"`: the main agent goes without the extras.
+    lean: bool,
     /// Builds a client for another `provider/name` (a command's `model`).
     model_factory: Arc<ModelFactory>,
     pub(crate) config: Config,
@@ -115,8 +121,6 @@ pub(crate) struct Session {
     /// The model aliases of this provider and config, each with the
     /// `provider/name` it stands for.
     pub(crate) model_aliases: std::collections::BTreeMap<String, String>,
-    /// Where Read gets a text file's contents before the disk.
-    file_source: Option<Arc<dyn alcove_tools::FileSource>>,
     /// The model's context window and where the figure came from.
     pub(crate) context_window: WindowChoice,
     /// The session's MCP servers: one connection each, lent to every agent.
@@ -132,82 +136,44 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// Reads everything and emits `session_started`.
+    /// Reads everything and emits `session_started`. Each concern is
+    /// resolved once, in its own step, into values the session and its
+    /// children share: the settings, the permissions (mode, parent policy,
+    /// sandbox, gate, budgets, environment policy), the model (options,
+    /// window, limits), the catalogs, the sinks, then the runtime and the
+    /// supervisor.
     pub(crate) async fn open(common: &CommonArgs, front_end: FrontEnd) -> anyhow::Result<Session> {
-        let workspace = common.workspace()?;
-        let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
-        let config = config::load(&dirs, workspace.root(), &common.overrides)
-            .map_err(|err| UsageError(format!("{err:#}")))?;
-
-        let mode_text = common
-            .permission_mode
-            .clone()
-            .or_else(|| config.permission_mode.clone());
-        let mode = match mode_text.as_deref() {
-            None => PermissionMode::Default,
-            Some(text) => PermissionMode::parse(text).ok_or_else(|| {
-                UsageError(format!(
-                    "unknown permission mode `{text}`; use default, acceptEdits, plan, bypassPermissions or dontAsk"
-                ))
-            })?,
-        };
-        let layers = config_show::layers(&dirs, workspace.root(), &common.overrides)
-            .map_err(|err| UsageError(format!("{err:#}")))?;
-        let parent = parent_policy(common)?;
-        // A parent alcove's budgets for this one are ceilings on its own.
-        let charter = parent
-            .as_ref()
-            .map(ParentPolicy::charter)
-            .unwrap_or_default();
-        // A parent alcove's sandbox is a ceiling for this one's.
-        let ceiling = parent.as_ref().and_then(ParentPolicy::sandbox);
-        let sandbox = sandbox_setup::setup(&layers, common, workspace.root(), ceiling)?;
-        // One access policy: the file tools are held to what the sandbox
-        // lets commands read and write.
-        let access = Arc::new(sandbox.confinement.access_policy());
-        let gate = session_gate(mode, &layers, common, parent, sandbox.auto_allow, access)?;
-        let max_turns = front_end
-            .max_turns
-            .or(config.max_turns)
-            .unwrap_or(DEFAULT_MAX_TURNS)
-            .min(charter.max_turns.unwrap_or(u32::MAX));
-        if max_turns == 0 {
-            return Err(UsageError("--max-turns must be at least 1".to_owned()).into());
-        }
-
+        let Settings {
+            workspace,
+            dirs,
+            config,
+            layers,
+        } = Settings::read(common)?;
+        let permissions = Permissions::resolve(
+            common,
+            &config,
+            &layers,
+            workspace.root(),
+            front_end.max_turns,
+        )?;
         let (id, resumed) = match &front_end.resume {
             Some(id) => (id.clone(), resumed_history(&dirs, id)?),
             None => (uuid::Uuid::new_v4().to_string(), Resumed::default()),
         };
-        let mut provider_config = provider::resolve(common.model.as_deref(), &config).await?;
-        crate::model_options::apply(&mut provider_config, &config);
-        provider_config.prompt_cache_key =
-            context_setup::cache_key(&config, &provider_config.id, &id);
-        let model_name = format!("{}/{}", provider_config.id, provider_config.model);
-        let mut aliases = Aliases::new(
-            &provider_config.id,
-            provider_config.protocol,
-            &config.model_aliases,
-        );
-        let redactions = permission_setup::redactions(provider_config.api_key.as_deref());
-        let context_window = context_setup::window(&config, &provider_config).await;
-        let context_limits = context_setup::limits(&config, context_window.tokens)?;
-        provider_config.context_window = Some(context_window.tokens);
-        let model =
-            alcove_model::connect(provider_config).map_err(|err| UsageError(err.to_string()))?;
+        let mut chosen = ModelChoice::connect(common, &config, &id).await?;
 
-        let (hook_config, mut setup_warnings) = hook_setup::load(&layers, workspace.root())?;
-        setup_warnings.extend(sandbox.warnings.iter().cloned());
+        let mut setup_warnings = Vec::new();
+        let (hook_config, hook_warnings) = hook_setup::load(&layers, workspace.root())?;
+        setup_warnings.extend(hook_warnings);
+        setup_warnings.extend(permissions.sandbox.warnings.iter().cloned());
         setup_warnings.extend(crate::worktrees_cmd::leftover_warning(workspace.root()));
-        let (mut definitions, definition_warnings) = agents_cmd::load(&dirs, workspace.root());
-        setup_warnings.extend(definition_warnings);
-        let (mut skills, mut commands, skill_warnings) = skills_cmd::load(&dirs, workspace.root());
-        setup_warnings.extend(skill_warnings);
-        definitions.resolve_models(|spec| aliases.resolve(spec));
-        skills.resolve_models(|spec| aliases.resolve(spec));
-        commands.resolve_models(|spec| aliases.resolve(spec));
-        setup_warnings.extend(aliases.warning());
-        let model_aliases = aliases.table().clone();
+        let (definitions, skills, commands) = load_catalogs(
+            &dirs,
+            workspace.root(),
+            &mut chosen.aliases,
+            &mut setup_warnings,
+        );
+        let model_aliases = chosen.aliases.table().clone();
         let skills = Arc::new(skills);
 
         let transcript_path: PathBuf = dirs.data.join("sessions").join(format!("{id}.jsonl"));
@@ -216,11 +182,12 @@ impl Session {
                 .with_context(|| {
                     format!("cannot create the transcript {}", transcript_path.display())
                 })?
-                .with_redactions(redactions.clone()),
+                .with_redactions(chosen.redactions.clone()),
         );
         // MCP servers start now, in the background; the first model request
         // waits for them at most their startup timeout (`ready`).
-        let (mut mcp_configs, mcp_warnings) = mcp_setup::configs_from(layers, workspace.root());
+        let (mut mcp_configs, mcp_warnings) =
+            mcp_setup::configs_from(layers.clone(), workspace.root());
         setup_warnings.extend(mcp_warnings);
         for extra in front_end.extra_mcp {
             mcp_configs.retain(|config| config.name != extra.name);
@@ -233,7 +200,7 @@ impl Session {
         let env_remove = if mcp_configs.is_empty() && hook_config.is_empty() {
             Vec::new()
         } else {
-            permission_setup::env_policy(&config).names_to_remove(std::env::vars_os())
+            permissions.env.names_to_remove(std::env::vars_os())
         };
         let mcp = McpManager::start(
             mcp_configs,
@@ -241,32 +208,19 @@ impl Session {
             &dirs.data.join("sessions").join(&id).join("mcp"),
             &env_remove,
         );
-        let telemetry = start_telemetry(&config, &mut setup_warnings);
-        let mut observers = FanOut::default();
-        if let Some(telemetry) = &telemetry {
-            observers = observers.with(telemetry.sink());
-        }
-        for sink in front_end.sinks {
-            observers = observers.with(sink);
-        }
-        let observers: Arc<dyn EventSink> = Arc::new(observers);
-        let probe_start = Arc::new(sandbox_setup::ProbeStart::default());
-        let events: Arc<dyn EventSink> = Arc::new(
-            FanOut::default()
-                .with(transcript.clone())
-                .with(observers.clone())
-                .with(probe_start.clone()),
-        );
-        if let Some(telemetry) = &telemetry {
-            telemetry.warn_to(events.clone());
-        }
+        let Sinks {
+            telemetry,
+            observers,
+            probe_start,
+            events,
+        } = Sinks::new(&config, &transcript, front_end.sinks, &mut setup_warnings);
         let hooks = hook_setup::build(
             hook_config,
             HookSession {
                 session_id: id.clone(),
                 transcript_path: transcript_path.clone(),
                 cwd: workspace.root().to_owned(),
-                permission_mode: mode.as_str().to_owned(),
+                permission_mode: permissions.mode.as_str().to_owned(),
                 env_remove,
             },
             events.clone(),
@@ -274,23 +228,12 @@ impl Session {
 
         let project = ProjectContext::load(workspace.root(), PROJECT_CONTEXT_CAP);
         let runtime = Runtime {
-            model,
+            model: chosen.model,
             approver: front_end.approver,
             hooks,
             events,
             workspace: Arc::new(workspace),
-            limits: Limits {
-                max_tokens: config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-                result_cap: RESULT_CAP,
-                stop_hook_limit: config
-                    .hooks
-                    .max_stop_continuations
-                    .unwrap_or(STOP_HOOK_LIMIT),
-                max_tool_calls_per_reply: config
-                    .max_tool_calls_per_reply
-                    .unwrap_or(DEFAULT_MAX_TOOL_CALLS_PER_REPLY),
-                context: context_limits,
-            },
+            limits: session_limits(&config, chosen.limits),
             inbox: Arc::default(),
             tool_specs: Default::default(),
             file_reads: Arc::default(),
@@ -298,30 +241,17 @@ impl Session {
                 crate::config::background_limits(&config.background),
             )),
         };
-        let factory_config = config.clone();
-        let factory_id = id.clone();
-        let model_factory: Arc<ModelFactory> = Arc::new(move |spec: &str| {
-            let mut provider_config =
-                provider::resolve_spec(spec, &factory_config).map_err(|err| err.0)?;
-            crate::model_options::apply(&mut provider_config, &factory_config);
-            provider_config.prompt_cache_key =
-                context_setup::cache_key(&factory_config, &provider_config.id, &factory_id);
-            // A child on another model compacts against that model's window
-            // (config or table: the factory does not ask servers).
-            provider_config.context_window =
-                Some(context_setup::child_window(&factory_config, &provider_config).tokens);
-            alcove_model::connect(provider_config).map_err(|err| err.to_string())
-        });
+        let model_factory = model_factory(config.clone(), id.clone());
         let batch_runner = crate::batch_cmd::model_batch_runner(common, &config)?;
         let mut supervisor = Supervisor::new(
-            agent_limits(&config.agents, tool_profile(&config)?),
+            agent_limits(&config.agents, permissions.profile),
             definitions,
             Some(dirs.data.join("sessions").join(&id)),
         )
         .with_model_factory(model_factory.clone())
         .with_project_instructions(project.text.clone())
         .with_skills(skills.clone())
-        .with_redactions(redactions)
+        .with_redactions(chosen.redactions)
         .with_observers(observers)
         .with_first_child_number(next_child_number(&dirs.data.join("sessions").join(&id)))
         .with_command(env_var("ALCOVE_SUBAGENT_COMMAND").or_else(|| config.agents.command.clone()))
@@ -338,7 +268,7 @@ impl Session {
             &AgentPath::main(),
             EventKind::SessionStarted {
                 session_id: id.clone(),
-                model: model_name.clone(),
+                model: chosen.name.clone(),
                 workspace: runtime.workspace.root().display().to_string(),
                 transcript: Some(transcript_path.display().to_string()),
             },
@@ -346,29 +276,13 @@ impl Session {
         for message in setup_warnings {
             runtime.emit(&AgentPath::main(), EventKind::Warning { message });
         }
-        let skill_tool: Option<Arc<dyn alcove_tools::Tool>> = skills
-            .all()
-            .iter()
-            .any(|skill| !skill.disable_model_invocation)
-            .then(|| {
-                Arc::new(SkillTool::new(
-                    skills.clone(),
-                    runtime.approver.clone(),
-                    gate.clone(),
-                )) as Arc<dyn alcove_tools::Tool>
-            });
-        let mut web_tools: Vec<Arc<dyn alcove_tools::Tool>> =
-            vec![Arc::new(alcove_core::WebFetch::default())];
-        if let Some(url) = config
-            .web
-            .search_url
-            .as_deref()
-            .filter(|url| !url.trim().is_empty())
-        {
-            web_tools.push(Arc::new(
-                alcove_core::WebSearch::new(url).map_err(UsageError)?,
-            ));
-        }
+        let tools = session_tools(
+            &config,
+            &permissions,
+            &skills,
+            &runtime,
+            front_end.file_source.clone(),
+        )?;
         // Instructions, then the skill catalog; the memory section comes last
         // (see `main_run`), so its changes leave the rest of the prefix as it was.
         let mut prompt = system_prompt(runtime.workspace.root(), &project);
@@ -379,29 +293,33 @@ impl Session {
             memory: Arc::new(Memory::new(runtime.workspace.root())),
             skills,
             commands: Arc::new(commands),
-            skill_tool,
-            web_tools,
+            tools,
+            lean: permissions.profile == ToolProfile::Lean,
             model_factory,
             runtime,
             supervisor,
-            gate,
+            gate: permissions.gate,
+            layers,
+            parent: permissions.parent,
             transcript,
-            max_turns,
-            token_budget: charter.max_tokens,
-            deadline: charter.wall_secs.map(std::time::Duration::from_secs),
+            max_turns: permissions.max_turns,
+            token_budget: permissions.charter.max_tokens,
+            deadline: permissions
+                .charter
+                .wall_secs
+                .map(std::time::Duration::from_secs),
             config,
             dirs,
             history: resumed.history,
             ended_by_overflow: resumed.ended_by_overflow,
-            model_name,
+            model_name: chosen.name,
             model_aliases,
-            file_source: front_end.file_source,
-            context_window,
+            context_window: chosen.window,
             mcp,
             startup_reported: std::sync::atomic::AtomicBool::new(false),
             sandbox_report: std::sync::Mutex::new(None),
             probe_start,
-            sandbox,
+            sandbox: permissions.sandbox,
         })
     }
 
@@ -459,27 +377,20 @@ impl Session {
             agent_type: None,
             tools: {
                 // A bare tool name in a deny rule takes the tool away, from children too.
-                let lean = matches!(tool_profile(&self.config), Ok(ToolProfile::Lean));
                 // The lean profile (small models) leaves the everyday extras out.
-                let offered = |tool: &Arc<dyn alcove_tools::Tool>| {
+                let offered = |tool: &Arc<alcove_core::DynTool>| {
                     let name = tool.spec().name.as_str();
-                    self.gate.offers(name) && !(lean && LEAN_LEAVES_OUT.contains(&name))
+                    self.gate.offers(name) && !(self.lean && LEAN_LEAVES_OUT.contains(&name))
                 };
-                let env = permission_setup::env_policy(&self.config);
                 // MCP tools join the same pool, so children narrow them like
                 // built-ins and share their servers by reference.
-                let confinement = Some(self.sandbox.confinement.clone());
-                let pool = alcove_tools::builtin_tools_confined(
-                    env,
-                    confinement,
-                    self.file_source.clone(),
-                )
-                .into_iter()
-                .chain(self.web_tools.iter().cloned())
-                .chain(self.skill_tool.clone())
-                .chain(self.mcp.tools())
-                .filter(offered)
-                .collect();
+                let pool = self
+                    .tools
+                    .iter()
+                    .cloned()
+                    .chain(self.mcp.tools())
+                    .filter(offered)
+                    .collect();
                 let tools = self
                     .supervisor
                     .tools_for(0, pool, &self.gate)
@@ -512,6 +423,283 @@ impl Session {
         }
         Ok(runtime)
     }
+}
+
+/// The workspace and the configuration, read once.
+struct Settings {
+    workspace: alcove_tools::Workspace,
+    dirs: Dirs,
+    config: Config,
+    /// The config layers, each with its source: rules, hooks, MCP servers
+    /// and the sandbox read them.
+    layers: Vec<config_show::Layer>,
+}
+
+impl Settings {
+    fn read(common: &CommonArgs) -> anyhow::Result<Settings> {
+        let workspace = common.workspace()?;
+        let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
+        let config = config::load(&dirs, workspace.root(), &common.overrides)
+            .map_err(|err| UsageError(format!("{err:#}")))?;
+        let layers = config_show::layers(&dirs, workspace.root(), &common.overrides)
+            .map_err(|err| UsageError(format!("{err:#}")))?;
+        Ok(Settings {
+            workspace,
+            dirs,
+            config,
+            layers,
+        })
+    }
+}
+
+/// What the main agent may do, resolved once: its mode, the policy a parent
+/// alcove passed and the budgets in it, the sandbox, the gate, the turn
+/// limit, the environment policy commands, hooks and MCP servers share,
+/// and the tool profile.
+struct Permissions {
+    mode: PermissionMode,
+    parent: Option<ParentPolicy>,
+    charter: Charter,
+    sandbox: sandbox_setup::SandboxSetup,
+    gate: Arc<PermissionGate>,
+    max_turns: u32,
+    env: EnvPolicy,
+    profile: ToolProfile,
+}
+
+impl Permissions {
+    fn resolve(
+        common: &CommonArgs,
+        config: &Config,
+        layers: &[config_show::Layer],
+        root: &std::path::Path,
+        max_turns: Option<u32>,
+    ) -> anyhow::Result<Permissions> {
+        let mode = permission_setup::mode(common, config)?;
+        let parent = parent_policy(common)?;
+        // A parent alcove's budgets for this one are ceilings on its own.
+        let charter = parent
+            .as_ref()
+            .map(ParentPolicy::charter)
+            .unwrap_or_default();
+        // A parent alcove's sandbox is a ceiling for this one's.
+        let ceiling = parent.as_ref().and_then(ParentPolicy::sandbox);
+        let sandbox = sandbox_setup::setup(layers, common, root, ceiling)?;
+        // One access policy: the file tools are held to what the sandbox
+        // lets commands read and write.
+        let access = Arc::new(sandbox.confinement.access_policy());
+        let gate = session_gate(
+            mode,
+            layers,
+            common,
+            parent.clone(),
+            sandbox.auto_allow,
+            access,
+        )?;
+        let max_turns = max_turns
+            .or(config.max_turns)
+            .unwrap_or(DEFAULT_MAX_TURNS)
+            .min(charter.max_turns.unwrap_or(u32::MAX));
+        if max_turns == 0 {
+            return Err(UsageError("--max-turns must be at least 1".to_owned()).into());
+        }
+        Ok(Permissions {
+            mode,
+            parent,
+            charter,
+            sandbox,
+            gate,
+            max_turns,
+            env: permission_setup::env_policy(config),
+            profile: tool_profile(config)?,
+        })
+    }
+}
+
+/// The main agent's model, connected: its options, window and the
+/// context limits from it, the secrets to redact, and the aliases the
+/// catalogs resolve their `model:` fields with.
+struct ModelChoice {
+    model: Arc<dyn alcove_model::Model>,
+    /// `provider/model`.
+    name: String,
+    window: WindowChoice,
+    limits: alcove_core::ContextLimits,
+    redactions: Vec<String>,
+    aliases: Aliases,
+}
+
+impl ModelChoice {
+    async fn connect(
+        common: &CommonArgs,
+        config: &Config,
+        session_id: &str,
+    ) -> anyhow::Result<ModelChoice> {
+        let mut provider_config = provider::resolve(common.model.as_deref(), config).await?;
+        model_options(&mut provider_config, config, session_id);
+        let name = format!("{}/{}", provider_config.id, provider_config.model);
+        let aliases = Aliases::new(
+            &provider_config.id,
+            provider_config.protocol,
+            &config.model_aliases,
+        );
+        let redactions = permission_setup::redactions(provider_config.api_key.as_deref());
+        let window = context_setup::window(config, &provider_config).await;
+        let limits = context_setup::limits(config, window.tokens)?;
+        provider_config.context_window = Some(window.tokens);
+        let model =
+            alcove_model::connect(provider_config).map_err(|err| UsageError(err.to_string()))?;
+        Ok(ModelChoice {
+            model,
+            name,
+            window,
+            limits,
+            redactions,
+            aliases,
+        })
+    }
+}
+
+/// A provider's options from the config (timeouts, temperature, wire,
+/// effort) and its prompt cache key: the same for the main agent's model
+/// and every other a child or command asks for.
+fn model_options(provider_config: &mut alcove_model::ProviderConfig, config: &Config, id: &str) {
+    crate::model_options::apply(provider_config, config);
+    provider_config.prompt_cache_key = context_setup::cache_key(config, &provider_config.id, id);
+}
+
+/// Builds a client for another `provider/name` (a child's or a command's
+/// `model`), with the options [`model_options`] gives the main one.
+fn model_factory(config: Config, id: String) -> Arc<ModelFactory> {
+    Arc::new(move |spec: &str| {
+        let mut provider_config = provider::resolve_spec(spec, &config).map_err(|err| err.0)?;
+        model_options(&mut provider_config, &config, &id);
+        // A child on another model compacts against that model's window
+        // (config or table: the factory does not ask servers).
+        provider_config.context_window =
+            Some(context_setup::child_window(&config, &provider_config).tokens);
+        alcove_model::connect(provider_config).map_err(|err| err.to_string())
+    })
+}
+
+/// Agent definitions, skills and custom commands, their `model:` fields
+/// resolved through the session's aliases; what they warn about goes to
+/// `warnings`.
+fn load_catalogs(
+    dirs: &Dirs,
+    root: &std::path::Path,
+    aliases: &mut Aliases,
+    warnings: &mut Vec<String>,
+) -> (Definitions, Skills, Commands) {
+    let (mut definitions, definition_warnings) = agents_cmd::load(dirs, root);
+    warnings.extend(definition_warnings);
+    let (mut skills, mut commands, skill_warnings) = skills_cmd::load(dirs, root);
+    warnings.extend(skill_warnings);
+    definitions.resolve_models(|spec| aliases.resolve(spec));
+    skills.resolve_models(|spec| aliases.resolve(spec));
+    commands.resolve_models(|spec| aliases.resolve(spec));
+    warnings.extend(aliases.warning());
+    (definitions, skills, commands)
+}
+
+/// Where the session's events go: the transcript, the observers (the
+/// front end's sinks and the trace exporter, which children's events reach
+/// too) and the sandbox probe's trigger.
+struct Sinks {
+    telemetry: Option<crate::telemetry::Telemetry>,
+    observers: Arc<dyn EventSink>,
+    probe_start: Arc<sandbox_setup::ProbeStart>,
+    events: Arc<dyn EventSink>,
+}
+
+impl Sinks {
+    fn new(
+        config: &Config,
+        transcript: &Arc<Transcript>,
+        front_end: Vec<Arc<dyn EventSink>>,
+        warnings: &mut Vec<String>,
+    ) -> Sinks {
+        let telemetry = start_telemetry(config, warnings);
+        let mut observers = FanOut::default();
+        if let Some(telemetry) = &telemetry {
+            observers = observers.with(telemetry.sink());
+        }
+        for sink in front_end {
+            observers = observers.with(sink);
+        }
+        let observers: Arc<dyn EventSink> = Arc::new(observers);
+        let probe_start = Arc::new(sandbox_setup::ProbeStart::default());
+        let events: Arc<dyn EventSink> = Arc::new(
+            FanOut::default()
+                .with(transcript.clone())
+                .with(observers.clone())
+                .with(probe_start.clone()),
+        );
+        if let Some(telemetry) = &telemetry {
+            telemetry.warn_to(events.clone());
+        }
+        Sinks {
+            telemetry,
+            observers,
+            probe_start,
+            events,
+        }
+    }
+}
+
+/// The loop's limits from the config, with the model's context limits.
+fn session_limits(config: &Config, context: alcove_core::ContextLimits) -> Limits {
+    Limits {
+        max_tokens: config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        result_cap: RESULT_CAP,
+        stop_hook_limit: config
+            .hooks
+            .max_stop_continuations
+            .unwrap_or(STOP_HOOK_LIMIT),
+        max_tool_calls_per_reply: config
+            .max_tool_calls_per_reply
+            .unwrap_or(DEFAULT_MAX_TOOL_CALLS_PER_REPLY),
+        context,
+    }
+}
+
+/// The session's own tools, built once: the built-ins (Bash confined and
+/// with the environment policy), `WebFetch` (and `WebSearch` when
+/// `[web] search_url` is set), and `Skill` when there is a skill the model
+/// may invoke. [`Session::main_run`] adds the MCP servers' tools.
+fn session_tools(
+    config: &Config,
+    permissions: &Permissions,
+    skills: &Arc<Skills>,
+    runtime: &Runtime,
+    file_source: Option<Arc<dyn alcove_tools::FileSource>>,
+) -> anyhow::Result<Vec<Arc<alcove_core::DynTool>>> {
+    let confinement = Some(permissions.sandbox.confinement.clone());
+    let mut tools =
+        alcove_tools::builtin_tools_confined(permissions.env.clone(), confinement, file_source);
+    tools.push(Arc::new(alcove_core::WebFetch::default()));
+    if let Some(url) = config
+        .web
+        .search_url
+        .as_deref()
+        .filter(|url| !url.trim().is_empty())
+    {
+        tools.push(Arc::new(
+            alcove_core::WebSearch::new(url).map_err(UsageError)?,
+        ));
+    }
+    if skills
+        .all()
+        .iter()
+        .any(|skill| !skill.disable_model_invocation)
+    {
+        tools.push(Arc::new(SkillTool::new(
+            skills.clone(),
+            runtime.approver.clone(),
+            permissions.gate.clone(),
+        )));
+    }
+    Ok(tools)
 }
 
 /// The tools `tool_profile = "lean"` leaves out of the main agent's (and
@@ -566,14 +754,11 @@ impl Session {
         common: &CommonArgs,
         mode: PermissionMode,
     ) -> anyhow::Result<Arc<PermissionGate>> {
-        let layers =
-            config_show::layers(&self.dirs, self.runtime.workspace.root(), &common.overrides)
-                .map_err(|err| UsageError(format!("{err:#}")))?;
         session_gate(
             mode,
-            &layers,
+            &self.layers,
             common,
-            parent_policy(common)?,
+            self.parent.clone(),
             self.sandbox.auto_allow,
             Arc::new(self.sandbox.confinement.access_policy()),
         )

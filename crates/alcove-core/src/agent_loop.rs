@@ -11,6 +11,8 @@ use std::sync::Arc;
 use alcove_model::{Model, ModelError, ModelRequest, ModelResponse, StreamDelta};
 use alcove_protocol::{AgentEvent, AgentPath, EventKind, Message, Role, RunStatus, Usage};
 use alcove_tools::{Tool, Workspace};
+
+use crate::agents::AgentScope;
 use tokio_util::sync::CancellationToken;
 
 use crate::compaction::{Context, ContextLimits};
@@ -62,7 +64,7 @@ pub struct ToolSpecSets {
 }
 
 struct ToolSpecSet {
-    tools: Vec<Arc<dyn Tool>>,
+    tools: Vec<Arc<dyn Tool<AgentScope>>>,
     specs: Arc<[alcove_protocol::ToolSpec]>,
     json_bytes: usize,
 }
@@ -73,8 +75,8 @@ const TOOL_SETS_KEPT: usize = 16;
 impl ToolSpecSets {
     /// The specs of `tools`, in order: the array an earlier run with these
     /// very tools used, or a new one.
-    pub fn specs(&self, tools: &[Arc<dyn Tool>]) -> Arc<[alcove_protocol::ToolSpec]> {
-        let same = |kept: &[Arc<dyn Tool>]| {
+    pub fn specs(&self, tools: &[Arc<dyn Tool<AgentScope>>]) -> Arc<[alcove_protocol::ToolSpec]> {
+        let same = |kept: &[Arc<dyn Tool<AgentScope>>]| {
             kept.len() == tools.len() && kept.iter().zip(tools).all(|(a, b)| Arc::ptr_eq(a, b))
         };
         let build = || -> Arc<[alcove_protocol::ToolSpec]> {
@@ -197,7 +199,7 @@ pub struct AgentRun {
     /// Its system prompt.
     pub system_prompt: String,
     /// The tools it is offered, in order.
-    pub tools: Vec<Arc<dyn Tool>>,
+    pub tools: Vec<Arc<dyn Tool<AgentScope>>>,
     /// The most model requests it may make.
     pub max_turns: u32,
     /// Cancelled to stop it (and everything below it).
@@ -279,6 +281,9 @@ pub async fn run_agent(
     let mut stop_continuations = 0;
     let mut repeats = Repeats::default();
     let mut context = Context::new(runtime, run, runtime.tool_specs.json_bytes(&tool_specs));
+    // The run's scope, lent to the tools that act for their caller: made
+    // once per run, not per call.
+    let scope = AgentScope::lend(runtime, run);
 
     loop {
         if run.cancel.is_cancelled() {
@@ -411,7 +416,7 @@ pub async fn run_agent(
         }
 
         let room = context.result_room(&outcome.messages, runtime.limits.max_tokens);
-        let mut results = run_tool_calls(runtime, run, &offer, &calls, room).await;
+        let mut results = run_tool_calls(runtime, run, &offer, &scope, &calls, room).await;
         let stuck = repeats.observe(&calls, &mut results);
         if offer.learn(&calls, &results) {
             let grown = runtime.tool_specs.specs(offer.tools());

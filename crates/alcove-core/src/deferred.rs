@@ -22,8 +22,8 @@
 
 use std::sync::Arc;
 
+use crate::agents::DynTool;
 use alcove_protocol::{ContentBlock, Message};
-use alcove_tools::Tool;
 
 use crate::ToolCall;
 
@@ -64,7 +64,7 @@ fn is_mcp(name: &str) -> bool {
 }
 
 /// Which of `tools` the rules defer, by position (ToolSearch or not).
-fn deferrable(tools: &[Arc<dyn Tool>]) -> Vec<bool> {
+fn deferrable(tools: &[Arc<DynTool>]) -> Vec<bool> {
     let mcp_bytes: usize = tools
         .iter()
         .filter(|tool| is_mcp(&tool.spec().name))
@@ -81,7 +81,7 @@ fn deferrable(tools: &[Arc<dyn Tool>]) -> Vec<bool> {
 
 /// The tools of `tools` offered by name only: none when `ToolSearch` is not
 /// among them.
-pub(crate) fn deferred_tools(tools: &[Arc<dyn Tool>]) -> Vec<Arc<dyn Tool>> {
+pub(crate) fn deferred_tools(tools: &[Arc<DynTool>]) -> Vec<Arc<DynTool>> {
     if !tools.iter().any(|tool| tool.spec().name == TOOL_SEARCH) {
         return Vec::new();
     }
@@ -97,9 +97,9 @@ pub(crate) fn deferred_tools(tools: &[Arc<dyn Tool>]) -> Vec<Arc<dyn Tool>> {
 /// `gate` offers it (an agent's tools are built by this, the main agent's
 /// and each child's alike).
 pub fn with_tool_search(
-    mut tools: Vec<Arc<dyn Tool>>,
+    mut tools: Vec<Arc<DynTool>>,
     gate: &crate::PermissionGate,
-) -> Vec<Arc<dyn Tool>> {
+) -> Vec<Arc<DynTool>> {
     tools.retain(|tool| tool.spec().name != TOOL_SEARCH);
     let names: Vec<&str> = tools
         .iter()
@@ -110,7 +110,7 @@ pub fn with_tool_search(
     if names.is_empty() || !gate.offers(TOOL_SEARCH) {
         return tools;
     }
-    let search: Arc<dyn Tool> = Arc::new(crate::tool_search::ToolSearch::new(&names));
+    let search: Arc<DynTool> = Arc::new(crate::tool_search::ToolSearch::new(&names));
     tools.push(search);
     tools
 }
@@ -182,15 +182,15 @@ pub(crate) fn is_loaded_block(text: &str) -> bool {
 /// deferred, in the agent's order, then the deferred tools it loaded, in
 /// the order it loaded them.
 pub(crate) struct Offer {
-    all: Vec<Arc<dyn Tool>>,
-    deferred: Vec<Arc<dyn Tool>>,
-    offered: Vec<Arc<dyn Tool>>,
+    all: Vec<Arc<DynTool>>,
+    deferred: Vec<Arc<DynTool>>,
+    offered: Vec<Arc<DynTool>>,
     loaded: Vec<String>,
 }
 
 impl Offer {
     /// The offer of an agent with `tools` whose history is `messages`.
-    pub(crate) fn new(tools: &[Arc<dyn Tool>], messages: &[Message]) -> Offer {
+    pub(crate) fn new(tools: &[Arc<DynTool>], messages: &[Message]) -> Offer {
         let deferred = deferred_tools(tools);
         let mut offer = Offer {
             all: tools.to_vec(),
@@ -206,7 +206,7 @@ impl Offer {
     }
 
     /// The tools the next request lists in full.
-    pub(crate) fn tools(&self) -> &[Arc<dyn Tool>] {
+    pub(crate) fn tools(&self) -> &[Arc<DynTool>] {
         &self.offered
     }
 
@@ -254,8 +254,8 @@ impl Offer {
     }
 
     fn rebuild(&mut self) {
-        let deferred = |tool: &Arc<dyn Tool>| self.deferred.iter().any(|d| Arc::ptr_eq(d, tool));
-        let mut offered: Vec<Arc<dyn Tool>> = self
+        let deferred = |tool: &Arc<DynTool>| self.deferred.iter().any(|d| Arc::ptr_eq(d, tool));
+        let mut offered: Vec<Arc<DynTool>> = self
             .all
             .iter()
             .filter(|tool| !deferred(tool))

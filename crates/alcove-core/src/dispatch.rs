@@ -17,7 +17,7 @@
 use std::time::{Duration, Instant};
 
 use alcove_protocol::{AgentEvent, ContentBlock, EventKind, SharedText};
-use alcove_tools::{Access, HiddenPaths, Invocation, Tool, ToolContext, ToolOutput, Workspace};
+use alcove_tools::{Access, HiddenPaths, Prepared, Tool, ToolContext, ToolOutput, Workspace};
 use futures::future::join_all;
 use serde_json::Value;
 
@@ -40,11 +40,13 @@ const MIN_RESULT_ROOM: usize = 2048;
 /// Runs the calls of one assistant message and returns their results, one per
 /// call, in call order, each followed by the images it returned. `room` is
 /// about how many bytes of results still fit in the context window; each
-/// call gets an equal share.
+/// call gets an equal share. `scope` is `run`'s scope, lent to the tools
+/// that act for their caller.
 pub(crate) async fn run_tool_calls(
     runtime: &Runtime,
     run: &AgentRun,
     offer: &Offer,
+    scope: &AgentScope,
     calls: &[ToolCall],
     room: usize,
 ) -> Vec<ContentBlock> {
@@ -76,7 +78,7 @@ pub(crate) async fn run_tool_calls(
             continue;
         }
         let outputs = join_all(group.iter().map(|call| async move {
-            let output = gate_and_call(runtime, run, offer, call, room).await;
+            let output = gate_and_call(runtime, run, offer, scope, call, room).await;
             finish(runtime, run, call, output, started, room)
         }))
         .await;
@@ -133,7 +135,7 @@ fn groups<'a>(run: &AgentRun, calls: &'a [ToolCall]) -> Vec<&'a [ToolCall]> {
     groups
 }
 
-fn find<'a>(run: &'a AgentRun, name: &str) -> Option<&'a dyn Tool> {
+fn find<'a>(run: &'a AgentRun, name: &str) -> Option<&'a dyn Tool<AgentScope>> {
     run.tools
         .iter()
         .find(|tool| tool.spec().name == name)
@@ -144,6 +146,7 @@ async fn gate_and_call(
     runtime: &Runtime,
     run: &AgentRun,
     offer: &Offer,
+    scope: &AgentScope,
     call: &ToolCall,
     room: usize,
 ) -> ToolOutput {
@@ -157,12 +160,21 @@ async fn gate_and_call(
             "{name} is offered by name only and is not loaded: call {TOOL_SEARCH} with query \"select:{name}\" first, then call {name} again."
         ));
     }
-    // Arguments cut short by their closers run completed, and say so.
-    let Some((repaired, appended)) = repaired_call(tool, call, &runtime.workspace) else {
-        return checked_call(runtime, run, tool, call, room).await;
+    let caller = Caller {
+        runtime,
+        run,
+        lent: scope,
+        tool,
     };
-    let output = checked_call(runtime, run, tool, &repaired, room.saturating_sub(600)).await;
-    let arguments = repaired.input_value().to_string();
+    // Arguments cut short by their closers run completed, and say so.
+    let Some((repaired, appended, prepared)) = repaired_call(tool, call, &runtime.workspace) else {
+        return match check_arguments(tool, call, &runtime.workspace) {
+            Ok((input, prepared)) => checked_call(caller, call, input, prepared, room).await,
+            Err(reason) => ToolOutput::error(reason),
+        };
+    };
+    let output = checked_call(caller, call, &repaired, prepared, room.saturating_sub(600)).await;
+    let arguments = repaired.to_string();
     ToolOutput {
         content: format!(
             "[alcove: your arguments for {} ended early; `{appended}` was added to close them and the call ran as {}]\n{}",
@@ -210,49 +222,57 @@ fn unknown_tool(run: &AgentRun, call: &ToolCall) -> ToolOutput {
     ))
 }
 
-/// `call` with its arguments completed, and what was appended, when they
-/// are JSON cut short by closing quotes, brackets or braces only and the
-/// completed arguments fit the tool (its schema and its own check).
-fn repaired_call(
-    tool: &dyn Tool,
+/// `call`'s arguments completed, what was appended, and the call they
+/// prepare, when they are JSON cut short by closing quotes, brackets or
+/// braces only and the completed arguments fit the tool (its schema and its
+/// own check).
+fn repaired_call<'t>(
+    tool: &'t dyn Tool<AgentScope>,
     call: &ToolCall,
     workspace: &Workspace,
-) -> Option<(ToolCall, String)> {
+) -> Option<(Value, String, Prepared<'t, AgentScope>)> {
     let CallInput::Invalid(raw) = &call.input else {
         return None;
     };
     let repaired = crate::repair::complete(raw)?;
-    if !crate::schema_fit::fits(tool.spec(), &repaired.value)
-        || tool.inspect(&repaired.value, workspace).is_err()
-    {
+    if !crate::schema_fit::fits(tool.spec(), &repaired.value) {
         return None;
     }
-    let call = ToolCall {
-        input: CallInput::Json(repaired.value),
-        ..call.clone()
-    };
-    Some((call, repaired.appended))
+    let prepared = tool.prepare(&repaired.value, workspace).ok()?;
+    Some((repaired.value, repaired.appended, prepared))
 }
 
-/// A call of `tool`, from its arguments' check on: the gate, the hooks,
-/// approval, the call itself and the PostToolUse hooks.
+/// Who calls which tool: the calling agent, its scope, the tool.
+#[derive(Clone, Copy)]
+struct Caller<'a> {
+    runtime: &'a Runtime,
+    run: &'a AgentRun,
+    lent: &'a AgentScope,
+    tool: &'a dyn Tool<AgentScope>,
+}
+
+/// A call whose arguments `input` prepared `prepared`, from its check on:
+/// the gate, the hooks, approval, the call itself and the PostToolUse hooks.
 async fn checked_call(
-    runtime: &Runtime,
-    run: &AgentRun,
-    tool: &dyn Tool,
+    caller: Caller<'_>,
     call: &ToolCall,
+    input: &Value,
+    prepared: Prepared<'_, AgentScope>,
     room: usize,
 ) -> ToolOutput {
+    let Caller {
+        runtime,
+        run,
+        lent,
+        tool,
+    } = caller;
     let (id, name) = (call.id.as_str(), call.name.as_str());
-    let (input, invocation) = match check_arguments(tool, call, &runtime.workspace) {
-        Ok(checked) => checked,
-        Err(reason) => return ToolOutput::error(reason),
-    };
+    let invocation = &prepared.invocation;
     let decision = run.gate.check(
         &run.path,
         name,
         tool.access(),
-        &invocation,
+        invocation,
         input,
         &runtime.workspace,
         run.sandbox,
@@ -319,17 +339,15 @@ async fn checked_call(
         depth: run.depth,
         call_id: id.to_owned(),
         hidden: hidden_from_reads(run, runtime, &invocation.paths),
-        // The call acts on the paths the gate checked.
-        paths: invocation.paths,
-        // Delegation tools learn their caller from its scope, lent per call.
-        scope: tool.needs_scope().then(|| AgentScope::lend(runtime, run)),
         sandbox: run.sandbox,
         result_room: room,
         background: tool
             .uses_background()
             .then(|| background_scope(runtime, run)),
     };
-    let call = tool.call(input.clone(), &context);
+    // The prepared call acts on the input and paths the gate checked;
+    // a tool that acts for its caller is lent the caller's scope.
+    let call = prepared.run(&context, lent);
     tokio::pin!(call);
     let output = tokio::select! {
         output = &mut call => output,
@@ -402,19 +420,19 @@ fn unread_file(
 
 /// Validates a call's arguments before the gate sees it: arguments the
 /// model wrote as invalid JSON are refused, anything else is the tool's to
-/// inspect. (Also the fuzz targets' entry, see `fuzzing`.)
-pub(crate) fn check_arguments<'a>(
-    tool: &dyn Tool,
+/// prepare, once. (Also the fuzz targets' entry, see `fuzzing`.)
+pub(crate) fn check_arguments<'a, 't>(
+    tool: &'t dyn Tool<AgentScope>,
     call: &'a ToolCall,
     workspace: &Workspace,
-) -> Result<(&'a Value, Invocation), String> {
+) -> Result<(&'a Value, Prepared<'t, AgentScope>), String> {
     match &call.input {
         CallInput::Invalid(raw) => Err(format!(
             "Invalid arguments for {}: they are not valid JSON ({}). Call the tool again with a JSON object.",
             call.name,
             cut(raw, 200)
         )),
-        CallInput::Json(input) => Ok((input, tool.inspect(input, workspace)?)),
+        CallInput::Json(input) => Ok((input, tool.prepare(input, workspace)?)),
     }
 }
 

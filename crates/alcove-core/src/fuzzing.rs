@@ -8,6 +8,8 @@
 //! `parse_definition`) is public already.
 
 use alcove_tools::{Invocation, Tool, Workspace};
+
+use crate::AgentScope;
 use serde_json::Value;
 
 use crate::gate::shell::{self, Part, Shell};
@@ -34,13 +36,14 @@ pub fn rough_commands(command: &str) -> Vec<Vec<String>> {
 
 /// Validates a call's arguments exactly as dispatch does before the gate:
 /// raw (not JSON) arguments are refused, anything else goes to
-/// [`Tool::inspect`].
+/// [`Tool::prepare`].
 pub fn check_arguments(
-    tool: &dyn Tool,
+    tool: &dyn Tool<AgentScope>,
     name: &str,
     input: &Value,
     workspace: &Workspace,
 ) -> Result<Invocation, String> {
     let call = crate::ToolCall::from_use("fuzz", name, input);
-    crate::dispatch::check_arguments(tool, &call, workspace).map(|(_, invocation)| invocation)
+    crate::dispatch::check_arguments(tool, &call, workspace)
+        .map(|(_, prepared)| prepared.invocation)
 }

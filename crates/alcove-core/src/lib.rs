@@ -27,9 +27,9 @@
 mod agent_loop;
 mod agents;
 mod call;
-mod commands;
 mod compaction;
 mod context;
+mod custom_commands;
 mod deferred;
 mod dispatch;
 mod events;
@@ -60,15 +60,17 @@ pub use agents::{
     TreeBudget, TreeUsage,
 };
 pub use agents::{AgentPermissions, DefinitionError, load_definitions, parse_definition};
-pub use agents::{BatchRunnerFactory, ProcessEnv};
+pub use agents::{AgentScope, BatchRunnerFactory, DynTool, ProcessEnv};
 pub use call::{CallInput, ToolCall};
-pub use commands::{Commands, CustomCommand, Expansion, expand, load_commands, parse_command};
 #[doc(hidden)]
 pub use compaction::clear_old_results;
 pub use compaction::{
     ContextLimits, DEFAULT_WINDOW, WINDOW_TABLE, compact_history, replay_compaction, table_window,
 };
 pub use context::{ProjectContext, system_prompt};
+pub use custom_commands::{
+    Commands, CustomCommand, Expansion, expand, load_commands, parse_command,
+};
 pub use deferred::{DEFERRED_TOOLS, MCP_DEFER_BYTES, TOOL_SEARCH, with_tool_search};
 pub use events::{EventSink, FanOut};
 pub use file_reads::FileReads;

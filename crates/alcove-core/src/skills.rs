@@ -27,10 +27,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use alcove_protocol::ToolSpec;
-use alcove_tools::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
+use alcove_tools::{Access, Invocation, ToolContext, ToolOutput, TypedTool, Workspace};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::frontmatter::{self, DefinitionError, Names, substitute_arguments};
 use crate::{Approval, ApprovalRequest, Approver, PermissionGate, Rule};
@@ -282,7 +281,7 @@ fn load_skill(folder: &Path) -> Result<Skill, String> {
 
 /// Arguments of a `Skill` call.
 #[derive(Debug, Deserialize, JsonSchema)]
-struct SkillInput {
+pub struct SkillInput {
     /// The skill's name, as the catalog lists it.
     skill: String,
     /// Arguments for the skill (substituted for $ARGUMENTS in its instructions).
@@ -375,7 +374,11 @@ impl SkillTool {
 }
 
 #[async_trait::async_trait]
-impl Tool for SkillTool {
+impl TypedTool for SkillTool {
+    type Input = SkillInput;
+    /// The skill found, and the arguments for it.
+    type Call = (Skill, Option<String>);
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -384,8 +387,11 @@ impl Tool for SkillTool {
         Access::ReadOnly
     }
 
-    fn inspect(&self, input: &Value, _workspace: &Workspace) -> Result<Invocation, String> {
-        let input: SkillInput = parse_input("Skill", input)?;
+    fn inspect(
+        &self,
+        input: SkillInput,
+        _workspace: &Workspace,
+    ) -> Result<(Invocation, (Skill, Option<String>)), String> {
         let skill = self.skills.get(&input.skill).ok_or_else(|| {
             let names: Vec<&str> = self
                 .skills
@@ -410,23 +416,18 @@ impl Tool for SkillTool {
                 skill.name, skill.name
             ));
         }
-        Ok(Invocation {
+        let invocation = Invocation {
             summary: skill.name.clone(),
             paths: Vec::new(),
             command: None,
-        })
+        };
+        Ok((invocation, (skill.clone(), input.args)))
     }
 
-    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
-        let input: SkillInput = match parse_input("Skill", &input) {
-            Ok(input) => input,
-            Err(reason) => return ToolOutput::error(reason),
-        };
-        let Some(skill) = self.skills.get(&input.skill) else {
-            return ToolOutput::error(format!("Unknown skill `{}`.", input.skill));
-        };
-        let mut text = Skills::render(skill, input.args.as_deref().unwrap_or_default());
-        if let Some(note) = self.offer_allowed_tools(skill, context).await {
+    async fn call(&self, call: (Skill, Option<String>), context: &ToolContext) -> ToolOutput {
+        let (skill, args) = call;
+        let mut text = Skills::render(&skill, args.as_deref().unwrap_or_default());
+        if let Some(note) = self.offer_allowed_tools(&skill, context).await {
             text.push_str("\n\n");
             text.push_str(&note);
         }

@@ -12,10 +12,9 @@
 //! the scope dispatch lends, never captured when the tool was built.
 
 use alcove_protocol::ToolSpec;
-use alcove_tools::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
+use alcove_tools::{Access, Invocation, ScopedTool, ToolContext, ToolOutput, Workspace};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::agents::AgentScope;
 use crate::deferred::{LOADED_LINE, TOOL_SEARCH, deferred_tools};
@@ -25,7 +24,7 @@ const DEFAULT_MAX_RESULTS: usize = 5;
 
 /// Arguments of `ToolSearch`.
 #[derive(Debug, Deserialize, JsonSchema)]
-struct ToolSearchInput {
+pub(crate) struct ToolSearchInput {
     /// "select:Name1,Name2", or keywords.
     query: String,
     /// Claude Code's: how many matches keywords load.
@@ -54,7 +53,10 @@ impl ToolSearch {
 }
 
 #[async_trait::async_trait]
-impl Tool for ToolSearch {
+impl ScopedTool<AgentScope> for ToolSearch {
+    type Input = ToolSearchInput;
+    type Call = ToolSearchInput;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -63,31 +65,29 @@ impl Tool for ToolSearch {
         Access::ReadOnly
     }
 
-    fn needs_scope(&self) -> bool {
-        true
-    }
-
-    fn inspect(&self, input: &Value, _workspace: &Workspace) -> Result<Invocation, String> {
-        let input: ToolSearchInput = parse_input(TOOL_SEARCH, input)?;
+    fn inspect(
+        &self,
+        input: ToolSearchInput,
+        _workspace: &Workspace,
+    ) -> Result<(Invocation, ToolSearchInput), String> {
         if input.query.trim().is_empty() {
             return Err("the query is empty: pass \"select:Name\" or keywords".to_owned());
         }
-        Ok(Invocation {
-            summary: input.query,
+        let invocation = Invocation {
+            summary: input.query.clone(),
             paths: Vec::new(),
             command: None,
-        })
+        };
+        Ok((invocation, input))
     }
 
-    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
-        let input: ToolSearchInput = match parse_input(TOOL_SEARCH, &input) {
-            Ok(input) => input,
-            Err(reason) => return ToolOutput::error(reason),
-        };
-        let scope = match AgentScope::of(context) {
-            Ok(scope) => scope,
-            Err(reason) => return ToolOutput::error(reason),
-        };
+    /// The deferred tools are the caller's, from the scope dispatch lends.
+    async fn call(
+        &self,
+        input: ToolSearchInput,
+        _context: &ToolContext,
+        scope: &AgentScope,
+    ) -> ToolOutput {
         let deferred = deferred_tools(&scope.run.tools);
         let specs: Vec<&ToolSpec> = deferred.iter().map(|tool| tool.spec()).collect();
         let offered: Vec<&str> = scope
@@ -100,6 +100,8 @@ impl Tool for ToolSearch {
         ToolOutput::ok(answer(&input.query, &specs, &offered, max))
     }
 }
+
+alcove_tools::scoped_tool!(ToolSearch, AgentScope);
 
 /// The result for `query` among the deferred `specs`; `offered` are all
 /// the agent's tools.

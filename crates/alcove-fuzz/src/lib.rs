@@ -148,8 +148,8 @@ fn workspace() -> Option<&'static Workspace> {
 }
 
 /// The built-in tools, built once (their schemas take a while to derive).
-fn tools() -> &'static [Arc<dyn Tool>] {
-    static TOOLS: OnceLock<Vec<Arc<dyn Tool>>> = OnceLock::new();
+fn tools() -> &'static [Arc<dyn Tool<alcove_core::AgentScope>>] {
+    static TOOLS: OnceLock<Vec<Arc<dyn Tool<alcove_core::AgentScope>>>> = OnceLock::new();
     TOOLS.get_or_init(builtin_tools)
 }
 

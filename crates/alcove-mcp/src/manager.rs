@@ -94,8 +94,8 @@ impl McpManager {
     /// The tools of every ready server (and of a crashed one the next call
     /// will restart), plus the resource tools when a server has resources.
     /// Every tool holds its server by reference.
-    pub fn tools(self: &Arc<Self>) -> Vec<Arc<dyn Tool>> {
-        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+    pub fn tools<Caller: ?Sized + Sync>(self: &Arc<Self>) -> Vec<Arc<dyn Tool<Caller>>> {
+        let mut tools: Vec<Arc<dyn Tool<Caller>>> = Vec::new();
         let mut any_resources = false;
         for server in &self.servers {
             let (remote, resources) = server.offered_tools();

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use alcove_protocol::ToolSpec;
-use alcove_tools::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
+use alcove_tools::{Access, Invocation, ToolContext, ToolOutput, TypedTool, Workspace};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -25,14 +25,14 @@ pub(crate) struct ReadMcpResource {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ListInput {
+pub(crate) struct ListInput {
     /// The server whose resources to list (all servers when omitted).
     server: Option<String>,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ReadInput {
+pub(crate) struct ReadInput {
     /// The server.
     server: String,
     /// The resource's URI.
@@ -66,7 +66,10 @@ impl ReadMcpResource {
 }
 
 #[async_trait::async_trait]
-impl Tool for ListMcpResources {
+impl TypedTool for ListMcpResources {
+    type Input = ListInput;
+    type Call = ListInput;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -75,20 +78,23 @@ impl Tool for ListMcpResources {
         Access::ReadOnly
     }
 
-    fn inspect(&self, input: &Value, _workspace: &Workspace) -> Result<Invocation, String> {
-        let input: ListInput = parse_input(&self.spec.name, input)?;
-        Ok(Invocation {
-            summary: input.server.unwrap_or_else(|| "all servers".to_owned()),
+    fn inspect(
+        &self,
+        input: ListInput,
+        _workspace: &Workspace,
+    ) -> Result<(Invocation, ListInput), String> {
+        let invocation = Invocation {
+            summary: input
+                .server
+                .clone()
+                .unwrap_or_else(|| "all servers".to_owned()),
             paths: Vec::new(),
             command: None,
-        })
+        };
+        Ok((invocation, input))
     }
 
-    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
-        let input: ListInput = match parse_input(&self.spec.name, &input) {
-            Ok(input) => input,
-            Err(reason) => return ToolOutput::error(reason),
-        };
+    async fn call(&self, input: ListInput, context: &ToolContext) -> ToolOutput {
         let servers = self.manager.resource_servers();
         let mut lines = Vec::new();
         for server in servers.iter().filter(|server| {
@@ -114,7 +120,10 @@ impl Tool for ListMcpResources {
 }
 
 #[async_trait::async_trait]
-impl Tool for ReadMcpResource {
+impl TypedTool for ReadMcpResource {
+    type Input = ReadInput;
+    type Call = ReadInput;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -123,20 +132,20 @@ impl Tool for ReadMcpResource {
         Access::ReadOnly
     }
 
-    fn inspect(&self, input: &Value, _workspace: &Workspace) -> Result<Invocation, String> {
-        let input: ReadInput = parse_input(&self.spec.name, input)?;
-        Ok(Invocation {
+    fn inspect(
+        &self,
+        input: ReadInput,
+        _workspace: &Workspace,
+    ) -> Result<(Invocation, ReadInput), String> {
+        let invocation = Invocation {
             summary: format!("{} {}", input.server, input.uri),
             paths: Vec::new(),
             command: None,
-        })
+        };
+        Ok((invocation, input))
     }
 
-    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
-        let input: ReadInput = match parse_input(&self.spec.name, &input) {
-            Ok(input) => input,
-            Err(reason) => return ToolOutput::error(reason),
-        };
+    async fn call(&self, input: ReadInput, context: &ToolContext) -> ToolOutput {
         let Some(server) = self.manager.server(&input.server) else {
             return ToolOutput::error(format!("No MCP server `{}`.", input.server));
         };

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use alcove_protocol::ToolSpec;
-use alcove_tools::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace};
+use alcove_tools::{Access, Invocation, ToolContext, ToolOutput, TypedTool, Workspace};
 use rmcp::model::CallToolResult;
 use serde_json::{Map, Value};
 
@@ -51,7 +51,10 @@ impl McpTool {
 }
 
 #[async_trait::async_trait]
-impl Tool for McpTool {
+impl TypedTool for McpTool {
+    type Input = Value;
+    type Call = Map<String, Value>;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -64,20 +67,21 @@ impl Tool for McpTool {
         }
     }
 
-    fn inspect(&self, input: &Value, _workspace: &Workspace) -> Result<Invocation, String> {
-        arguments(input, self.wrapped, &self.spec.name)?;
-        Ok(Invocation {
+    fn inspect(
+        &self,
+        input: Value,
+        _workspace: &Workspace,
+    ) -> Result<(Invocation, Map<String, Value>), String> {
+        let arguments = arguments(input, self.wrapped, &self.spec.name)?;
+        let invocation = Invocation {
             summary: format!("{} {}", self.server.config().name, self.remote),
             paths: Vec::new(),
             command: None,
-        })
+        };
+        Ok((invocation, arguments))
     }
 
-    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
-        let arguments = match arguments(&input, self.wrapped, &self.spec.name) {
-            Ok(arguments) => arguments,
-            Err(reason) => return ToolOutput::error(reason),
-        };
+    async fn call(&self, arguments: Map<String, Value>, context: &ToolContext) -> ToolOutput {
         match self
             .server
             .call_tool(&self.remote, arguments, &context.cancel)
@@ -102,14 +106,18 @@ pub(crate) fn call_error(server: &Server, err: CallError) -> ToolOutput {
     }
 }
 
-fn arguments(input: &Value, wrapped: bool, tool: &str) -> Result<Map<String, Value>, String> {
+fn arguments(input: Value, wrapped: bool, tool: &str) -> Result<Map<String, Value>, String> {
     match input {
-        Value::Object(map) if wrapped => match map.get(WRAPPED_KEY) {
+        Value::Object(mut map) if wrapped => match map.remove(WRAPPED_KEY) {
             // The server's own schema is not an object: send the value as the arguments.
-            Some(Value::Object(inner)) => Ok(inner.clone()),
-            Some(_) | None => Ok(map.clone()),
+            Some(Value::Object(inner)) => Ok(inner),
+            Some(other) => {
+                map.insert(WRAPPED_KEY.to_owned(), other);
+                Ok(map)
+            }
+            None => Ok(map),
         },
-        Value::Object(map) => Ok(map.clone()),
+        Value::Object(map) => Ok(map),
         Value::Null => Ok(Map::new()),
         _ => Err(format!(
             "invalid arguments for {tool}: expected a JSON object"
@@ -227,9 +235,9 @@ mod tests {
 
     #[test]
     fn arguments_must_be_objects() {
-        assert!(arguments(&Value::from(3), false, "t").is_err());
-        assert_eq!(arguments(&Value::Null, false, "t").unwrap(), Map::new());
+        assert!(arguments(Value::from(3), false, "t").is_err());
+        assert_eq!(arguments(Value::Null, false, "t").unwrap(), Map::new());
         let wrapped = serde_json::json!({"value": {"a": 1}});
-        assert_eq!(arguments(&wrapped, true, "t").unwrap()["a"], 1);
+        assert_eq!(arguments(wrapped, true, "t").unwrap()["a"], 1);
     }
 }

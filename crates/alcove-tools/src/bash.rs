@@ -30,15 +30,14 @@ use alcove_protocol::ToolSpec;
 use alcove_sandbox::{Confinement, HeldChild, Launch};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
 use crate::background::{BackgroundScope, BackgroundSlot};
 use crate::{
-    Access, Effects, EnvPolicy, Invocation, ProcessGroup, Tool, ToolContext, ToolOutput, Workspace,
-    parse_input,
+    Access, Effects, EnvPolicy, Invocation, ProcessGroup, ToolContext, ToolOutput, TypedTool,
+    Workspace,
 };
 
 const NAME: &str = "Bash";
@@ -61,7 +60,7 @@ const DRAIN_GRACE: Duration = Duration::from_secs(3);
 
 /// Arguments of `Bash`.
 #[derive(Debug, Deserialize, JsonSchema)]
-struct BashInput {
+pub struct BashInput {
     /// The command.
     command: String,
     /// Timeout in ms (default 120000, max 600000).
@@ -131,7 +130,10 @@ impl Bash {
 }
 
 #[async_trait::async_trait]
-impl Tool for Bash {
+impl TypedTool for Bash {
+    type Input = BashInput;
+    type Call = BashInput;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -148,8 +150,11 @@ impl Tool for Bash {
         true
     }
 
-    fn inspect(&self, input: &Value, workspace: &Workspace) -> Result<Invocation, String> {
-        let input: BashInput = parse_input(NAME, input)?;
+    fn inspect(
+        &self,
+        input: BashInput,
+        workspace: &Workspace,
+    ) -> Result<(Invocation, BashInput), String> {
         if input.command.trim().is_empty() {
             return Err("command is empty".into());
         }
@@ -158,21 +163,15 @@ impl Tool for Bash {
         if input.run_in_background == Some(true) {
             summary.push_str(" (in the background)");
         }
-        Ok(Invocation {
+        let invocation = Invocation {
             summary,
             paths: vec![workspace.root().to_path_buf()],
-            command: Some(input.command),
-        })
+            command: Some(input.command.clone()),
+        };
+        Ok((invocation, input))
     }
 
-    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
-        let input: BashInput = match parse_input(NAME, &input) {
-            Ok(input) => input,
-            Err(reason) => return ToolOutput::error(reason),
-        };
-        if input.command.trim().is_empty() {
-            return ToolOutput::error("command is empty");
-        }
+    async fn call(&self, input: BashInput, context: &ToolContext) -> ToolOutput {
         let timeout_ms = match input.timeout {
             None | Some(0) => DEFAULT_TIMEOUT_MS,
             Some(ms) => ms.min(MAX_TIMEOUT_MS),

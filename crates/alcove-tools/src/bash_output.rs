@@ -5,9 +5,8 @@
 use alcove_protocol::ToolSpec;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
-use crate::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
+use crate::{Access, Invocation, ToolContext, ToolOutput, TypedTool, Workspace};
 
 /// The tool's name.
 pub const BASH_OUTPUT: &str = "BashOutput";
@@ -17,7 +16,7 @@ const DESCRIPTION: &str =
 
 /// Arguments of `BashOutput`.
 #[derive(Debug, Deserialize, JsonSchema)]
-struct BashOutputInput {
+pub struct BashOutputInput {
     /// The id Bash returned.
     bash_id: String,
     /// A regex: only matching lines are shown.
@@ -37,8 +36,13 @@ impl Default for BashOutput {
     }
 }
 
-fn checked(input: &Value) -> Result<(String, Option<regex::Regex>), String> {
-    let input: BashOutputInput = parse_input(BASH_OUTPUT, input)?;
+/// A checked call: the command's id and the filter, compiled.
+pub struct BashOutputCall {
+    id: String,
+    filter: Option<regex::Regex>,
+}
+
+fn checked(input: BashOutputInput) -> Result<BashOutputCall, String> {
     let filter = match input.filter.as_deref().filter(|filter| !filter.is_empty()) {
         None => None,
         Some(filter) => Some(
@@ -46,11 +50,17 @@ fn checked(input: &Value) -> Result<(String, Option<regex::Regex>), String> {
                 .map_err(|err| format!("filter is not a valid regex: {err}"))?,
         ),
     };
-    Ok((input.bash_id, filter))
+    Ok(BashOutputCall {
+        id: input.bash_id,
+        filter,
+    })
 }
 
 #[async_trait::async_trait]
-impl Tool for BashOutput {
+impl TypedTool for BashOutput {
+    type Input = BashOutputInput;
+    type Call = BashOutputCall;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -64,20 +74,22 @@ impl Tool for BashOutput {
         true
     }
 
-    fn inspect(&self, input: &Value, _workspace: &Workspace) -> Result<Invocation, String> {
-        let (id, _) = checked(input)?;
-        Ok(Invocation {
-            summary: id,
+    fn inspect(
+        &self,
+        input: BashOutputInput,
+        _workspace: &Workspace,
+    ) -> Result<(Invocation, BashOutputCall), String> {
+        let call = checked(input)?;
+        let invocation = Invocation {
+            summary: call.id.clone(),
             paths: Vec::new(),
             command: None,
-        })
+        };
+        Ok((invocation, call))
     }
 
-    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
-        let (id, filter) = match checked(&input) {
-            Ok(checked) => checked,
-            Err(reason) => return ToolOutput::error(reason),
-        };
+    async fn call(&self, call: BashOutputCall, context: &ToolContext) -> ToolOutput {
+        let BashOutputCall { id, filter } = call;
         let Some(background) = &context.background else {
             return ToolOutput::error("Background commands are not available here.");
         };

@@ -10,10 +10,9 @@ use std::path::Path;
 use alcove_protocol::ToolSpec;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::read::INLINE_READ_BYTES;
-use crate::{Access, Effects, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
+use crate::{Access, Effects, FileCall, Invocation, ToolContext, ToolOutput, TypedTool, Workspace};
 
 const NAME: &str = "Edit";
 const DESCRIPTION: &str = "Replaces text in a file. old_string must match the file exactly, \
@@ -22,7 +21,7 @@ is true; add surrounding lines to make it unique.";
 
 /// Arguments of `Edit`.
 #[derive(Debug, Deserialize, JsonSchema)]
-struct EditInput {
+pub struct EditInput {
     /// Absolute or workspace-relative path.
     file_path: String,
     /// The exact text to replace.
@@ -60,7 +59,10 @@ fn validate(input: &EditInput) -> Result<(), String> {
 }
 
 #[async_trait::async_trait]
-impl Tool for Edit {
+impl TypedTool for Edit {
+    type Input = EditInput;
+    type Call = FileCall<EditInput>;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -73,22 +75,22 @@ impl Tool for Edit {
         true
     }
 
-    fn inspect(&self, input: &Value, workspace: &Workspace) -> Result<Invocation, String> {
+    fn inspect(
+        &self,
+        input: EditInput,
+        workspace: &Workspace,
+    ) -> Result<(Invocation, FileCall<EditInput>), String> {
         // What the strings hold is checked when the call runs: an edit of
         // a file not read yet is first told to read it (dispatch).
-        let input: EditInput = parse_input(NAME, input)?;
-        Ok(Invocation::file(workspace, &input.file_path))
+        let file_path = input.file_path.clone();
+        Ok(FileCall::resolve(workspace, &file_path, input))
     }
 
-    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
-        let input: EditInput = match parse_input(NAME, &input) {
-            Ok(input) => input,
-            Err(reason) => return ToolOutput::error(reason),
-        };
+    async fn call(&self, call: FileCall<EditInput>, context: &ToolContext) -> ToolOutput {
+        let FileCall { input, path } = call;
         if let Err(reason) = validate(&input) {
             return ToolOutput::error(reason);
         }
-        let path = context.file_path(&input.file_path);
         let shown = context.workspace.display(&path);
         // A small file is edited here: its read and write take microseconds,
         // and three trips to the blocking pool and back (one per step) cost

@@ -12,12 +12,9 @@ use alcove_protocol::ToolSpec;
 use globset::{GlobBuilder, GlobMatcher};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::{
-    Access, HiddenPaths, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input,
-};
+use crate::{Access, HiddenPaths, Invocation, ToolContext, ToolOutput, TypedTool, Workspace};
 
 const NAME: &str = "Glob";
 const DESCRIPTION: &str = "Finds files by name with a glob like \"src/**/*.{ts,tsx}\" (`*` does \
@@ -29,7 +26,7 @@ const MAX_RESULTS: usize = 100;
 
 /// Arguments of `Glob`.
 #[derive(Debug, Deserialize, JsonSchema)]
-struct GlobInput {
+pub struct GlobInput {
     /// The glob.
     pattern: String,
     /// Folder to search (default: the workspace).
@@ -37,7 +34,7 @@ struct GlobInput {
 }
 
 /// A validated search: where to walk and what to match below it.
-struct Plan {
+pub struct Plan {
     /// The directory the model asked for (or the root); must exist.
     dir: PathBuf,
     /// Where the walk starts: `dir` plus the pattern's literal leading folders.
@@ -95,7 +92,10 @@ impl Default for Glob {
 }
 
 #[async_trait::async_trait]
-impl Tool for Glob {
+impl TypedTool for Glob {
+    type Input = GlobInput;
+    type Call = Plan;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -104,29 +104,25 @@ impl Tool for Glob {
         Access::ReadOnly
     }
 
-    fn inspect(&self, input: &Value, workspace: &Workspace) -> Result<Invocation, String> {
-        let input: GlobInput = parse_input(NAME, input)?;
+    fn inspect(
+        &self,
+        input: GlobInput,
+        workspace: &Workspace,
+    ) -> Result<(Invocation, Plan), String> {
         let plan = plan(&input, workspace)?;
         let summary = match &input.path {
             Some(_) => format!("{} in {}", input.pattern, workspace.display(&plan.dir)),
             None => input.pattern.clone(),
         };
-        Ok(Invocation {
+        let invocation = Invocation {
             summary,
-            paths: vec![plan.dir],
+            paths: vec![plan.dir.clone()],
             command: None,
-        })
+        };
+        Ok((invocation, plan))
     }
 
-    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
-        let input: GlobInput = match parse_input(NAME, &input) {
-            Ok(input) => input,
-            Err(reason) => return ToolOutput::error(reason),
-        };
-        let plan = match plan(&input, &context.workspace) {
-            Ok(plan) => plan,
-            Err(reason) => return ToolOutput::error(reason),
-        };
+    async fn call(&self, plan: Plan, context: &ToolContext) -> ToolOutput {
         let shown_dir = context.workspace.display(&plan.dir);
         match std::fs::metadata(&plan.dir) {
             Ok(meta) if meta.is_dir() => {}

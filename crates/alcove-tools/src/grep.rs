@@ -12,10 +12,9 @@ use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{Searcher, Sink, SinkContext, SinkMatch};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::read::cut_line;
-use crate::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
+use crate::{Access, Invocation, ToolContext, ToolOutput, TypedTool, Workspace};
 use walk::{Found, search};
 
 mod walk;
@@ -47,7 +46,7 @@ enum OutputMode {
 
 /// Arguments of `Grep`.
 #[derive(Debug, Deserialize, JsonSchema)]
-struct GrepInput {
+pub struct GrepInput {
     /// The regular expression.
     pattern: String,
     /// File or folder to search (default: the workspace).
@@ -81,7 +80,7 @@ struct GrepInput {
 }
 
 /// A validated search.
-struct Plan {
+pub struct Plan {
     /// The file or directory searched.
     path: PathBuf,
     matcher: RegexMatcher,
@@ -198,7 +197,10 @@ impl Default for Grep {
 }
 
 #[async_trait::async_trait]
-impl Tool for Grep {
+impl TypedTool for Grep {
+    type Input = GrepInput;
+    type Call = Plan;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -207,29 +209,25 @@ impl Tool for Grep {
         Access::ReadOnly
     }
 
-    fn inspect(&self, input: &Value, workspace: &Workspace) -> Result<Invocation, String> {
-        let input: GrepInput = parse_input(NAME, input)?;
+    fn inspect(
+        &self,
+        input: GrepInput,
+        workspace: &Workspace,
+    ) -> Result<(Invocation, Plan), String> {
         let plan = plan(&input, workspace)?;
         let summary = match &input.path {
             Some(_) => format!("{} in {}", input.pattern, workspace.display(&plan.path)),
             None => input.pattern.clone(),
         };
-        Ok(Invocation {
+        let invocation = Invocation {
             summary,
-            paths: vec![plan.path],
+            paths: vec![plan.path.clone()],
             command: None,
-        })
+        };
+        Ok((invocation, plan))
     }
 
-    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
-        let input: GrepInput = match parse_input(NAME, &input) {
-            Ok(input) => input,
-            Err(reason) => return ToolOutput::error(reason),
-        };
-        let plan = match plan(&input, &context.workspace) {
-            Ok(plan) => plan,
-            Err(reason) => return ToolOutput::error(reason),
-        };
+    async fn call(&self, plan: Plan, context: &ToolContext) -> ToolOutput {
         if !plan.path.exists() {
             let shown = context.workspace.display(&plan.path);
             return ToolOutput::error(format!("Path does not exist: {shown}"));

@@ -5,9 +5,8 @@
 use alcove_protocol::ToolSpec;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
-use crate::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
+use crate::{Access, Invocation, ToolContext, ToolOutput, TypedTool, Workspace};
 
 /// The tool's name.
 pub const KILL_SHELL: &str = "KillShell";
@@ -16,7 +15,7 @@ const DESCRIPTION: &str = "Stops a background command and every process it start
 
 /// Arguments of `KillShell`.
 #[derive(Debug, Deserialize, JsonSchema)]
-struct KillShellInput {
+pub struct KillShellInput {
     /// The id Bash returned.
     shell_id: String,
 }
@@ -35,7 +34,10 @@ impl Default for KillShell {
 }
 
 #[async_trait::async_trait]
-impl Tool for KillShell {
+impl TypedTool for KillShell {
+    type Input = KillShellInput;
+    type Call = KillShellInput;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -54,20 +56,20 @@ impl Tool for KillShell {
         true
     }
 
-    fn inspect(&self, input: &Value, _workspace: &Workspace) -> Result<Invocation, String> {
-        let input: KillShellInput = parse_input(KILL_SHELL, input)?;
-        Ok(Invocation {
-            summary: input.shell_id,
+    fn inspect(
+        &self,
+        input: KillShellInput,
+        _workspace: &Workspace,
+    ) -> Result<(Invocation, KillShellInput), String> {
+        let invocation = Invocation {
+            summary: input.shell_id.clone(),
             paths: Vec::new(),
             command: None,
-        })
+        };
+        Ok((invocation, input))
     }
 
-    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
-        let input: KillShellInput = match parse_input(KILL_SHELL, &input) {
-            Ok(input) => input,
-            Err(reason) => return ToolOutput::error(reason),
-        };
+    async fn call(&self, input: KillShellInput, context: &ToolContext) -> ToolOutput {
         let Some(background) = &context.background else {
             return ToolOutput::error("Background commands are not available here.");
         };

@@ -19,8 +19,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use alcove_protocol::Effects;
-use alcove_protocol::{AgentPath, Schema, ToolSpec};
+pub use alcove_protocol::ToolSpec;
+use alcove_protocol::{AgentPath, Schema};
 use serde::de::DeserializeOwned;
+#[doc(hidden)]
+pub use serde_json::Value as JsonValue;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -94,12 +97,37 @@ pub struct Invocation {
 impl Invocation {
     /// A call on one file: the path the model gave, resolved against the workspace.
     pub fn file(workspace: &Workspace, file_path: &str) -> Invocation {
-        let path = workspace.resolve(file_path);
+        Invocation::of_file(workspace, workspace.resolve(file_path))
+    }
+
+    /// A call on the one file at `path`, already resolved.
+    pub fn of_file(workspace: &Workspace, path: PathBuf) -> Invocation {
         Invocation {
             summary: workspace.display(&path),
             paths: vec![path],
             command: None,
         }
+    }
+}
+
+/// A one-file call's validated input with its path resolved once, by
+/// `inspect`: the path the gate checked is the path the call uses.
+#[derive(Debug)]
+pub struct FileCall<T> {
+    /// The tool's input.
+    pub input: T,
+    /// `file_path` resolved against the workspace.
+    pub path: PathBuf,
+}
+
+impl<T> FileCall<T> {
+    /// `file_path` (`input`'s) resolved, and the invocation naming it.
+    pub fn resolve(workspace: &Workspace, file_path: &str, input: T) -> (Invocation, FileCall<T>) {
+        let path = workspace.resolve(file_path);
+        (
+            Invocation::of_file(workspace, path.clone()),
+            FileCall { input, path },
+        )
     }
 }
 
@@ -169,14 +197,6 @@ pub struct ToolContext {
     /// Paths the call must not reveal (those a `Read(...)` deny rule covers):
     /// searches skip them, so a search from the root cannot read around a rule.
     pub hidden: HiddenPaths,
-    /// The resolved paths [`Tool::inspect`] returned for this call, which the
-    /// permission gate checked: a tool acts on these, never on a path it
-    /// resolves again (the path checked is the path used).
-    pub paths: Vec<PathBuf>,
-    /// The caller's wiring, opaque here: `alcove-core` lends its delegation
-    /// tools the calling agent's scope (gate, tools, depth, path, event sink)
-    /// through it, so no tool captures its caller's state when built.
-    pub scope: Option<Scope>,
     /// The sandbox the calling agent's commands run in.
     pub sandbox: SandboxScope,
     /// About how many bytes of result text still fit in the model's context
@@ -189,28 +209,13 @@ pub struct ToolContext {
     pub background: Option<BackgroundScope>,
 }
 
-/// The caller's wiring a delegation tool downcasts (see [`ToolContext::scope`]).
-pub type Scope = Arc<dyn std::any::Any + Send + Sync>;
-
 impl std::fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolContext")
             .field("agent", &self.agent)
             .field("depth", &self.depth)
             .field("call_id", &self.call_id)
-            .field("paths", &self.paths)
             .finish_non_exhaustive()
-    }
-}
-
-impl ToolContext {
-    /// The path `inspect` resolved for a one-file call, or `file_path`
-    /// resolved now when the call was not inspected first (direct calls in tests).
-    pub fn file_path(&self, file_path: &str) -> PathBuf {
-        self.paths
-            .first()
-            .cloned()
-            .unwrap_or_else(|| self.workspace.resolve(file_path))
     }
 }
 
@@ -243,14 +248,98 @@ impl std::fmt::Debug for HiddenPaths {
     }
 }
 
-/// A capability the model can call.
+/// A capability the model can call, as dispatch and the tool pools hold it.
 ///
-/// Implementors validate their arguments in [`Tool::inspect`] (usually with
-/// [`parse_input`]) and do the work in [`Tool::call`], which is only reached
-/// after the permission gate and hooks have allowed the call. Failures the
-/// model can act on are returned as [`ToolOutput::error`], never as panics.
+/// `Caller` is who calls: what a delegation tool is lent per call (in
+/// `alcove-core`, the calling agent's scope). Tools that do not delegate
+/// implement [`TypedTool`] and so serve every caller; a tool that needs its
+/// caller implements [`ScopedTool`] for that caller's type and says so with
+/// [`scoped_tool!`]. Either way a call is parsed and checked once, by
+/// [`Tool::prepare`]: the [`Prepared`] call holds the tool's own validated
+/// input (its paths resolved, its pattern compiled), and running it is what
+/// the call does, so nothing is parsed or resolved again.
+pub trait Tool<Caller: ?Sized + Sync = ()>: Send + Sync {
+    /// The name, description and argument schema offered to the model.
+    fn spec(&self) -> &ToolSpec;
+
+    /// What calls of this tool can do.
+    fn access(&self) -> Access;
+
+    /// Whether calls may run at the same time as other concurrency-safe calls
+    /// of the same assistant message.
+    fn concurrency_safe(&self) -> bool;
+
+    /// Whether a call changes text quoted from the file it names, so the
+    /// caller must have read that file, as it is now, first (`Edit`):
+    /// dispatch refuses the call otherwise, saying to Read it.
+    fn needs_prior_read(&self) -> bool;
+
+    /// Whether calls need the session's background commands
+    /// ([`ToolContext::background`]); dispatch lends them only to such tools.
+    fn uses_background(&self) -> bool {
+        false
+    }
+
+    /// Parses and checks the arguments once: what the call would do (for
+    /// the gate, hooks and approval) and the call, ready to run. An `Err` is
+    /// the reason, returned to the model as an error result.
+    fn prepare(&self, input: &Value, workspace: &Workspace)
+    -> Result<Prepared<'_, Caller>, String>;
+}
+
+/// A call checked by [`Tool::prepare`]: what it would do, and the call itself.
+pub struct Prepared<'a, Caller: ?Sized = ()> {
+    /// What the call intends to do: what the gate decides on.
+    pub invocation: Invocation,
+    call: Box<dyn PreparedCall<Caller> + 'a>,
+}
+
+impl<'a, Caller: ?Sized + Sync> Prepared<'a, Caller> {
+    /// The invocation and the call that carries it out.
+    pub fn new(invocation: Invocation, call: impl PreparedCall<Caller> + 'a) -> Self {
+        Prepared {
+            invocation,
+            call: Box::new(call),
+        }
+    }
+
+    /// Does the work, for `caller`.
+    pub async fn run(self, context: &ToolContext, caller: &Caller) -> ToolOutput {
+        self.call.run(context, caller).await
+    }
+}
+
+impl<Caller: ?Sized> std::fmt::Debug for Prepared<'_, Caller> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("invocation", &self.invocation)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The work of one prepared call (see [`Prepared`]).
 #[async_trait::async_trait]
-pub trait Tool: Send + Sync {
+pub trait PreparedCall<Caller: ?Sized>: Send {
+    /// Does the work.
+    async fn run(self: Box<Self>, context: &ToolContext, caller: &Caller) -> ToolOutput;
+}
+
+/// A tool that needs nothing of its caller: every built-in, MCP tool,
+/// `TodoWrite`. It parses its arguments as `Input` (serde, with errors that
+/// name the field), checks them in [`TypedTool::inspect`], which turns them
+/// into the `Call` its [`TypedTool::call`] consumes (often `Input` itself,
+/// or a [`FileCall`] with the path resolved), and is a [`Tool`] for every
+/// caller.
+///
+/// The permission gate and hooks run between `inspect` and `call`;
+/// failures the model can act on are [`ToolOutput::error`], never panics.
+#[async_trait::async_trait]
+pub trait TypedTool: Send + Sync {
+    /// The arguments, as the model writes them.
+    type Input: DeserializeOwned;
+    /// What a checked call runs on.
+    type Call: Send;
+
     /// The name, description and argument schema offered to the model.
     fn spec(&self) -> &ToolSpec;
 
@@ -263,31 +352,166 @@ pub trait Tool: Send + Sync {
         self.access() == Access::ReadOnly
     }
 
-    /// Whether calls need their caller's scope ([`ToolContext::scope`]):
-    /// delegation tools do; dispatch lends it only to them.
-    fn needs_scope(&self) -> bool {
-        false
-    }
-
     /// Whether calls need the session's background commands
     /// ([`ToolContext::background`]): `Bash`, `BashOutput`, `KillShell`.
     fn uses_background(&self) -> bool {
         false
     }
 
-    /// Whether a call changes text quoted from the file it names, so the
-    /// caller must have read that file, as it is now, first (`Edit`):
-    /// dispatch refuses the call otherwise, saying to Read it.
+    /// See [`Tool::needs_prior_read`].
     fn needs_prior_read(&self) -> bool {
         false
     }
 
-    /// Checks the arguments and says what the call would do. An `Err` is the
-    /// reason, returned to the model as an error result.
-    fn inspect(&self, input: &Value, workspace: &Workspace) -> Result<Invocation, String>;
+    /// Checks the parsed arguments and says what the call would do; the
+    /// `Call` is what [`TypedTool::call`] consumes.
+    fn inspect(
+        &self,
+        input: Self::Input,
+        workspace: &Workspace,
+    ) -> Result<(Invocation, Self::Call), String>;
 
     /// Does the work.
-    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput;
+    async fn call(&self, call: Self::Call, context: &ToolContext) -> ToolOutput;
+}
+
+/// A [`TypedTool`]'s checked call.
+struct TypedCall<'a, T: TypedTool> {
+    tool: &'a T,
+    call: T::Call,
+}
+
+#[async_trait::async_trait]
+impl<T: TypedTool, Caller: ?Sized + Sync> PreparedCall<Caller> for TypedCall<'_, T> {
+    async fn run(self: Box<Self>, context: &ToolContext, _caller: &Caller) -> ToolOutput {
+        let TypedCall { tool, call } = *self;
+        tool.call(call, context).await
+    }
+}
+
+impl<T: TypedTool, Caller: ?Sized + Sync> Tool<Caller> for T {
+    fn spec(&self) -> &ToolSpec {
+        TypedTool::spec(self)
+    }
+
+    fn access(&self) -> Access {
+        TypedTool::access(self)
+    }
+
+    fn concurrency_safe(&self) -> bool {
+        TypedTool::concurrency_safe(self)
+    }
+
+    fn needs_prior_read(&self) -> bool {
+        TypedTool::needs_prior_read(self)
+    }
+
+    fn uses_background(&self) -> bool {
+        TypedTool::uses_background(self)
+    }
+
+    fn prepare(
+        &self,
+        input: &Value,
+        workspace: &Workspace,
+    ) -> Result<Prepared<'_, Caller>, String> {
+        let input = parse_input(&TypedTool::spec(self).name, input)?;
+        let (invocation, call) = self.inspect(input, workspace)?;
+        Ok(Prepared::new(invocation, TypedCall { tool: self, call }))
+    }
+}
+
+/// A tool that acts for its caller (delegation: `Agent`, the collab and
+/// batch tools; `WebFetch`, which asks the caller's gate): like
+/// [`TypedTool`], but its call is given the `Caller` dispatch lends it, a
+/// typed value, never state captured when the tool was built. Implement
+/// it, then make the type a [`Tool`] for that caller with [`scoped_tool!`].
+#[async_trait::async_trait]
+pub trait ScopedTool<Caller: ?Sized + Sync>: Send + Sync {
+    /// The arguments, as the model writes them.
+    type Input: DeserializeOwned;
+    /// What a checked call runs on.
+    type Call: Send;
+
+    /// The name, description and argument schema offered to the model.
+    fn spec(&self) -> &ToolSpec;
+
+    /// What calls of this tool can do.
+    fn access(&self) -> Access;
+
+    /// Whether calls may run at the same time as other concurrency-safe calls.
+    fn concurrency_safe(&self) -> bool {
+        self.access() == Access::ReadOnly
+    }
+
+    /// Checks the parsed arguments and says what the call would do.
+    fn inspect(
+        &self,
+        input: Self::Input,
+        workspace: &Workspace,
+    ) -> Result<(Invocation, Self::Call), String>;
+
+    /// Does the work for `caller`.
+    async fn call(&self, call: Self::Call, context: &ToolContext, caller: &Caller) -> ToolOutput;
+}
+
+/// A [`ScopedTool`]'s checked call ([`scoped_tool!`] uses it).
+#[doc(hidden)]
+pub struct ScopedCall<'a, T: ScopedTool<Caller>, Caller: ?Sized + Sync> {
+    /// The tool.
+    pub tool: &'a T,
+    /// Its checked input.
+    pub call: T::Call,
+}
+
+#[async_trait::async_trait]
+impl<T: ScopedTool<Caller>, Caller: ?Sized + Sync> PreparedCall<Caller>
+    for ScopedCall<'_, T, Caller>
+{
+    async fn run(self: Box<Self>, context: &ToolContext, caller: &Caller) -> ToolOutput {
+        let ScopedCall { tool, call } = *self;
+        tool.call(call, context, caller).await
+    }
+}
+
+/// Makes a [`ScopedTool`] a [`Tool`] for its caller: `scoped_tool!(AgentTool, AgentScope);`
+/// (a blanket impl would overlap [`TypedTool`]'s).
+#[macro_export]
+macro_rules! scoped_tool {
+    ($tool:ty, $caller:ty) => {
+        impl $crate::Tool<$caller> for $tool {
+            fn spec(&self) -> &$crate::ToolSpec {
+                $crate::ScopedTool::<$caller>::spec(self)
+            }
+
+            fn access(&self) -> $crate::Access {
+                $crate::ScopedTool::<$caller>::access(self)
+            }
+
+            fn concurrency_safe(&self) -> bool {
+                $crate::ScopedTool::<$caller>::concurrency_safe(self)
+            }
+
+            fn needs_prior_read(&self) -> bool {
+                false
+            }
+
+            fn prepare(
+                &self,
+                input: &$crate::JsonValue,
+                workspace: &$crate::Workspace,
+            ) -> ::std::result::Result<$crate::Prepared<'_, $caller>, String> {
+                let name = &$crate::ScopedTool::<$caller>::spec(self).name;
+                let input = $crate::parse_input(name, input)?;
+                let (invocation, call) =
+                    $crate::ScopedTool::<$caller>::inspect(self, input, workspace)?;
+                Ok($crate::Prepared::new(
+                    invocation,
+                    $crate::ScopedCall { tool: self, call },
+                ))
+            }
+        }
+    };
 }
 
 /// Deserializes a tool's arguments, turning serde's complaint into a reason
@@ -356,23 +580,23 @@ pub fn kept_spec<T: schemars::JsonSchema>(
 }
 
 /// The built-in tools, in the order they are offered to the model.
-pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
+pub fn builtin_tools<Caller: ?Sized + Sync>() -> Vec<Arc<dyn Tool<Caller>>> {
     builtin_tools_with_env(EnvPolicy::default())
 }
 
 /// [`builtin_tools`] whose `Bash` follows `env` for its commands' environment.
-pub fn builtin_tools_with_env(env: EnvPolicy) -> Vec<Arc<dyn Tool>> {
+pub fn builtin_tools_with_env<Caller: ?Sized + Sync>(env: EnvPolicy) -> Vec<Arc<dyn Tool<Caller>>> {
     builtin_tools_confined(env, None, None)
 }
 
 /// [`builtin_tools_with_env`] whose `Bash` runs every command through the
 /// sandbox launcher when `confinement` is given, and whose `Read` shows a
 /// text file as `file_source` holds it (an editor's buffer) when it does.
-pub fn builtin_tools_confined(
+pub fn builtin_tools_confined<Caller: ?Sized + Sync>(
     env: EnvPolicy,
     confinement: Option<Arc<Confinement>>,
     file_source: Option<Arc<dyn FileSource>>,
-) -> Vec<Arc<dyn Tool>> {
+) -> Vec<Arc<dyn Tool<Caller>>> {
     let bash = Bash::with_env_policy(env);
     let bash = match confinement {
         Some(confinement) => bash.confined(confinement),
@@ -393,4 +617,15 @@ pub fn builtin_tools_confined(
         Arc::new(KillShell::default()),
         Arc::new(TodoWrite::default()),
     ]
+}
+
+/// What `input` would make `tool` do, or why it is refused: the invocation
+/// of [`Tool::prepare`], for callers that only look (tests, listings).
+pub fn inspect(
+    tool: &dyn Tool,
+    input: &Value,
+    workspace: &Workspace,
+) -> Result<Invocation, String> {
+    tool.prepare(input, workspace)
+        .map(|prepared| prepared.invocation)
 }

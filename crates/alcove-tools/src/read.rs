@@ -18,10 +18,10 @@ use std::sync::Arc;
 use alcove_protocol::ToolSpec;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::{
-    Access, Effects, FileSource, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input,
+    Access, Effects, FileCall, FileSource, Invocation, ToolContext, ToolOutput, TypedTool,
+    Workspace,
 };
 
 const NAME: &str = "Read";
@@ -41,7 +41,7 @@ const MAX_OUTPUT_CHARS: usize = 100_000;
 
 /// Arguments of `Read`.
 #[derive(Debug, Deserialize, JsonSchema)]
-struct ReadInput {
+pub struct ReadInput {
     /// Absolute or workspace-relative path.
     file_path: String,
     /// First line to read, 1-based.
@@ -80,7 +80,10 @@ impl Read {
 }
 
 #[async_trait::async_trait]
-impl Tool for Read {
+impl TypedTool for Read {
+    type Input = ReadInput;
+    type Call = FileCall<ReadInput>;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -89,17 +92,17 @@ impl Tool for Read {
         Access::ReadOnly
     }
 
-    fn inspect(&self, input: &Value, workspace: &Workspace) -> Result<Invocation, String> {
-        let input: ReadInput = parse_input(NAME, input)?;
-        Ok(Invocation::file(workspace, &input.file_path))
+    fn inspect(
+        &self,
+        input: ReadInput,
+        workspace: &Workspace,
+    ) -> Result<(Invocation, FileCall<ReadInput>), String> {
+        let file_path = input.file_path.clone();
+        Ok(FileCall::resolve(workspace, &file_path, input))
     }
 
-    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
-        let input: ReadInput = match parse_input(NAME, &input) {
-            Ok(input) => input,
-            Err(reason) => return ToolOutput::error(reason),
-        };
-        let path = context.file_path(&input.file_path);
+    async fn call(&self, call: FileCall<ReadInput>, context: &ToolContext) -> ToolOutput {
+        let FileCall { input, path } = call;
         let shown = context.workspace.display(&path);
         let effects = Effects {
             files_read: vec![shown.clone()],

@@ -13,7 +13,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{Access, Effects, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
+use crate::{
+    Access, Effects, Invocation, ToolContext, ToolOutput, TypedTool, Workspace, parse_input,
+};
 
 /// The tool's name, which prompts written for Claude Code use.
 pub const TODO_WRITE: &str = "TodoWrite";
@@ -27,7 +29,7 @@ const MAX_TEXT: usize = 1_000;
 
 /// Arguments of `TodoWrite`.
 #[derive(Debug, Deserialize, JsonSchema)]
-struct TodoWriteInput {
+pub struct TodoWriteInput {
     /// The whole plan, in order.
     todos: Vec<TodoInput>,
 }
@@ -66,7 +68,11 @@ impl Default for TodoWrite {
 
 /// The plan a `TodoWrite` call's arguments hold, or why they are refused.
 pub fn parse_todos(input: &Value) -> Result<Vec<Todo>, String> {
-    let input: TodoWriteInput = parse_input(TODO_WRITE, input)?;
+    checked_todos(parse_input(TODO_WRITE, input)?)
+}
+
+/// The plan, once its steps are checked.
+fn checked_todos(input: TodoWriteInput) -> Result<Vec<Todo>, String> {
     if input.todos.len() > MAX_TODOS {
         return Err(format!(
             "a plan has at most {MAX_TODOS} steps; this one has {}. Group smaller steps together.",
@@ -105,7 +111,10 @@ pub fn parse_todos(input: &Value) -> Result<Vec<Todo>, String> {
 }
 
 #[async_trait::async_trait]
-impl Tool for TodoWrite {
+impl TypedTool for TodoWrite {
+    type Input = TodoWriteInput;
+    type Call = Vec<Todo>;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -120,20 +129,21 @@ impl Tool for TodoWrite {
         false
     }
 
-    fn inspect(&self, input: &Value, _workspace: &Workspace) -> Result<Invocation, String> {
-        let todos = parse_todos(input)?;
-        Ok(Invocation {
+    fn inspect(
+        &self,
+        input: TodoWriteInput,
+        _workspace: &Workspace,
+    ) -> Result<(Invocation, Vec<Todo>), String> {
+        let todos = checked_todos(input)?;
+        let invocation = Invocation {
             summary: format!("{}/{} done", completed_count(&todos), todos.len()),
             paths: Vec::new(),
             command: None,
-        })
+        };
+        Ok((invocation, todos))
     }
 
-    async fn call(&self, input: Value, _context: &ToolContext) -> ToolOutput {
-        let todos = match parse_todos(&input) {
-            Ok(todos) => todos,
-            Err(reason) => return ToolOutput::error(reason),
-        };
+    async fn call(&self, todos: Vec<Todo>, _context: &ToolContext) -> ToolOutput {
         let now = todos
             .iter()
             .find(|todo| todo.status == TodoStatus::InProgress)

@@ -10,10 +10,9 @@ use std::path::Path;
 use alcove_protocol::ToolSpec;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::read::INLINE_READ_BYTES;
-use crate::{Access, Effects, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
+use crate::{Access, Effects, FileCall, Invocation, ToolContext, ToolOutput, TypedTool, Workspace};
 
 const NAME: &str = "Write";
 const DESCRIPTION: &str = "Writes a whole file, creating missing folders. Prefer Edit to change \
@@ -21,7 +20,7 @@ part of a file.";
 
 /// Arguments of `Write`.
 #[derive(Debug, Deserialize, JsonSchema)]
-struct WriteInput {
+pub struct WriteInput {
     /// Absolute or workspace-relative path.
     file_path: String,
     /// The whole new content.
@@ -42,7 +41,10 @@ impl Default for Write {
 }
 
 #[async_trait::async_trait]
-impl Tool for Write {
+impl TypedTool for Write {
+    type Input = WriteInput;
+    type Call = FileCall<WriteInput>;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -51,17 +53,17 @@ impl Tool for Write {
         Access::Edit
     }
 
-    fn inspect(&self, input: &Value, workspace: &Workspace) -> Result<Invocation, String> {
-        let input: WriteInput = parse_input(NAME, input)?;
-        Ok(Invocation::file(workspace, &input.file_path))
+    fn inspect(
+        &self,
+        input: WriteInput,
+        workspace: &Workspace,
+    ) -> Result<(Invocation, FileCall<WriteInput>), String> {
+        let file_path = input.file_path.clone();
+        Ok(FileCall::resolve(workspace, &file_path, input))
     }
 
-    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
-        let input: WriteInput = match parse_input(NAME, &input) {
-            Ok(input) => input,
-            Err(reason) => return ToolOutput::error(reason),
-        };
-        let path = context.file_path(&input.file_path);
+    async fn call(&self, call: FileCall<WriteInput>, context: &ToolContext) -> ToolOutput {
+        let FileCall { input, path } = call;
         let shown = context.workspace.display(&path);
         let workspace = context.workspace.clone();
         // Small content is written here, as Edit does (see there); large

@@ -117,11 +117,11 @@ fn lean_schemas_accept_what_the_tools_accept() {
         ("Bash", json!({"command": "ls"}), true),
         ("Bash", json!({"timeout": 5}), false),
     ];
-    let tools = builtin_tools();
+    let tools = builtin_tools::<()>();
     for (name, input, accepted) in samples {
         let tool = tools.iter().find(|t| t.spec().name == name).unwrap();
         let schema = &tool.spec().input_schema.to_value();
-        let by_tool = tool.inspect(&input, &workspace);
+        let by_tool = alcove_tools::inspect(tool.as_ref(), &input, &workspace);
         let by_schema = invalid(schema, &input);
         assert_eq!(by_tool.is_ok(), accepted, "{name} {input}: {by_tool:?}");
         assert_eq!(
@@ -134,7 +134,7 @@ fn lean_schemas_accept_what_the_tools_accept() {
 
 #[test]
 fn lean_schemas_have_no_null_unions_formats_or_titles() {
-    for tool in builtin_tools() {
+    for tool in builtin_tools::<()>() {
         let spec = tool.spec();
         let text = spec.input_schema.to_string();
         for needle in [

@@ -558,7 +558,7 @@ impl Live {
         cancel: CancellationToken,
     ) -> Result<StopReason, Error> {
         let session = &self.session;
-        let (prompt, mut runtime) = crate::commands::prepare(session, text);
+        let (prompt, mut runtime) = crate::prompt_commands::prepare(session, text);
         // The model chosen in the editor, unless a command asked for its own.
         if Arc::ptr_eq(&runtime.model, &session.runtime.model)
             && let Some(client) = self

@@ -17,11 +17,11 @@ use ratatui::text::Line;
 
 use super::approval::{ApprovalQueue, SessionRules};
 use super::cells::{Cell, NoticeKind, ToolStatus};
-use super::commands::{self, Command};
 use super::conversation::Conversation;
 use super::editor::{Editor, EditorAction};
 use super::panel::Panel;
 use super::theme::Theme;
+use super::ui_commands::{self, Command};
 
 /// What the session is, as the UI shows it.
 #[derive(Debug, Clone, Default)]
@@ -340,7 +340,8 @@ impl App {
             }
             KeyCode::Char('d') if ctrl && self.editor.is_empty() => return Some(Action::Exit),
             KeyCode::Tab => {
-                if let Some(command) = commands::complete(&self.editor.text(), &self.facts.prompts)
+                if let Some(command) =
+                    ui_commands::complete(&self.editor.text(), &self.facts.prompts)
                 {
                     self.editor.set_text(&format!("{command} "));
                 }
@@ -351,10 +352,10 @@ impl App {
         let EditorAction::Submit(text) = self.editor.on_key(key) else {
             return None;
         };
-        if let Some(note) = commands::memory_note(&text) {
+        if let Some(note) = ui_commands::memory_note(&text) {
             return Some(Action::Remember(note.to_owned()));
         }
-        if let Some(command) = commands::parse(&text) {
+        if let Some(command) = ui_commands::parse(&text) {
             let custom = match &command {
                 Command::Init => true,
                 Command::Unknown(name) => self.facts.prompts.iter().any(|(known, _)| known == name),
@@ -471,7 +472,7 @@ impl App {
         let theme = self.theme;
         match command {
             Command::Help => self.commit(
-                Cell::Lines(commands::help_lines(
+                Cell::Lines(ui_commands::help_lines(
                     usize::from(self.width),
                     theme,
                     &self.facts.prompts,
@@ -479,15 +480,15 @@ impl App {
                 now,
             ),
             Command::Agents => {
-                let lines = commands::agents_lines(self, now);
+                let lines = ui_commands::agents_lines(self, now);
                 self.commit(Cell::Lines(lines), now);
             }
             Command::Mcp => {
-                let lines = commands::mcp_lines(self);
+                let lines = ui_commands::mcp_lines(self);
                 self.commit(Cell::Lines(lines), now);
             }
             Command::Status => {
-                let lines = commands::status_lines(self);
+                let lines = ui_commands::status_lines(self);
                 self.commit(Cell::Lines(lines), now);
             }
             Command::Model(None) => {

@@ -28,7 +28,9 @@ use super::approval::Ask;
 use super::cells::NoticeKind;
 use super::conversation::cells_from_history;
 use super::picker::{Picked, Picker};
-use super::runner::{Channels, Totals, Turn, cancel_and_wait, start_compaction, start_turn, wait};
+use super::session_turns::{
+    Channels, Totals, Turn, cancel_and_wait, start_compaction, start_turn, wait,
+};
 use super::term::Inline;
 use super::theme::Theme;
 use super::view;
@@ -258,7 +260,7 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
                 turn = Some(started);
             }
             Some(Action::ShowMemory) => {
-                let lines = super::commands::memory_lines(
+                let lines = super::ui_commands::memory_lines(
                     session.memory.path(),
                     &session.memory.read(),
                     usize::from(app.width),

@@ -14,7 +14,6 @@
 mod app;
 mod approval;
 mod cells;
-mod commands;
 mod conversation;
 mod diff;
 mod driver;
@@ -24,9 +23,10 @@ mod panel;
 mod picker;
 mod plain;
 mod plan;
-mod runner;
+mod session_turns;
 mod term;
 mod theme;
+mod ui_commands;
 mod view;
 mod wrap;
 

@@ -17,8 +17,8 @@ use tokio::sync::mpsc;
 use super::Start;
 use super::approval::{Ask, SessionRules, rules_for};
 use super::cells::{format_tokens, key_argument};
-use super::commands::{self, Command};
-use super::runner::{Channels, Totals, Turn, start_compaction, start_turn, wait};
+use super::session_turns::{Channels, Totals, Turn, start_compaction, start_turn, wait};
+use super::ui_commands::{self, Command};
 use crate::CommonArgs;
 use crate::resume::continue_history;
 use crate::session::Session;
@@ -167,16 +167,16 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
         if prompt.trim().is_empty() {
             continue;
         }
-        if let Some(note) = commands::memory_note(&prompt) {
+        if let Some(note) = ui_commands::memory_note(&prompt) {
             match session.memory.append(note) {
                 Ok(()) => println!("Noted in {}", session.memory.path().display()),
                 Err(err) => eprintln!("Cannot write {}: {err}", session.memory.path().display()),
             }
             continue;
         }
-        let custom = crate::commands::expand_prompt(&session, &prompt).is_some();
+        let custom = crate::prompt_commands::expand_prompt(&session, &prompt).is_some();
         let mut compact = None;
-        match commands::parse(&prompt) {
+        match ui_commands::parse(&prompt) {
             _ if custom => {}
             Some(Command::Compact(focus)) => compact = Some(focus),
             Some(Command::Exit) => break,

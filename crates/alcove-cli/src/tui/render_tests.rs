@@ -465,7 +465,7 @@ fn status_shows_what_the_tree_used_when_it_has_a_budget() {
     let dir = tempfile::tempdir().unwrap();
     let mut app = app(dir.path(), false);
     let text = |app: &App| {
-        super::commands::status_lines(app)
+        super::ui_commands::status_lines(app)
             .iter()
             .map(|line| line.to_string())
             .collect::<Vec<_>>()

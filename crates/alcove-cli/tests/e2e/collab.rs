@@ -13,7 +13,7 @@ use crate::support::{
 };
 
 /// Runs `alcove exec --json` with waits allowed down to 50 ms.
-mod runner;
+mod process_runner;
 
 fn run(env: &TestEnv, server: &FakeServer, extra: &[&str], prompt: &str) -> Outcome {
     let mut args = vec!["-c", "agents.wait_min_ms=50", "--json"];

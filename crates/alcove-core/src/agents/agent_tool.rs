@@ -12,10 +12,9 @@
 use std::sync::Weak;
 
 use alcove_protocol::ToolSpec;
-use alcove_tools::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
+use alcove_tools::{Access, Invocation, ScopedTool, ToolContext, ToolOutput, Workspace};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::child::ChildRequest;
 use super::definitions::{AgentDefinition, DEFAULT_AGENT_TYPE, Definitions};
@@ -26,7 +25,7 @@ use super::supervisor::{Supervisor, upgrade};
 
 /// Arguments of an `Agent` call.
 #[derive(Debug, Deserialize, JsonSchema)]
-struct AgentInput {
+pub(crate) struct AgentInput {
     /// 3-5 words.
     description: String,
     /// The task: goal, scope, what to report.
@@ -86,8 +85,18 @@ impl AgentTool {
     }
 }
 
+/// A checked `Agent` call: its input and the definition it runs (with
+/// the worktree it asked for).
+pub(crate) struct AgentCall {
+    input: AgentInput,
+    definition: AgentDefinition,
+}
+
 #[async_trait::async_trait]
-impl Tool for AgentTool {
+impl ScopedTool<AgentScope> for AgentTool {
+    type Input = AgentInput;
+    type Call = AgentCall;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -96,29 +105,28 @@ impl Tool for AgentTool {
         Access::Delegate
     }
 
-    fn needs_scope(&self) -> bool {
-        true
-    }
-
     fn concurrency_safe(&self) -> bool {
         true
     }
 
-    fn inspect(&self, input: &Value, _workspace: &Workspace) -> Result<Invocation, String> {
-        let input: AgentInput = parse_input("Agent", input)?;
+    fn inspect(
+        &self,
+        input: AgentInput,
+        _workspace: &Workspace,
+    ) -> Result<(Invocation, AgentCall), String> {
         if input.description.trim().is_empty() {
             return Err("invalid arguments for Agent: `description` must not be empty".to_owned());
         }
         if input.prompt.trim().is_empty() {
             return Err("invalid arguments for Agent: `prompt` must not be empty".to_owned());
         }
-        let definition = self.definition(&input)?;
-        super::worktree_child::wants_worktree(input.isolation.as_deref())?;
+        let mut definition = self.definition(&input)?;
+        definition.worktree |= super::worktree_child::wants_worktree(input.isolation.as_deref())?;
         if let Some(effort) = &input.effort {
             alcove_model::parse_effort(effort)
                 .map_err(|reason| format!("invalid arguments for Agent: {reason}"))?;
         }
-        Ok(Invocation {
+        let invocation = Invocation {
             summary: format!(
                 "{}: {}",
                 definition.name,
@@ -126,26 +134,14 @@ impl Tool for AgentTool {
             ),
             paths: Vec::new(),
             command: None,
-        })
+        };
+        Ok((invocation, AgentCall { input, definition }))
     }
 
-    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
-        let input: AgentInput = match parse_input("Agent", &input) {
-            Ok(input) => input,
-            Err(reason) => return ToolOutput::error(reason),
-        };
-        let mut definition = match self.definition(&input) {
-            Ok(definition) => definition,
-            Err(reason) => return ToolOutput::error(reason),
-        };
-        match super::worktree_child::wants_worktree(input.isolation.as_deref()) {
-            Ok(wants) => definition.worktree |= wants,
-            Err(reason) => return ToolOutput::error(reason),
-        }
-        let (supervisor, scope) = match upgrade(&self.supervisor)
-            .and_then(|supervisor| Ok((supervisor, AgentScope::of(context)?)))
-        {
-            Ok(found) => found,
+    async fn call(&self, call: AgentCall, context: &ToolContext, scope: &AgentScope) -> ToolOutput {
+        let AgentCall { input, definition } = call;
+        let supervisor = match upgrade(&self.supervisor) {
+            Ok(supervisor) => supervisor,
             Err(reason) => return ToolOutput::error(format!("Agent failed: {reason}")),
         };
         let request = ChildRequest {
@@ -186,3 +182,5 @@ impl Tool for AgentTool {
         }
     }
 }
+
+alcove_tools::scoped_tool!(AgentTool, AgentScope);

@@ -120,7 +120,7 @@ pub(crate) const LABEL_CHARS: usize = 60;
 impl Supervisor {
     /// Builds a child named `name` of the agent whose scope is `scope`
     /// (nothing is announced here: see `lifecycle`).
-    pub(crate) fn build_child(
+    pub(crate) async fn build_child(
         self: &Arc<Self>,
         scope: &AgentScope,
         name: &str,
@@ -183,7 +183,7 @@ impl Supervisor {
             .map(Arc::new);
         // The one place a child's workspace is chosen.
         let worktree = match definition.worktree {
-            true => Some(self.create_worktree(scope, name)?),
+            true => Some(self.create_worktree(scope, name).await?),
             false => None,
         };
         let workspace = match &worktree {
@@ -266,7 +266,8 @@ impl Supervisor {
     }
 
     /// A worktree on `alcove/<session>/<name>` at the parent's current state.
-    fn create_worktree(&self, scope: &AgentScope, name: &str) -> Result<Worktree, String> {
+    /// Made on a blocking thread: git must not hold up an async worker.
+    async fn create_worktree(&self, scope: &AgentScope, name: &str) -> Result<Worktree, String> {
         let session: String = self
             .transcripts
             .as_ref()
@@ -274,13 +275,13 @@ impl Supervisor {
             .map(|id| id.to_string_lossy().chars().take(8).collect())
             .unwrap_or_else(|| std::process::id().to_string());
         let branch = format!("{BRANCH_PREFIX}{session}/{name}");
-        Worktree::create(scope.runtime.workspace.root(), &branch, name)
+        super::worktree_child::create(scope.runtime.workspace.root(), branch, name).await
     }
 
     fn child_system_prompt(
         &self,
         definition: &AgentDefinition,
-        pool: &[Arc<dyn Tool>],
+        pool: &[Arc<dyn Tool<AgentScope>>],
         root: &Path,
         warnings: &mut Vec<String>,
     ) -> String {
@@ -319,10 +320,10 @@ impl Supervisor {
 /// definition's lists, then within `tool_names` when given and non-empty —
 /// and the `tool_names` that matched nothing.
 fn child_pool(
-    parent_pool: &[Arc<dyn Tool>],
+    parent_pool: &[Arc<dyn Tool<AgentScope>>],
     definition: &AgentDefinition,
     tool_names: Option<&[String]>,
-) -> (Vec<Arc<dyn Tool>>, Vec<String>) {
+) -> (Vec<Arc<dyn Tool<AgentScope>>>, Vec<String>) {
     let allowed = |name: &str| {
         !DELEGATION_TOOLS.contains(&name)
             && definition
@@ -331,7 +332,7 @@ fn child_pool(
                 .is_none_or(|tools| tools.iter().any(|tool| tool == name))
             && !definition.disallowed_tools.iter().any(|tool| tool == name)
     };
-    let mut pool: Vec<Arc<dyn Tool>> = parent_pool
+    let mut pool: Vec<Arc<dyn Tool<AgentScope>>> = parent_pool
         .iter()
         .filter(|tool| allowed(&tool.spec().name))
         .cloned()

@@ -17,7 +17,9 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use alcove_protocol::ToolSpec;
-use alcove_tools::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
+use alcove_tools::{
+    Access, Invocation, ScopedTool, Tool, ToolContext, ToolOutput, Workspace, parse_input,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -29,9 +31,10 @@ use super::lifecycle::{Pool, SlotWait};
 use super::registry::{Record, Registry, State, next_sequence, now};
 use super::scope::AgentScope;
 use super::supervisor::{Supervisor, upgrade};
+use crate::isolation::worktree::Worktree;
 
 #[derive(Deserialize, JsonSchema)]
-struct SpawnInput {
+pub(crate) struct SpawnInput {
     /// The task: goal, scope, what to report.
     message: String,
     /// Agent type (default "general-purpose").
@@ -48,7 +51,7 @@ struct SpawnInput {
 }
 
 #[derive(Deserialize, JsonSchema)]
-struct SendInput {
+pub(crate) struct SendInput {
     /// The agent id.
     id: String,
     /// The next message for the agent.
@@ -59,7 +62,7 @@ struct SendInput {
 }
 
 #[derive(Deserialize, JsonSchema)]
-struct WaitInput {
+pub(crate) struct WaitInput {
     /// Agent ids.
     ids: Vec<String>,
     /// Default 30000.
@@ -68,14 +71,17 @@ struct WaitInput {
 }
 
 #[derive(Deserialize, JsonSchema)]
-struct IdInput {
+pub(crate) struct IdInput {
     /// The agent id.
     id: String,
 }
 
 /// The five tools, in the order they are offered; `runner` says whether
 /// spawned agents run as commands (the process runner).
-pub(crate) fn collab_tools(supervisor: &Weak<Supervisor>, runner: bool) -> Vec<Arc<dyn Tool>> {
+pub(crate) fn collab_tools(
+    supervisor: &Weak<Supervisor>,
+    runner: bool,
+) -> Vec<Arc<dyn Tool<AgentScope>>> {
     [
         Kind::Spawn,
         Kind::Send,
@@ -84,7 +90,9 @@ pub(crate) fn collab_tools(supervisor: &Weak<Supervisor>, runner: bool) -> Vec<A
         Kind::Close,
     ]
     .into_iter()
-    .map(|kind| Arc::new(CollabTool::new(supervisor.clone(), kind, runner)) as Arc<dyn Tool>)
+    .map(|kind| {
+        Arc::new(CollabTool::new(supervisor.clone(), kind, runner)) as Arc<dyn Tool<AgentScope>>
+    })
     .collect()
 }
 
@@ -97,7 +105,7 @@ enum Kind {
     Close,
 }
 
-struct CollabTool {
+pub(crate) struct CollabTool {
     supervisor: Weak<Supervisor>,
     kind: Kind,
     runner: bool,
@@ -147,8 +155,21 @@ impl CollabTool {
     }
 }
 
+/// A checked call of one of the five tools.
+pub(crate) enum CollabCall {
+    Spawn(SpawnInput),
+    Send(SendInput),
+    Wait(WaitInput),
+    Resume(IdInput),
+    Close(IdInput),
+}
+
 #[async_trait::async_trait]
-impl Tool for CollabTool {
+impl ScopedTool<AgentScope> for CollabTool {
+    /// Five tools, five shapes: the kind picks one.
+    type Input = Value;
+    type Call = CollabCall;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -161,60 +182,65 @@ impl Tool for CollabTool {
         }
     }
 
-    fn needs_scope(&self) -> bool {
-        true
-    }
-
     fn concurrency_safe(&self) -> bool {
         false
     }
 
-    fn inspect(&self, input: &Value, _workspace: &Workspace) -> Result<Invocation, String> {
+    fn inspect(
+        &self,
+        input: Value,
+        _workspace: &Workspace,
+    ) -> Result<(Invocation, CollabCall), String> {
         let name = self.spec.name.as_str();
-        let summary = match self.kind {
-            Kind::Spawn => parse_input::<SpawnInput>(name, input)?.message,
-            Kind::Send => parse_input::<SendInput>(name, input)?.id,
-            Kind::Wait => parse_input::<WaitInput>(name, input)?.ids.join(", "),
-            Kind::Resume | Kind::Close => parse_input::<IdInput>(name, input)?.id,
+        let call = match self.kind {
+            Kind::Spawn => CollabCall::Spawn(parse_input(name, &input)?),
+            Kind::Send => CollabCall::Send(parse_input(name, &input)?),
+            Kind::Wait => CollabCall::Wait(parse_input(name, &input)?),
+            Kind::Resume => CollabCall::Resume(parse_input(name, &input)?),
+            Kind::Close => CollabCall::Close(parse_input(name, &input)?),
         };
-        Ok(Invocation {
+        let summary = match &call {
+            CollabCall::Spawn(input) => input.message.clone(),
+            CollabCall::Send(input) => input.id.clone(),
+            CollabCall::Wait(input) => input.ids.join(", "),
+            CollabCall::Resume(input) | CollabCall::Close(input) => input.id.clone(),
+        };
+        let invocation = Invocation {
             summary,
             paths: Vec::new(),
             command: None,
-        })
+        };
+        Ok((invocation, call))
     }
 
-    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
+    async fn call(
+        &self,
+        call: CollabCall,
+        context: &ToolContext,
+        scope: &AgentScope,
+    ) -> ToolOutput {
         let name = self.spec.name.as_str();
         let supervisor = match upgrade(&self.supervisor) {
             Ok(supervisor) => supervisor,
             Err(reason) => return ToolOutput::error(format!("{name} failed: {reason}")),
         };
-        let result = async {
-            match self.kind {
-                Kind::Spawn => supervisor.spawn(context, parse_input(name, &input)?).await,
-                Kind::Send => {
-                    let input: SendInput = parse_input(name, &input)?;
-                    supervisor
-                        .send_input(&input.id, input.message, input.interrupt)
-                        .await
-                }
-                Kind::Wait => {
-                    let input: WaitInput = parse_input(name, &input)?;
-                    supervisor.wait(&input.ids, input.timeout_ms).await
-                }
-                Kind::Resume => supervisor.resume(&parse_input::<IdInput>(name, &input)?.id),
-                Kind::Close => {
-                    let id = parse_input::<IdInput>(name, &input)?.id;
-                    if is_batch_id(&id) {
-                        supervisor.close_batch(&id).await
-                    } else {
-                        supervisor.close(&id)
-                    }
+        let result = match call {
+            CollabCall::Spawn(input) => supervisor.spawn(context, scope, input).await,
+            CollabCall::Send(input) => {
+                supervisor
+                    .send_input(&input.id, input.message, input.interrupt)
+                    .await
+            }
+            CollabCall::Wait(input) => supervisor.wait(&input.ids, input.timeout_ms).await,
+            CollabCall::Resume(input) => supervisor.resume(&input.id),
+            CollabCall::Close(input) => {
+                if is_batch_id(&input.id) {
+                    supervisor.close_batch(&input.id).await
+                } else {
+                    supervisor.close(&input.id).await
                 }
             }
-        }
-        .await;
+        };
         match result {
             Ok(value) => ToolOutput::ok(serde_json::to_string_pretty(&value).unwrap_or_default()),
             Err(reason) => ToolOutput::error(reason),
@@ -222,18 +248,19 @@ impl Tool for CollabTool {
     }
 }
 
+alcove_tools::scoped_tool!(CollabTool, AgentScope);
+
 impl Supervisor {
     async fn spawn(
         self: &Arc<Self>,
         context: &ToolContext,
+        scope: &AgentScope,
         input: SpawnInput,
     ) -> Result<Value, String> {
         let message = input.message.trim().to_owned();
         if message.is_empty() {
             return Err("spawn_agent failed: message must not be empty".to_owned());
         }
-        let scope =
-            AgentScope::of(context).map_err(|reason| format!("spawn_agent failed: {reason}"))?;
         let type_name = input.agent_type.as_deref().unwrap_or(DEFAULT_AGENT_TYPE);
         let mut definition = self.definitions.get(type_name).cloned().ok_or_else(|| {
             format!(
@@ -397,7 +424,17 @@ impl Supervisor {
         Ok(json!({"agent_id": id, "status": record.status.as_str()}))
     }
 
-    fn close(&self, id: &str) -> Result<Value, String> {
+    async fn close(&self, id: &str) -> Result<Value, String> {
+        let finishing = self.mark_closed(id)?;
+        super::worktree_child::finish_closed(finishing).await;
+        self.registry.changed.notify_waiters();
+        Ok(json!({"agent_id": id, "status": "closed"}))
+    }
+
+    /// Marks `id` closed (cancelling its work); returns its worktree to
+    /// finish once the registry's lock is released, if it is idle.
+    fn mark_closed(&self, id: &str) -> Result<Vec<(Worktree, String)>, String> {
+        let mut finishing = Vec::new();
         let mut records = self.lock_records()?;
         let record = records
             .get_mut(id)
@@ -416,13 +453,12 @@ impl Supervisor {
             if let Some(submission) = &record.running {
                 submission.cancel.cancel();
             } else if let Some(worktree) = &record.child.worktree {
-                // Nothing writes there any more: commit and remove the folder.
-                let _ = worktree.finish(&format!("alcove child {id}"));
+                // Nothing writes there any more: commit and remove the
+                // folder, once the lock is released.
+                finishing.push((worktree.clone(), id.to_owned()));
             }
         }
         Registry::evict_idle(&mut records);
-        drop(records);
-        self.registry.changed.notify_waiters();
-        Ok(json!({"agent_id": id, "status": "closed"}))
+        Ok(finishing)
     }
 }

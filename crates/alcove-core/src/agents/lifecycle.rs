@@ -192,6 +192,7 @@ impl Supervisor {
         let name = self.next_child_name();
         let mut child = self
             .build_child(scope, &name, definition, request, cancel)
+            .await
             .map_err(StartError::Build)?;
         child.call_id = call_id.to_owned();
         self.running
@@ -386,8 +387,8 @@ impl Supervisor {
         let policy = crate::ParentPolicy::of(&child.run.gate)
             .with_sandbox(child.run.sandbox)
             .with_charter(charter);
-        let ran = super::runner::run_process(
-            super::runner::ProcessCall {
+        let ran = super::process_runner::run_process(
+            super::process_runner::ProcessCall {
                 command: remote.command,
                 message,
                 resume: remote.session,

@@ -157,13 +157,17 @@ impl Harness {
             depth: run.depth,
             call_id: "call-1".to_owned(),
             hidden: Default::default(),
-            paths: Vec::new(),
-            scope: Some(AgentScope::lend(&self.runtime, run)),
             sandbox: run.sandbox,
             result_room: usize::MAX,
             background: None,
         };
-        tool.call(input, &context).await
+        let prepared = match tool.prepare(&input, &self.runtime.workspace) {
+            Ok(prepared) => prepared,
+            Err(reason) => return ToolOutput::error(reason),
+        };
+        prepared
+            .run(&context, &AgentScope::lend(&self.runtime, run))
+            .await
     }
 
     async fn wait(&self, run: &AgentRun, id: &str) -> Value {
@@ -247,26 +251,19 @@ fn empty_descriptions_and_prompts_are_refused_before_anything_runs() {
         .find(|tool| tool.spec().name == "Agent")
         .unwrap();
     let workspace = &h.runtime.workspace;
-    let empty_prompt = agent
-        .inspect(&json!({"description": "x", "prompt": "  "}), workspace)
-        .unwrap_err();
+    let inspect = |input: Value| agent.prepare(&input, workspace).map(|call| call.invocation);
+    let empty_prompt = inspect(json!({"description": "x", "prompt": "  "})).unwrap_err();
     assert!(
         empty_prompt.contains("`prompt` must not be empty"),
         "{empty_prompt}"
     );
-    let empty_description = agent
-        .inspect(&json!({"description": "", "prompt": "p"}), workspace)
-        .unwrap_err();
+    let empty_description = inspect(json!({"description": "", "prompt": "p"})).unwrap_err();
     assert!(
         empty_description.contains("`description` must not be empty"),
         "{empty_description}"
     );
-    let unknown = agent
-        .inspect(
-            &json!({"description": "d", "prompt": "p", "subagent_type": "wizard"}),
-            workspace,
-        )
-        .unwrap_err();
+    let unknown =
+        inspect(json!({"description": "d", "prompt": "p", "subagent_type": "wizard"})).unwrap_err();
     assert!(unknown.contains("general-purpose, explore"), "{unknown}");
 }
 

@@ -1,9 +1,9 @@
 //! The caller's wiring, lent to a delegation tool for one call.
 //!
 //! A tool never captures its caller's state when it is built: dispatch lends
-//! the calling agent's scope through `ToolContext::scope`, and `Agent` and the
-//! collab tools read the caller's gate, tools, depth, path, cancellation and
-//! event sinks from it. So one set of delegation tools serves every agent,
+//! the calling agent's scope to each call of a `ScopedTool`, typed, and
+//! `Agent` and the collab tools read the caller's gate, tools, depth, path,
+//! cancellation and event sinks from it. So one set of delegation tools serves every agent,
 //! and nothing a child holds points back at the supervisor strongly (which
 //! made an `Arc` cycle: Supervisor → Registry → Record → Child → tools →
 //! collab tool → Supervisor).
@@ -11,35 +11,30 @@
 use std::sync::Arc;
 
 use alcove_protocol::AgentPath;
-use alcove_tools::{Scope, Tool, ToolContext};
+use alcove_tools::Tool;
 
 use super::child::DELEGATION_TOOLS;
 use crate::{AgentRun, EventSink, Runtime};
 
-/// Who is calling: the calling agent's runtime and run.
-pub(crate) struct AgentScope {
+/// A tool as every agent's pool holds it: a [`Tool`] for an agent's scope.
+pub type DynTool = dyn Tool<AgentScope>;
+
+/// Who is calling: the calling agent's runtime and run. Dispatch lends it,
+/// typed, to the tools that act for their caller (`alcove_tools::ScopedTool`:
+/// `Agent`, the collab and batch tools, `WebFetch`); every pool holds
+/// `dyn Tool<AgentScope>`, so a tool that needs it cannot be offered without it.
+pub struct AgentScope {
     pub(crate) runtime: Runtime,
     pub(crate) run: AgentRun,
 }
 
 impl AgentScope {
-    /// The scope of `run`, for one call's `ToolContext`.
-    pub(crate) fn lend(runtime: &Runtime, run: &AgentRun) -> Scope {
-        Arc::new(AgentScope {
+    /// The scope of `run`, for one call.
+    pub(crate) fn lend(runtime: &Runtime, run: &AgentRun) -> AgentScope {
+        AgentScope {
             runtime: runtime.clone(),
             run: run.clone(),
-        })
-    }
-
-    /// The scope a delegation tool was lent, or why there is none.
-    pub(crate) fn of(context: &ToolContext) -> Result<&AgentScope, String> {
-        context
-            .scope
-            .as_ref()
-            .and_then(|scope| scope.downcast_ref::<AgentScope>())
-            .ok_or_else(|| {
-                "delegation needs the calling agent's scope, and none was given".to_owned()
-            })
+        }
     }
 
     pub(crate) fn path(&self) -> &AgentPath {
@@ -51,7 +46,7 @@ impl AgentScope {
     }
 
     /// The caller's tools without the delegation tools: what its children may inherit.
-    pub(crate) fn pool(&self) -> Vec<Arc<dyn Tool>> {
+    pub(crate) fn pool(&self) -> Vec<Arc<dyn Tool<AgentScope>>> {
         self.run
             .tools
             .iter()

@@ -54,6 +54,7 @@ impl Supervisor {
     pub(crate) async fn close_spawned_below(&self, path: &AgentPath) {
         let prefix = format!("{path}/");
         let mut tasks = Vec::new();
+        let mut worktrees = Vec::new();
         let mut closed = false;
         if let Ok(mut records) = self.registry.records.lock() {
             for record in records.values_mut() {
@@ -76,8 +77,9 @@ impl Supervisor {
                         tasks.extend(submission.task.take());
                     }
                     None => {
+                        // Finished below, once the lock is released.
                         if let Some(worktree) = &record.child.worktree {
-                            let _ = worktree.finish(&format!("alcove child {}", record.id));
+                            worktrees.push((worktree.clone(), record.id.clone()));
                         }
                     }
                 }
@@ -85,6 +87,7 @@ impl Supervisor {
                 closed = true;
             }
         }
+        super::worktree_child::finish_closed(worktrees).await;
         if !closed {
             return;
         }

@@ -25,6 +25,7 @@ use super::budget::TreeBudget;
 use super::collab::collab_tools;
 use super::definitions::Definitions;
 use super::registry::Registry;
+use super::scope::AgentScope;
 use crate::{EventSink, PermissionGate};
 
 /// Limits on delegation.
@@ -290,9 +291,9 @@ impl Supervisor {
     pub fn tools_for(
         self: &Arc<Self>,
         depth: u32,
-        pool: Vec<Arc<dyn Tool>>,
+        pool: Vec<Arc<dyn Tool<AgentScope>>>,
         gate: &Arc<PermissionGate>,
-    ) -> Vec<Arc<dyn Tool>> {
+    ) -> Vec<Arc<dyn Tool<AgentScope>>> {
         let mut tools = pool;
         if depth < self.limits.max_depth && gate.offers("Agent") {
             let weak: Weak<Supervisor> = Arc::downgrade(self);

@@ -2,6 +2,8 @@
 //! ending a child's worktree into a line of evidence. The git work is in
 //! `crate::isolation::worktree`.
 
+use std::path::Path;
+
 use crate::isolation::worktree::{Finished, Worktree, evidence_line};
 
 /// Whether an `isolation` argument asks for a worktree; an unknown value is
@@ -14,6 +16,29 @@ pub(crate) fn wants_worktree(isolation: Option<&str>) -> Result<bool, String> {
             "unknown isolation `{other}`; use \"worktree\" or leave it out"
         )),
     }
+}
+
+/// Creates the worktree for the child `name` on a blocking thread (git is
+/// slow, and `git worktree add` runs one at a time in this process).
+pub(crate) async fn create(
+    workspace: &Path,
+    branch: String,
+    name: &str,
+) -> Result<Worktree, String> {
+    let (workspace, name) = (workspace.to_owned(), name.to_owned());
+    tokio::task::spawn_blocking(move || Worktree::create(&workspace, &branch, &name))
+        .await
+        .unwrap_or_else(|_| Err("the git task failed".to_owned()))
+}
+
+/// Finishes the worktrees of agents that were closed (taken out of the
+/// registry's lock first), each on a blocking thread.
+pub(crate) async fn finish_closed(worktrees: Vec<(Worktree, String)>) {
+    let finishing = worktrees.into_iter().map(|(worktree, id)| {
+        tokio::task::spawn_blocking(move || worktree.finish(&format!("alcove child {id}")))
+    });
+    // An error leaves the worktree for `alcove worktrees` to list and remove.
+    let _ = futures::future::join_all(finishing).await;
 }
 
 /// Commits the child's changes on its branch (or removes worktree and

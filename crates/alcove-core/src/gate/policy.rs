@@ -9,7 +9,7 @@
 //! and narrows it with its own mode and rules, so it can never loosen it.
 //! The child's budgets travel with it too ([`Charter`]: its share of turns
 //! and tokens, its wall time), which the child takes as ceilings on its own;
-//! the parent enforces them from outside as well (`agents/runner.rs`).
+//! the parent enforces them from outside as well (`agents/process_runner.rs`).
 
 use std::path::PathBuf;
 use std::sync::Arc;

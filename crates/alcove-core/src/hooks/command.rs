@@ -17,8 +17,8 @@ use alcove_tools::ToolOutput;
 use futures::future::join_all;
 use serde_json::{Map, Value, json};
 
+use super::hook_process::{self, Invocation};
 use super::outcome::{HookOutcome, Permission, interpret};
-use super::runner::{self, Invocation};
 use super::settings::{HookConfig, HookEvent};
 use super::{HookCall, HookScope, Hooks, PostToolNote, PreToolVerdict};
 use crate::EventSink;
@@ -105,7 +105,7 @@ impl CommandHooks {
         let runs = commands.iter().map(|command| {
             let stdin = stdin.clone();
             async move {
-                let ran = runner::run(Invocation {
+                let ran = hook_process::run(Invocation {
                     command: &command.command,
                     cwd: &self.session.cwd,
                     env_remove: &self.session.env_remove,

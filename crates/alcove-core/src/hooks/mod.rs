@@ -14,9 +14,9 @@
 //! - `command`: [`CommandHooks`], the protocol as a [`Hooks`].
 
 mod command;
+mod hook_process;
 mod matcher;
 mod outcome;
-mod runner;
 mod settings;
 
 pub use command::{CommandHooks, HookSession};

@@ -12,7 +12,7 @@
 
 use serde_json::Value;
 
-use super::runner::{Exit, Ran};
+use super::hook_process::{Exit, Ran};
 use super::settings::HookEvent;
 
 /// A hook's opinion on a tool call.

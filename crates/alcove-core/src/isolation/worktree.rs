@@ -197,6 +197,8 @@ fn identity_git_ok(repo: &Path, args: &[&str]) -> Result<String, String> {
 impl Worktree {
     /// Creates a worktree for the child `name` of the repository holding
     /// `workspace`, on the new branch `branch`, at the parent's current state.
+    /// It runs git and blocks: the supervisor calls it on a blocking thread
+    /// (`agents/worktree_child.rs`), never on an async worker.
     pub fn create(workspace: &Path, branch: &str, name: &str) -> Result<Worktree, String> {
         let repo = repo_root(workspace)?;
         let base = snapshot(

@@ -14,10 +14,9 @@ mod fetch;
 mod search;
 
 use alcove_protocol::ToolSpec;
-use alcove_tools::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
+use alcove_tools::{Access, Invocation, ScopedTool, ToolContext, ToolOutput, Workspace};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::agents::AgentScope;
 use fetch::{FetchLimits, Fetched};
@@ -35,7 +34,7 @@ const MAX_MARKDOWN: usize = 100_000;
 
 /// Arguments of `WebFetch`.
 #[derive(Debug, Deserialize, JsonSchema)]
-struct WebFetchInput {
+pub struct WebFetchInput {
     /// The URL.
     url: String,
     /// What to look for in the page.
@@ -58,7 +57,10 @@ impl Default for WebFetch {
 }
 
 #[async_trait::async_trait]
-impl Tool for WebFetch {
+impl ScopedTool<AgentScope> for WebFetch {
+    type Input = WebFetchInput;
+    type Call = WebFetchInput;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -67,31 +69,28 @@ impl Tool for WebFetch {
         Access::Network
     }
 
-    fn needs_scope(&self) -> bool {
-        // The caller's gate says which non-public hosts a rule names.
-        true
-    }
-
-    fn inspect(&self, input: &Value, _workspace: &Workspace) -> Result<Invocation, String> {
-        let input: WebFetchInput = parse_input(WEB_FETCH, input)?;
+    fn inspect(
+        &self,
+        input: WebFetchInput,
+        _workspace: &Workspace,
+    ) -> Result<(Invocation, WebFetchInput), String> {
         let url = parse_url(&input.url)?;
         host_of(&url)?;
-        Ok(Invocation {
+        let invocation = Invocation {
             summary: url.to_string(),
             paths: Vec::new(),
             command: None,
-        })
+        };
+        Ok((invocation, input))
     }
 
-    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
-        let input: WebFetchInput = match parse_input(WEB_FETCH, &input) {
-            Ok(input) => input,
-            Err(reason) => return ToolOutput::error(reason),
-        };
-        let scope = match AgentScope::of(context) {
-            Ok(scope) => scope,
-            Err(reason) => return ToolOutput::error(reason),
-        };
+    /// The caller's gate says which non-public hosts a rule names.
+    async fn call(
+        &self,
+        input: WebFetchInput,
+        context: &ToolContext,
+        scope: &AgentScope,
+    ) -> ToolOutput {
         let gate = scope.run.gate.clone();
         let names = move |host: &str| gate.names_host(WEB_FETCH, host);
         let fetched = tokio::select! {
@@ -122,6 +121,8 @@ impl Tool for WebFetch {
         }
     }
 }
+
+alcove_tools::scoped_tool!(WebFetch, AgentScope);
 
 /// The result for a fetched page: a header line, then the page as
 /// Markdown (HTML converted, text as it is).
@@ -224,12 +225,13 @@ mod tests {
         let schema = tool.spec().input_schema.to_value();
         assert_eq!(schema["required"], serde_json::json!(["url"]));
         let workspace = Workspace::new(&std::env::temp_dir()).unwrap();
-        let ok = tool.inspect(&serde_json::json!({"url": "https://docs.rs/x"}), &workspace);
+        let inspect = |input: serde_json::Value| {
+            alcove_tools::Tool::<AgentScope>::prepare(&tool, &input, &workspace)
+                .map(|call| call.invocation)
+        };
+        let ok = inspect(serde_json::json!({"url": "https://docs.rs/x"}));
         assert_eq!(ok.unwrap().summary, "https://docs.rs/x");
-        let file = tool.inspect(
-            &serde_json::json!({"url": "file:///etc/passwd"}),
-            &workspace,
-        );
+        let file = inspect(serde_json::json!({"url": "file:///etc/passwd"}));
         assert!(file.unwrap_err().contains("only http and https"));
     }
 }

@@ -8,10 +8,9 @@
 use std::time::Duration;
 
 use alcove_protocol::ToolSpec;
-use alcove_tools::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
+use alcove_tools::{Access, Invocation, ToolContext, ToolOutput, TypedTool, Workspace};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::fetch::{host_of, parse as parse_url};
 
@@ -30,7 +29,7 @@ const TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Arguments of `WebSearch`.
 #[derive(Debug, Deserialize, JsonSchema)]
-struct WebSearchInput {
+pub struct WebSearchInput {
     /// The query.
     query: String,
     /// Only results from these hosts.
@@ -72,7 +71,10 @@ impl WebSearch {
 }
 
 #[async_trait::async_trait]
-impl Tool for WebSearch {
+impl TypedTool for WebSearch {
+    type Input = WebSearchInput;
+    type Call = WebSearchInput;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -81,23 +83,23 @@ impl Tool for WebSearch {
         Access::Network
     }
 
-    fn inspect(&self, input: &Value, _workspace: &Workspace) -> Result<Invocation, String> {
-        let input: WebSearchInput = parse_input(WEB_SEARCH, input)?;
+    fn inspect(
+        &self,
+        input: WebSearchInput,
+        _workspace: &Workspace,
+    ) -> Result<(Invocation, WebSearchInput), String> {
         if input.query.trim().is_empty() {
             return Err("the query is empty".to_owned());
         }
-        Ok(Invocation {
-            summary: input.query,
+        let invocation = Invocation {
+            summary: input.query.clone(),
             paths: Vec::new(),
             command: None,
-        })
+        };
+        Ok((invocation, input))
     }
 
-    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
-        let input: WebSearchInput = match parse_input(WEB_SEARCH, &input) {
-            Ok(input) => input,
-            Err(reason) => return ToolOutput::error(reason),
-        };
+    async fn call(&self, input: WebSearchInput, context: &ToolContext) -> ToolOutput {
         let answer = tokio::select! {
             answer = self.search(&input.query) => answer,
             () = context.cancel.cancelled() => return ToolOutput::error("Cancelled during the search."),

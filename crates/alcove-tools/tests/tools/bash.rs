@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use alcove_tools::{Bash, Tool};
+use alcove_tools::{Bash, TypedTool};
 use nix::errno::Errno;
 use nix::sys::signal::kill;
 use nix::unistd::Pid;
@@ -251,24 +251,22 @@ async fn inspect_reports_the_command() {
     let env = Env::new();
     let bash = Bash::default();
     assert!(!bash.concurrency_safe());
-    let invocation = bash
-        .inspect(
-            &json!({"command": "cargo test\ncargo clippy", "timeout": 1000}),
-            &env.context.workspace,
-        )
-        .unwrap();
+    let invocation = alcove_tools::inspect(
+        &bash,
+        &json!({"command": "cargo test\ncargo clippy", "timeout": 1000}),
+        &env.context.workspace,
+    )
+    .unwrap();
     assert_eq!(invocation.summary, "cargo test …");
     assert_eq!(
         invocation.command.as_deref(),
         Some("cargo test\ncargo clippy")
     );
-    let reason = bash
-        .inspect(&json!({"command": "  "}), &env.context.workspace)
+    let reason = alcove_tools::inspect(&bash, &json!({"command": "  "}), &env.context.workspace)
         .unwrap_err();
     assert!(reason.contains("empty"), "{reason}");
-    let reason = bash
-        .inspect(&json!({"timeout": 5}), &env.context.workspace)
-        .unwrap_err();
+    let reason =
+        alcove_tools::inspect(&bash, &json!({"timeout": 5}), &env.context.workspace).unwrap_err();
     assert!(reason.contains("missing field `command`"), "{reason}");
 }
 

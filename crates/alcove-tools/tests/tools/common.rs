@@ -25,8 +25,6 @@ impl Env {
             depth: 0,
             call_id: "call-1".to_owned(),
             hidden: Default::default(),
-            paths: Vec::new(),
-            scope: None,
             sandbox: Default::default(),
             result_room: usize::MAX,
             background: None,
@@ -59,13 +57,13 @@ impl Env {
         std::fs::read_to_string(self.root().join(rel)).unwrap()
     }
 
-    /// Calls as dispatch does: the paths `inspect` resolved are the ones the call uses.
+    /// Calls as dispatch does: the arguments are prepared once, and the
+    /// prepared call (its input checked, its paths resolved) runs.
     pub(crate) async fn call(&self, tool: &dyn Tool, input: Value) -> ToolOutput {
-        let mut context = self.context.clone();
-        if let Ok(invocation) = tool.inspect(&input, &self.context.workspace) {
-            context.paths = invocation.paths;
+        match tool.prepare(&input, &self.context.workspace) {
+            Ok(prepared) => prepared.run(&self.context, &()).await,
+            Err(reason) => ToolOutput::error(reason),
         }
-        tool.call(input, &context).await
     }
 
     /// Calls and expects success, returning the text.

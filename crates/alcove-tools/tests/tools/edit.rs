@@ -1,6 +1,6 @@
 //! `Edit`: unique match, counts in errors, replace_all.
 
-use alcove_tools::{Edit, Tool};
+use alcove_tools::Edit;
 use serde_json::json;
 
 use crate::common::Env;
@@ -79,7 +79,8 @@ async fn zero_matches_same_strings_empty_and_missing() {
     // inspect leaves what the strings hold to the call: an edit of a file
     // not read yet is first told to read it (dispatch).
     assert!(
-        edit.inspect(
+        alcove_tools::inspect(
+            &edit,
             &json!({"file_path": "f.txt", "old_string": "", "new_string": "x"}),
             &env.context.workspace,
         )

@@ -1,6 +1,6 @@
 //! `Glob`: newest first, .gitignore and hidden files, caps.
 
-use alcove_tools::{Glob, Tool};
+use alcove_tools::Glob;
 use serde_json::json;
 
 use crate::common::Env;
@@ -78,8 +78,7 @@ async fn path_and_absolute_patterns() {
         .err(&glob, json!({"pattern": "*", "path": "a/two.txt"}))
         .await;
     assert!(err.contains("not a directory"), "{err}");
-    let reason = glob
-        .inspect(&json!({"pattern": "a/[b"}), &env.context.workspace)
+    let reason = alcove_tools::inspect(&glob, &json!({"pattern": "a/[b"}), &env.context.workspace)
         .unwrap_err();
     assert!(reason.contains("invalid glob"), "{reason}");
 }

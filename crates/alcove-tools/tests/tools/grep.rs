@@ -1,6 +1,6 @@
 //! `Grep`: output modes, flags, filters, caps.
 
-use alcove_tools::{Grep, Tool};
+use alcove_tools::Grep;
 use serde_json::json;
 
 use crate::common::Env;
@@ -229,9 +229,8 @@ async fn binary_files_are_skipped_and_single_files_searched() {
         .err(&grep, json!({"pattern": "x", "path": "missing"}))
         .await;
     assert!(err.contains("does not exist"), "{err}");
-    let reason = grep
-        .inspect(&json!({"pattern": "("}), &env.context.workspace)
-        .unwrap_err();
+    let reason =
+        alcove_tools::inspect(&grep, &json!({"pattern": "("}), &env.context.workspace).unwrap_err();
     assert!(reason.contains("invalid regex"), "{reason}");
 }
 

@@ -1,6 +1,6 @@
 //! `Read`: numbering, windows, long lines, binary and missing files.
 
-use alcove_tools::{Read, Tool};
+use alcove_tools::Read;
 use serde_json::json;
 
 use crate::common::Env;
@@ -156,12 +156,12 @@ async fn missing_directory_and_empty() {
 #[tokio::test]
 async fn inspect_resolves_against_the_workspace() {
     let env = Env::new();
-    let invocation = Read::default()
-        .inspect(
-            &json!({"file_path": "src/../lib.rs"}),
-            &env.context.workspace,
-        )
-        .unwrap();
+    let invocation = alcove_tools::inspect(
+        &Read::default(),
+        &json!({"file_path": "src/../lib.rs"}),
+        &env.context.workspace,
+    )
+    .unwrap();
     assert_eq!(invocation.paths, vec![env.root().join("lib.rs")]);
     assert_eq!(invocation.summary, "lib.rs");
     assert_eq!(invocation.command, None);

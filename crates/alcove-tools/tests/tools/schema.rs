@@ -31,7 +31,7 @@ fn required(tool: &dyn Tool) -> Vec<String> {
 
 #[test]
 fn builtins_keep_their_order_and_names() {
-    let tools = builtin_tools();
+    let tools = builtin_tools::<()>();
     let names: Vec<&str> = tools.iter().map(|tool| tool.spec().name.as_str()).collect();
     assert_eq!(
         names,
@@ -64,7 +64,7 @@ fn builtins_keep_their_order_and_names() {
 
 #[test]
 fn schemas_use_claude_code_parameter_names() {
-    let tools = builtin_tools();
+    let tools = builtin_tools::<()>();
     let expected: [(&[&str], &[&str]); 8] = [
         (&["file_path", "limit", "offset"], &["file_path"]),
         (&["path", "pattern"], &["pattern"]),
@@ -131,7 +131,7 @@ fn schemas_use_claude_code_parameter_names() {
 
 #[test]
 fn output_mode_lists_its_values() {
-    let tools = builtin_tools();
+    let tools = builtin_tools::<()>();
     let text = tools[2].spec().input_schema.to_string();
     for mode in ["content", "files_with_matches", "count"] {
         assert!(text.contains(&format!("\"{mode}\"")), "{text}");
@@ -143,34 +143,34 @@ fn invalid_arguments_name_the_field() {
     let env = crate::common::Env::new();
     let ws = &env.context.workspace;
     let read = Read::default();
-    let reason = read.inspect(&json!({}), ws).unwrap_err();
+    let reason = alcove_tools::inspect(&read, &json!({}), ws).unwrap_err();
     assert!(
         reason.contains("Read") && reason.contains("missing field `file_path`"),
         "{reason}"
     );
-    let reason = read
-        .inspect(&json!({"file_path": "a", "offset": "ten"}), ws)
-        .unwrap_err();
+    let reason =
+        alcove_tools::inspect(&read, &json!({"file_path": "a", "offset": "ten"}), ws).unwrap_err();
     assert!(
         reason.contains("offset") && reason.contains("invalid type"),
         "{reason}"
     );
-    let reason = read.inspect(&json!("a.txt"), ws).unwrap_err();
+    let reason = alcove_tools::inspect(&read, &json!("a.txt"), ws).unwrap_err();
     assert!(reason.contains("invalid type"), "{reason}");
-    let tools = builtin_tools();
-    let reason = tools[2]
-        .inspect(&json!({"pattern": "x", "output_mode": "lines"}), ws)
-        .unwrap_err();
+    let tools = builtin_tools::<()>();
+    let reason = alcove_tools::inspect(
+        tools[2].as_ref(),
+        &json!({"pattern": "x", "output_mode": "lines"}),
+        ws,
+    )
+    .unwrap_err();
     assert!(
         reason.contains("output_mode") && reason.contains("files_with_matches"),
         "{reason}"
     );
-    let reason = tools[2]
-        .inspect(&json!({"pattern": "x", "-A": -1}), ws)
+    let reason = alcove_tools::inspect(tools[2].as_ref(), &json!({"pattern": "x", "-A": -1}), ws)
         .unwrap_err();
     assert!(reason.contains("-A"), "{reason}");
-    let reason = tools[5]
-        .inspect(&json!({"command": ["ls"]}), ws)
-        .unwrap_err();
+    let reason =
+        alcove_tools::inspect(tools[5].as_ref(), &json!({"command": ["ls"]}), ws).unwrap_err();
     assert!(reason.contains("command"), "{reason}");
 }

@@ -1,6 +1,6 @@
 //! `Write`: creates folders, says created vs updated.
 
-use alcove_tools::{Access, Tool, Write};
+use alcove_tools::{Access, Tool, TypedTool, Write};
 use serde_json::json;
 
 use crate::common::Env;
@@ -41,39 +41,38 @@ async fn refuses_a_directory() {
 async fn inspect_reports_the_path_even_outside() {
     let env = Env::new();
     let write = Write::default();
-    assert_eq!(write.access(), Access::Edit);
-    assert!(!write.concurrency_safe());
-    let invocation = write
-        .inspect(
-            &json!({"file_path": "../escape.txt", "content": ""}),
-            &env.context.workspace,
-        )
-        .unwrap();
+    assert_eq!(TypedTool::access(&write), Access::Edit);
+    assert!(!TypedTool::concurrency_safe(&write));
+    let invocation = alcove_tools::inspect(
+        &write,
+        &json!({"file_path": "../escape.txt", "content": ""}),
+        &env.context.workspace,
+    )
+    .unwrap();
     let path = &invocation.paths[0];
     assert_eq!(path, &env.root().parent().unwrap().join("escape.txt"));
     assert!(!env.context.workspace.contains(path));
-    let err = write
-        .inspect(&json!({"file_path": "x"}), &env.context.workspace)
+    let err = alcove_tools::inspect(&write, &json!({"file_path": "x"}), &env.context.workspace)
         .unwrap_err();
     assert!(err.contains("content"), "{err}");
 }
 
-/// The path the gate checked (what `inspect` resolved, handed over in
-/// `ToolContext::paths`) is the path written, and the effects say so.
+/// The path the gate checked (what `prepare` resolved, held by the
+/// prepared call) is the path written, and the effects say so.
 #[tokio::test]
-async fn writes_the_path_inspect_resolved_and_reports_it_as_an_effect() {
+async fn writes_the_path_prepare_resolved_and_reports_it_as_an_effect() {
     let env = Env::new();
+    let other = Env::new();
     let write = Write::default();
     let input = json!({"file_path": "checked.txt", "content": "abc"});
-    let invocation = write.inspect(&input, &env.context.workspace).unwrap();
-    assert_eq!(invocation.paths, [env.root().join("checked.txt")]);
-    let mut context = env.context.clone();
-    // Had the tool resolved `file_path` again, it would write `checked.txt`.
-    context.paths = vec![env.root().join("elsewhere.txt")];
-    let out = write.call(input, &context).await;
+    let prepared = Tool::<()>::prepare(&write, &input, &env.context.workspace).unwrap();
+    assert_eq!(prepared.invocation.paths, [env.root().join("checked.txt")]);
+    // Had the tool resolved `file_path` again, against the workspace the
+    // call runs with, it would write into `other`.
+    let out = prepared.run(&other.context, &()).await;
     assert!(!out.is_error, "{}", out.content);
-    assert!(env.root().join("elsewhere.txt").exists());
-    assert!(!env.root().join("checked.txt").exists());
-    assert_eq!(out.effects.files_written, ["elsewhere.txt"]);
+    assert!(env.root().join("checked.txt").exists());
+    assert!(!other.root().join("checked.txt").exists());
+    assert_eq!(out.effects.files_written.len(), 1);
     assert_eq!(out.effects.bytes, Some(3));
 }

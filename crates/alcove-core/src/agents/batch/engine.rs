@@ -17,8 +17,8 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::results::{ResultRecord, ResultsFile, now_ms, read_results};
-use super::runner::{Isolation, TaskJob, TaskOutcome, TaskRunner};
 use super::task::{BatchBudget, TaskSpec, TaskState};
+use super::task_runner::{Isolation, TaskJob, TaskOutcome, TaskRunner};
 pub use super::views::Counts;
 
 /// Everything a batch is started with.

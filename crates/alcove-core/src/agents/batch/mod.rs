@@ -3,7 +3,7 @@
 //!
 //! A batch is the supervisor at scale: a queue (`engine`) in front of the
 //! same slots and the same child-building path, behind one seam
-//! (`runner::TaskRunner`) that decides where a child runs: in this process
+//! (`task_runner::TaskRunner`) that decides where a child runs: in this process
 //! (`ChildRunner`), or, below the same child lifecycle, through a command
 //! (`process::CommandRunner`) or as a Slurm job step (`process::SlurmRunner`). Results are files
 //! (`results`: results.jsonl, appended and written through per task), the
@@ -21,8 +21,8 @@
 mod engine;
 mod process;
 mod results;
-mod runner;
 mod task;
+mod task_runner;
 mod tools;
 mod views;
 mod wait;
@@ -30,8 +30,8 @@ mod wait;
 pub use engine::{Batch, BatchPlan, Counts};
 pub use process::{CommandRunner, SlurmOptions, SlurmRunner, TaskCommand, job_name, srun_command};
 pub use results::{ResultRecord, ResultsFile, read_results};
-pub use runner::{ChildRunner, Isolation, TaskJob, TaskOutcome, TaskRunner};
 pub use task::{BatchBudget, TaskSpec, TaskState, parse_tasks_jsonl};
+pub use task_runner::{ChildRunner, Isolation, TaskJob, TaskOutcome, TaskRunner};
 pub use tools::TABLE_LINES;
 pub(crate) use tools::{Batches, batch_tools, is_batch_id};
 pub use wait::summary;

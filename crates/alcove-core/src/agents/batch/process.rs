@@ -4,9 +4,9 @@
 //!
 //! Both are a layer below the child lifecycle: [`TaskCommand`] only says
 //! which command line runs a task and what to do once it ended.
-//! `ChildRunner` (`runner.rs`) runs the task as a child like any other
+//! `ChildRunner` (`task_runner.rs`) runs the task as a child like any other
 //! (`start_child`: slot, tree lease, announce; the process runner,
-//! `agents/runner.rs`, under the child's turn and token share and wall time,
+//! `agents/process_runner.rs`, under the child's turn and token share and wall time,
 //! with the parent's policy and charter; one end record).
 //! A Slurm task writes its job id to the batch folder (which, like the
 //! workspace, must be on a filesystem the nodes share); cancelling it (or
@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use tokio::process::Command;
 
-use super::runner::{TaskJob, TaskOutcome};
+use super::task_runner::{TaskJob, TaskOutcome};
 
 /// How long a cancelled Slurm job may stay in `squeue` before we give up waiting.
 const SCANCEL_WAIT: Duration = Duration::from_secs(15);
@@ -183,8 +183,8 @@ fn quote(word: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::runner::Isolation;
     use super::super::task::TaskSpec;
+    use super::super::task_runner::Isolation;
     use super::*;
     use std::path::PathBuf;
     use tokio_util::sync::CancellationToken;

@@ -15,7 +15,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use alcove_protocol::{AgentPath, ToolSpec};
-use alcove_tools::{Access, Invocation, Tool, ToolContext, ToolOutput, Workspace, parse_input};
+use alcove_tools::{
+    Access, Invocation, ScopedTool, Tool, ToolContext, ToolOutput, Workspace, parse_input,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -27,8 +29,8 @@ use super::super::scope::AgentScope;
 use super::super::supervisor::{Supervisor, upgrade};
 use super::engine::{Batch, BatchPlan};
 use super::process::{CommandRunner, TaskCommand};
-use super::runner::{ChildRunner, Isolation, TaskRunner};
 use super::task::{BatchBudget, TaskInput, parse_tasks_jsonl, tasks_from_list};
+use super::task_runner::{ChildRunner, Isolation, TaskRunner};
 use super::wait::summary;
 
 /// `wait` shows at most this many task lines of an ended batch.
@@ -38,7 +40,7 @@ const TASKS_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct SpawnBatchInput {
+pub(crate) struct SpawnBatchInput {
     /// The tasks, each {id?, description?, prompt}; or use tasks_file.
     #[serde(default)]
     tasks: Option<Vec<TaskInput>>,
@@ -61,7 +63,7 @@ struct SpawnBatchInput {
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct RetryBatchInput {
+pub(crate) struct RetryBatchInput {
     /// The batch id.
     batch_id: String,
     /// Which tasks to rerun: "failed" (every task that did not complete).
@@ -135,14 +137,17 @@ pub(crate) fn is_batch_id(id: &str) -> bool {
 
 /// `spawn_batch` and `retry_batch`; `runner` says whether tasks run as
 /// commands (then starting a batch is gated like Bash).
-pub(crate) fn batch_tools(supervisor: &Weak<Supervisor>, runner: bool) -> Vec<Arc<dyn Tool>> {
+pub(crate) fn batch_tools(
+    supervisor: &Weak<Supervisor>,
+    runner: bool,
+) -> Vec<Arc<dyn Tool<AgentScope>>> {
     vec![
         Arc::new(BatchTool::new(supervisor.clone(), false, runner)),
         Arc::new(BatchTool::new(supervisor.clone(), true, runner)),
     ]
 }
 
-struct BatchTool {
+pub(crate) struct BatchTool {
     supervisor: Weak<Supervisor>,
     retry: bool,
     runner: bool,
@@ -179,8 +184,18 @@ impl BatchTool {
     }
 }
 
+/// A checked `spawn_batch` or `retry_batch` call.
+pub(crate) enum BatchCall {
+    Spawn(SpawnBatchInput),
+    Retry(RetryBatchInput),
+}
+
 #[async_trait::async_trait]
-impl Tool for BatchTool {
+impl ScopedTool<AgentScope> for BatchTool {
+    /// Two tools, two shapes: `retry` picks one.
+    type Input = Value;
+    type Call = BatchCall;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -195,20 +210,21 @@ impl Tool for BatchTool {
         }
     }
 
-    fn needs_scope(&self) -> bool {
-        true
-    }
-
     fn concurrency_safe(&self) -> bool {
         false
     }
 
-    fn inspect(&self, input: &Value, _workspace: &Workspace) -> Result<Invocation, String> {
-        let summary = if self.retry {
-            parse_input::<RetryBatchInput>("retry_batch", input)?.batch_id
+    fn inspect(
+        &self,
+        input: Value,
+        _workspace: &Workspace,
+    ) -> Result<(Invocation, BatchCall), String> {
+        let (summary, call) = if self.retry {
+            let input = parse_input::<RetryBatchInput>("retry_batch", &input)?;
+            (input.batch_id.clone(), BatchCall::Retry(input))
         } else {
-            let input = parse_input::<SpawnBatchInput>("spawn_batch", input)?;
-            match (&input.tasks, &input.tasks_file) {
+            let input = parse_input::<SpawnBatchInput>("spawn_batch", &input)?;
+            let summary = match (&input.tasks, &input.tasks_file) {
                 (Some(tasks), None) => format!("{} tasks", tasks.len()),
                 (None, Some(file)) => format!("tasks from {file}"),
                 _ => {
@@ -217,32 +233,29 @@ impl Tool for BatchTool {
                             .to_owned(),
                     );
                 }
-            }
+            };
+            (summary, BatchCall::Spawn(input))
         };
-        Ok(Invocation {
+        let invocation = Invocation {
             summary,
             paths: Vec::new(),
             command: None,
-        })
+        };
+        Ok((invocation, call))
     }
 
-    async fn call(&self, input: Value, context: &ToolContext) -> ToolOutput {
+    async fn call(&self, call: BatchCall, context: &ToolContext, scope: &AgentScope) -> ToolOutput {
         let supervisor = match upgrade(&self.supervisor) {
             Ok(supervisor) => supervisor,
             Err(reason) => {
                 return ToolOutput::error(format!("{} failed: {reason}", self.spec.name));
             }
         };
-        let result = if self.retry {
-            match parse_input::<RetryBatchInput>("retry_batch", &input) {
-                Ok(input) => supervisor.retry_batch(&input.batch_id, input.only.as_deref()),
-                Err(reason) => Err(reason),
+        let result = match call {
+            BatchCall::Retry(input) => {
+                supervisor.retry_batch(&input.batch_id, input.only.as_deref())
             }
-        } else {
-            match parse_input::<SpawnBatchInput>("spawn_batch", &input) {
-                Ok(input) => supervisor.spawn_batch(context, input),
-                Err(reason) => Err(reason),
-            }
+            BatchCall::Spawn(input) => supervisor.spawn_batch(context, scope, input),
         };
         match result {
             Ok(value) => ToolOutput::ok(serde_json::to_string_pretty(&value).unwrap_or_default()),
@@ -251,14 +264,16 @@ impl Tool for BatchTool {
     }
 }
 
+alcove_tools::scoped_tool!(BatchTool, AgentScope);
+
 impl Supervisor {
     fn spawn_batch(
         self: &Arc<Self>,
         context: &ToolContext,
+        scope: &AgentScope,
         input: SpawnBatchInput,
     ) -> Result<Value, String> {
         let fail = |reason: String| format!("spawn_batch failed: {reason}");
-        let scope = AgentScope::of(context).map_err(fail)?;
         if scope.depth() >= self.limits.max_depth {
             return Err(fail(format!(
                 "Agent nesting depth exceeded (max {})",
@@ -436,8 +451,8 @@ fn read_tasks_file(
 
 #[cfg(test)]
 mod tests {
-    use super::super::runner::TaskOutcome;
     use super::super::task::TaskSpec;
+    use super::super::task_runner::TaskOutcome;
     use super::*;
     use tokio_util::sync::CancellationToken;
 
@@ -445,7 +460,7 @@ mod tests {
 
     #[async_trait::async_trait]
     impl TaskRunner for Never {
-        async fn run(&self, _job: super::super::runner::TaskJob<'_>) -> TaskOutcome {
+        async fn run(&self, _job: super::super::task_runner::TaskJob<'_>) -> TaskOutcome {
             TaskOutcome::failed("not run".to_owned())
         }
     }

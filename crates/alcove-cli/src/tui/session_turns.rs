@@ -84,7 +84,7 @@ pub(crate) fn start_turn(session: &Session, history: Vec<Message>, prompt: Strin
     let cancel = CancellationToken::new();
     let run = session.main_run(cancel.clone());
     // `/init`, `/<command> args` and `/<skill> args` become their prompts.
-    let (prompt, runtime) = crate::commands::prepare(session, prompt);
+    let (prompt, runtime) = crate::prompt_commands::prepare(session, prompt);
     let (with_images, attached) =
         crate::attachments::prompt_message(&prompt, runtime.workspace.root());
     let images: Vec<_> = with_images.content.into_iter().skip(1).collect();
