@@ -177,14 +177,10 @@ pub(super) enum Item<'a> {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(super) enum Part<'a> {
     #[serde(rename = "input_text")]
-    Text {
-        text: &'a str,
-    },
+    Text { text: &'a str },
     /// A text alcove wrote (an image's caption or its no-vision note).
     #[serde(rename = "input_text")]
-    Note {
-        text: String,
-    },
+    Note { text: String },
     /// An image as a data URL.
     #[serde(rename = "input_image")]
     Image {

@@ -51,7 +51,8 @@ struct Setup {
     model: &'static str,
     thinking: Thinking,
     effort: Option<&'static str>,
-    reasoning_effort: Option<&'static str>,
+    /// Whether the model takes an effort on the OpenAI wires.
+    reasons: bool,
     reasoning_summary: Option<&'static str>,
     temperature: Option<f32>,
     prompt_cache_key: Option<&'static str>,
@@ -62,7 +63,7 @@ const PLAIN: Setup = Setup {
     model: "fake-model",
     thinking: Thinking::Default,
     effort: None,
-    reasoning_effort: None,
+    reasons: false,
     reasoning_summary: None,
     temperature: None,
     prompt_cache_key: None,
@@ -92,7 +93,7 @@ fn config(protocol: WireProtocol, server: &FakeServer, setup: &Setup) -> Provide
         text_tool_calls: false,
         prompt_cache_key: setup.prompt_cache_key.map(str::to_owned),
         context_window: None,
-        reasoning_effort: setup.reasoning_effort.map(str::to_owned),
+        reasons: setup.reasons,
         reasoning_summary: setup.reasoning_summary.map(str::to_owned),
         thinking: setup.thinking,
         effort: setup.effort.map(str::to_owned),
@@ -234,7 +235,8 @@ async fn responses_bodies_fit_the_responses_schema() {
     // A reasoning model: effort, summary, encrypted reasoning sent back.
     let reasoning = Setup {
         model: "gpt-5-codex",
-        reasoning_effort: Some("high"),
+        effort: Some("high"),
+        reasons: true,
         reasoning_summary: Some("auto"),
         prompt_cache_key: Some("session-1"),
         ..PLAIN
@@ -265,12 +267,13 @@ async fn responses_bodies_fit_the_responses_schema() {
 async fn chat_bodies_fit_the_chat_completions_schema() {
     let reasoning = Setup {
         model: "o3",
-        reasoning_effort: Some("high"),
+        effort: Some("max"),
+        reasons: true,
         prompt_cache_key: Some("session-1"),
         ..PLAIN
     };
     let bodies = check(WireProtocol::OpenAi, &reasoning).await;
-    assert_eq!(bodies[0]["reasoning_effort"], "high");
+    assert_eq!(bodies[0]["reasoning_effort"], "max");
     let plain = Setup {
         model: "gpt-4.1",
         temperature: Some(0.2),
