@@ -1,9 +1,10 @@
 //! The request bodies the three clients really send, checked against the
-//! providers' published request schemas (`schemas/`, generated from the
-//! official SDKs' request types at pinned versions; `schemas/README.md`
-//! says which and how). A field the real API would refuse, a block of the
-//! wrong shape or a value outside its enum fails here, not in a user's
-//! session.
+//! providers' published request schemas (`alcove-testkit/schemas/`,
+//! generated from the official SDKs' request types at pinned versions; its
+//! README says which and how). A field the real API would refuse, a block
+//! of the wrong shape or a value outside its enum fails here, not in a
+//! user's session. (The fake server refuses such a body too, so every
+//! end-to-end test checks its own; these cases cover every block kind.)
 //!
 //! Each body is captured by the scripted fake server from a real client
 //! run: a first turn with a prompt image and tools, a reply with thinking
@@ -18,32 +19,20 @@ use std::time::Duration;
 
 use alcove_model::{ModelRequest, ProviderConfig, RetryPolicy, Thinking, WireProtocol, connect};
 use alcove_protocol::{ContentBlock, Message, Role, ToolSpec};
-use alcove_testkit::{Block, FakeServer, Script, Step};
+use alcove_testkit::schemas::violations;
+use alcove_testkit::{Block, FakeServer, Protocol, Script, Step};
 use serde_json::{Value, json};
 
 /// A 1×1 PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
 
-const ANTHROPIC: &str = include_str!("../schemas/anthropic-messages.json");
-const RESPONSES: &str = include_str!("../schemas/openai-responses.json");
-const CHAT: &str = include_str!("../schemas/openai-chat-completions.json");
-
-fn schema_for(protocol: WireProtocol) -> jsonschema::Validator {
-    let text = match protocol {
-        WireProtocol::Anthropic => ANTHROPIC,
-        WireProtocol::OpenAiResponses => RESPONSES,
-        WireProtocol::OpenAi => CHAT,
-    };
-    let schema: Value = serde_json::from_str(text).unwrap();
-    jsonschema::validator_for(&schema).unwrap()
-}
-
-/// Every way `body` breaks the schema, one line each (empty when it fits).
-fn violations(validator: &jsonschema::Validator, body: &Value) -> Vec<String> {
-    validator
-        .iter_errors(body)
-        .map(|error| format!("at {}: {error}", error.instance_path()))
-        .collect()
+/// The testkit's name of a wire.
+fn wire(protocol: WireProtocol) -> Protocol {
+    match protocol {
+        WireProtocol::Anthropic => Protocol::Anthropic,
+        WireProtocol::OpenAiResponses => Protocol::Responses,
+        WireProtocol::OpenAi => Protocol::OpenAi,
+    }
 }
 
 /// What the client is configured with, besides the wire.
@@ -174,9 +163,10 @@ async fn two_turns(protocol: WireProtocol, setup: &Setup) -> Vec<Value> {
 async fn check(protocol: WireProtocol, setup: &Setup) -> Vec<Value> {
     let bodies = two_turns(protocol, setup).await;
     assert_eq!(bodies.len(), 2, "{protocol:?} {}", setup.model);
-    let validator = schema_for(protocol);
     for (turn, body) in bodies.iter().enumerate() {
-        let broken = violations(&validator, body);
+        // The schemas take either; alcove always streams.
+        assert_eq!(body["stream"], true, "{protocol:?}");
+        let broken = violations(wire(protocol), body);
         assert!(
             broken.is_empty(),
             "{protocol:?} {} turn {}: the body breaks the published schema:\n{}\n{body:#}",
@@ -288,44 +278,44 @@ async fn chat_bodies_fit_the_chat_completions_schema() {
 #[tokio::test]
 async fn the_schemas_refuse_what_the_apis_refuse() {
     let bodies = two_turns(WireProtocol::OpenAiResponses, &PLAIN).await;
-    let responses = schema_for(WireProtocol::OpenAiResponses);
+    let responses = Protocol::Responses;
     let mut body = bodies[1].clone();
-    assert!(violations(&responses, &body).is_empty());
+    assert!(violations(responses, &body).is_empty());
     body["reasoning_effort"] = json!("high");
     assert!(
-        !violations(&responses, &body).is_empty(),
+        !violations(responses, &body).is_empty(),
         "Chat's field on Responses"
     );
     let mut body = bodies[1].clone();
     body["reasoning"] = json!({"effort": "extreme"});
     assert!(
-        !violations(&responses, &body).is_empty(),
+        !violations(responses, &body).is_empty(),
         "an unknown effort"
     );
 
     let bodies = two_turns(WireProtocol::OpenAi, &PLAIN).await;
-    let chat = schema_for(WireProtocol::OpenAi);
+    let chat = Protocol::OpenAi;
     let mut body = bodies[1].clone();
-    assert!(violations(&chat, &body).is_empty());
+    assert!(violations(chat, &body).is_empty());
     body["max_output_tokens"] = json!(100);
     assert!(
-        !violations(&chat, &body).is_empty(),
+        !violations(chat, &body).is_empty(),
         "Responses' field on Chat"
     );
 
     let bodies = two_turns(WireProtocol::Anthropic, &PLAIN).await;
-    let messages = schema_for(WireProtocol::Anthropic);
+    let messages = Protocol::Anthropic;
     let mut body = bodies[1].clone();
-    assert!(violations(&messages, &body).is_empty());
+    assert!(violations(messages, &body).is_empty());
     body["messages"][0]["content"][0]["cache_control"] = json!({"type": "persistent"});
     assert!(
-        !violations(&messages, &body).is_empty(),
+        !violations(messages, &body).is_empty(),
         "an unknown cache kind"
     );
     let mut body = bodies[1].clone();
     body["messages"][1]["content"][0] = json!({"type": "reasoning", "id": "rs_1", "summary": []});
     assert!(
-        !violations(&messages, &body).is_empty(),
+        !violations(messages, &body).is_empty(),
         "a Responses item on Anthropic"
     );
 }

@@ -12,7 +12,8 @@ Run from this folder, in a virtual environment with requirements.txt:
     python3 -m venv /tmp/schemas && /tmp/schemas/bin/pip install -r requirements.txt
     /tmp/schemas/bin/python generate.py
 
-One addition to Anthropic's: `temperature`, `top_p` and `top_k`. The SDK
+`stream` may be true, false or absent (the streaming and the other request
+type differ only there). One addition to Anthropic's: `temperature`, `top_p` and `top_k`. The SDK
 dropped them from its method signatures at 1.0.0, but its MIGRATION.md
 says they are "only gone from the method signatures, not from the API:
 models that predate the change still honour them" (to be passed through
@@ -97,6 +98,13 @@ def closed(schema):
 def main():
     for file, package, type_name, endpoint, kind in TARGETS:
         schema = closed(TypeAdapter(kind).json_schema(mode="validation"))
+        # The streaming request types want `stream: true`; the server also
+        # answers a request without it, as the APIs do.
+        schema["properties"]["stream"] = {
+            "type": "boolean",
+            "$comment": "true in the SDK's streaming type; false or absent in its other (generate.py)",
+        }
+        schema["required"] = [name for name in schema.get("required", []) if name != "stream"]
         for name, field in PASSED_THROUGH.get(file, {}).items():
             field["$comment"] = "not in the SDK types: passed through extra_body (generate.py)"
             schema["properties"][name] = field
