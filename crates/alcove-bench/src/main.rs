@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! alcove-bench [--alcove PATH] [--runs N] [--out FILE] [--tree DIR] [--rg PATH]
-//!              [--notes FILE] [--only startup,first,session,bashcall,children,fanout,economy,grep,cache,compaction,mcp,batch,report]
+//!              [--notes FILE] [--only startup,first,session,wires,bashcall,children,fanout,economy,grep,cache,compaction,mcp,batch,report]
 //!              [--fanout 1,4,16,64]
 //! ```
 //!
@@ -26,6 +26,7 @@ mod mcp;
 mod measure;
 mod report;
 mod scenarios;
+mod wires;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -180,6 +181,10 @@ fn run(options: Options) -> anyhow::Result<()> {
     if wanted("session") {
         step("per-turn CPU and peak RSS (sessions of 1 to 50 turns)");
         results.session = Some(scenarios::session(&bench)?);
+    }
+    if wanted("wires") {
+        step("per-turn CPU on each wire (turns 41–50 on Anthropic, Chat Completions, Responses)");
+        results.wires = Some(wires::wire_bands(&bench)?);
     }
     if wanted("bashcall") {
         step("confined Bash calls of `true`");

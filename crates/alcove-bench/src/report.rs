@@ -15,6 +15,8 @@ pub(crate) struct Results {
     pub(crate) startup: Option<Startup>,
     pub(crate) first_request: Option<FirstRequest>,
     pub(crate) session: Option<Session>,
+    /// Issue 36: the per-turn band on each of the three wires.
+    pub(crate) wires: Option<crate::wires::WireBands>,
     pub(crate) children: Option<LiveChildren>,
     pub(crate) fan_out: Option<Vec<FanOut>>,
     /// Turn overhead at the same latency, no child: (the main agent's, a
@@ -186,6 +188,19 @@ pub(crate) fn render(results: &Results, context: &Context) -> String {
                 mb(last.rss_mib),
                 mb(last.rss_mib) / 15.0,
                 met(mb(last.rss_mib) <= 15.0)
+            );
+        }
+    }
+    if let Some(wires) = &results.wires {
+        for band in &wires.bands {
+            let _ = writeln!(
+                md,
+                "| per-turn CPU by wire | the session's turns 41–50 on {} (40- and 50-turn sessions, {} runs); last request {:.0} kB | {:.0} µs/turn | 2000 µs | {:.2}× | — (the three wires side by side, issue 36) | |",
+                band.wire.name(),
+                wires.runs,
+                band.last_body_bytes as f64 / 1000.0,
+                band.turn_us,
+                band.turn_us / 2000.0
             );
         }
     }

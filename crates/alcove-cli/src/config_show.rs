@@ -145,7 +145,7 @@ fn wire(provider: &alcove_model::ProviderConfig) -> String {
         alcove_model::WireProtocol::OpenAiResponses => "OpenAI Responses",
     };
     let mut reasoning = Vec::new();
-    if let Some(effort) = &provider.reasoning_effort {
+    if let Some(effort) = provider.effort.as_ref().filter(|_| provider.reasons) {
         reasoning.push(format!("reasoning effort {effort}"));
     }
     if let Some(summary) = &provider.reasoning_summary {

@@ -155,7 +155,7 @@ mod tests {
             retry: Default::default(),
             prompt_cache_key: None,
             context_window: None,
-            reasoning_effort: None,
+            reasons: false,
             reasoning_summary: None,
             thinking: Default::default(),
             effort: None,

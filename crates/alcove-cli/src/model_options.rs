@@ -15,8 +15,11 @@
 //! `[model_options."<provider>/<model>"]`.
 //!
 //! The same entries choose an OpenAI provider's wire (`wire`) and a
-//! reasoning model's effort and summary; the defaults for those are in
-//! `openai_wire.rs`.
+//! reasoning model's summary; the defaults for those are in
+//! `openai_wire.rs`. `effort` is one knob for every wire (Anthropic's
+//! `output_config.effort`, Responses' `reasoning.effort`, Chat's
+//! `reasoning_effort`); `reasoning_effort` is still read as another name
+//! for it, as it was the OpenAI wires' own key.
 
 use std::time::Duration;
 
@@ -45,8 +48,9 @@ pub(crate) struct ModelOptionsEntry {
     /// models `openai_wire.rs` lists on the built-in provider, else the
     /// provider's kind).
     pub(crate) wire: Option<Wire>,
-    /// A reasoning model's effort (`minimal`, `low`, `medium`, `high`, …):
-    /// `reasoning.effort` on Responses, `reasoning_effort` on Chat.
+    /// Another name for `effort`, kept from when the OpenAI wires had a
+    /// key of their own; `effort` wins when both are set.
+    #[serde(deserialize_with = "effort_setting")]
     pub(crate) reasoning_effort: Option<String>,
     /// Responses: the reasoning summary (`auto`, `concise`, `detailed`, or
     /// `off` for none), streamed as thinking.
@@ -55,14 +59,23 @@ pub(crate) struct ModelOptionsEntry {
     /// (default: adaptive where the model takes it, else off).
     #[serde(deserialize_with = "thinking_setting")]
     pub(crate) thinking: Option<Thinking>,
-    /// Anthropic wire: the reasoning effort (`low`, `medium`, `high`,
-    /// `max`, …); the OpenAI wires read `reasoning_effort` instead.
+    /// How hard the model thinks (`minimal`, `low`, `medium`, `high`,
+    /// `xhigh`, `max`), read by every wire: Anthropic's
+    /// `output_config.effort` and thinking budget, Responses'
+    /// `reasoning.effort`, Chat's `reasoning_effort`.
     #[serde(deserialize_with = "effort_setting")]
     pub(crate) effort: Option<String>,
     /// Whether the model takes images (default: yes, but not a local
     /// server on the OpenAI wire, whose models mostly do not); without,
     /// each image is a text note.
     pub(crate) vision: Option<bool>,
+}
+
+impl ModelOptionsEntry {
+    /// The effort this entry sets, under either of its names.
+    fn effort(&self) -> Option<&str> {
+        self.effort.as_deref().or(self.reasoning_effort.as_deref())
+    }
 }
 
 /// `wire = "responses" | "chat"`.
@@ -140,7 +153,7 @@ pub(crate) fn apply(provider: &mut ProviderConfig, config: &Config) {
     for (key, is_specific) in [(provider.id.clone(), false), (specific, true)] {
         if let Some(entry) = config.model_options.get(&key) {
             apply_entry(provider, entry);
-            effort_for_this_model |= is_specific && entry.reasoning_effort.is_some();
+            effort_for_this_model |= is_specific && entry.effort().is_some();
         }
     }
     reasoning_defaults(provider, effort_for_this_model);
@@ -150,33 +163,31 @@ pub(crate) fn apply(provider: &mut ProviderConfig, config: &Config) {
 /// ended up on (`openai_wire.rs` says why).
 fn reasoning_defaults(provider: &mut ProviderConfig, effort_for_this_model: bool) {
     let reasons = crate::openai_wire::takes_reasoning(&provider.model);
+    // On the OpenAI wires an effort (configured, or asked by an agent's
+    // definition or call) reaches only the models that reason, or one it
+    // was configured for by name; the Anthropic wire reads the model's
+    // name itself (`alcove-model` thinking.rs).
+    provider.reasons =
+        provider.protocol != WireProtocol::Anthropic && (reasons || effort_for_this_model);
     match provider.protocol {
         WireProtocol::OpenAiResponses => {
             if reasons {
                 provider
-                    .reasoning_effort
+                    .effort
                     .get_or_insert_with(|| crate::openai_wire::DEFAULT_EFFORT.to_owned());
                 provider
                     .reasoning_summary
                     .get_or_insert_with(|| crate::openai_wire::DEFAULT_SUMMARY.to_owned());
             }
             // A provider-wide setting reaches only the models that reason.
-            if !(reasons || effort_for_this_model) {
-                provider.reasoning_effort = None;
+            if !provider.reasons {
                 provider.reasoning_summary = None;
             }
             if matches!(provider.reasoning_summary.as_deref(), Some("off" | "none")) {
                 provider.reasoning_summary = None;
             }
         }
-        WireProtocol::OpenAi => {
-            provider.reasoning_summary = None;
-            if !(reasons || effort_for_this_model) {
-                provider.reasoning_effort = None;
-            }
-        }
-        WireProtocol::Anthropic => {
-            provider.reasoning_effort = None;
+        WireProtocol::OpenAi | WireProtocol::Anthropic => {
             provider.reasoning_summary = None;
         }
     }
@@ -270,17 +281,14 @@ fn apply_entry(provider: &mut ProviderConfig, entry: &ModelOptionsEntry) {
             Wire::Chat => WireProtocol::OpenAi,
         };
     }
-    if let Some(effort) = &entry.reasoning_effort {
-        provider.reasoning_effort = Some(effort.clone());
-    }
     if let Some(summary) = &entry.reasoning_summary {
         provider.reasoning_summary = Some(summary.clone());
     }
     if let Some(thinking) = entry.thinking {
         provider.thinking = thinking;
     }
-    if let Some(effort) = &entry.effort {
-        provider.effort = Some(effort.clone());
+    if let Some(effort) = entry.effort() {
+        provider.effort = Some(effort.to_owned());
     }
     if let Some(vision) = entry.vision {
         provider.vision = vision;
@@ -304,7 +312,7 @@ mod tests {
             text_tool_calls: false,
             prompt_cache_key: None,
             context_window: None,
-            reasoning_effort: None,
+            reasons: false,
             reasoning_summary: None,
             thinking: Default::default(),
             effort: None,
@@ -401,7 +409,8 @@ mod tests {
         // A reasoning model on Responses gets Codex's defaults.
         let mut codex = openai("gpt-5-codex", WireProtocol::OpenAiResponses);
         apply(&mut codex, &Config::default());
-        assert_eq!(codex.reasoning_effort.as_deref(), Some("medium"));
+        assert_eq!(codex.effort.as_deref(), Some("medium"));
+        assert!(codex.reasons);
         assert_eq!(codex.reasoning_summary.as_deref(), Some("auto"));
         // Chat Completions sends no effort unless configured, and then only
         // to a model that takes it, or one it was configured for.
@@ -414,17 +423,36 @@ mod tests {
         let mut gpt5 = openai("gpt-5", WireProtocol::OpenAiResponses);
         apply(&mut gpt5, &config);
         assert_eq!(gpt5.protocol, WireProtocol::OpenAi);
-        assert_eq!(gpt5.reasoning_effort.as_deref(), Some("high"));
+        assert_eq!(gpt5.effort.as_deref(), Some("high"));
+        assert!(gpt5.reasons);
         assert_eq!(gpt5.reasoning_summary, None);
         let mut plain = openai("gpt-4o", WireProtocol::OpenAi);
         apply(&mut plain, &config);
-        assert_eq!(plain.reasoning_effort, None);
+        assert!(!plain.reasons, "gpt-4o takes no effort");
         let mut moved = openai("gpt-4.1", WireProtocol::OpenAi);
         apply(&mut moved, &config);
         assert_eq!(moved.protocol, WireProtocol::OpenAiResponses);
-        assert_eq!(moved.reasoning_effort, None);
+        assert!(!moved.reasons);
         assert_eq!(moved.reasoning_summary, None);
         assert!(toml::from_str::<Config>("[model_options.openai]\nwire = \"grpc\"\n").is_err());
+
+        // The top-level effort is every wire's, and `effort` wins over its
+        // other name.
+        let config: Config = toml::from_str(
+            "effort = \"low\"\n[model_options.\"openai/o3\"]\nreasoning_effort = \"high\"\neffort = \"max\"\n",
+        )
+        .unwrap();
+        let mut codex = openai("gpt-5-codex", WireProtocol::OpenAiResponses);
+        apply(&mut codex, &config);
+        assert_eq!(codex.effort.as_deref(), Some("low"));
+        let mut o3 = openai("o3", WireProtocol::OpenAi);
+        apply(&mut o3, &config);
+        assert_eq!(o3.effort.as_deref(), Some("max"));
+        assert!(o3.reasons);
+        assert!(
+            toml::from_str::<Config>("[model_options.openai]\nreasoning_effort = \"lots\"\n")
+                .is_err()
+        );
     }
 }
 

@@ -11,9 +11,10 @@
 //!
 //! Reasoning defaults follow Codex CLI: a reasoning model on Responses is
 //! asked for `reasoning: {effort: "medium", summary: "auto"}`. On Chat
-//! Completions nothing is sent unless `reasoning_effort` is configured, and
-//! then only to a model that takes it (o-series, gpt-5, gpt-oss) or when
-//! it was configured for that very model.
+//! Completions no effort is sent unless one is configured (`effort`, or
+//! its other name `reasoning_effort`) or asked by an agent's definition or
+//! `Agent` call. On both, an effort goes only to a model that takes it
+//! (o-series, gpt-5, codex, gpt-oss) or one it was configured for by name.
 
 /// The effort a reasoning model gets on Responses unless configured.
 pub(crate) const DEFAULT_EFFORT: &str = "medium";

@@ -190,7 +190,7 @@ fn provider(
         text_tool_calls: false,
         prompt_cache_key: None,
         context_window: None,
-        reasoning_effort: None,
+        reasons: false,
         reasoning_summary: None,
         thinking: Default::default(),
         effort: None,

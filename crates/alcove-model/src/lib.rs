@@ -224,18 +224,23 @@ pub struct ProviderConfig {
     /// (config, server, table); reported back by [`Model::context_window`]
     /// so an agent on this model compacts against its own window.
     pub context_window: Option<u64>,
-    /// How hard a reasoning model thinks (`minimal`, `low`, `medium`,
-    /// `high`, …): `reasoning.effort` on the Responses wire,
-    /// `reasoning_effort` on Chat Completions; `None` sends nothing.
-    pub reasoning_effort: Option<String>,
+    /// OpenAI wires: whether the model takes a reasoning effort (the
+    /// caller knows its names: o-series, gpt-5, codex, gpt-oss, or a model
+    /// an effort was configured for by name). Without, no effort is sent,
+    /// neither [`ProviderConfig::effort`] nor a request's. The Anthropic
+    /// wire reads the model's name instead (`thinking.rs`).
+    pub reasons: bool,
     /// Responses wire only: the reasoning summary asked for (`auto`,
     /// `concise`, `detailed`), streamed as thinking; `None` asks for none.
     pub reasoning_summary: Option<String>,
     /// Anthropic wire: whether and how the model thinks (`thinking.rs`).
     pub thinking: Thinking,
-    /// Anthropic wire: the reasoning effort (`low`, `medium`, `high`,
-    /// `max`), `None` for the model's default; a request's own effort wins.
-    /// The OpenAI wires send `reasoning_effort` instead.
+    /// How hard the model thinks (one of [`EFFORTS`]), the one knob all
+    /// three wires read: Anthropic's `output_config.effort` (and the
+    /// thinking budget it picks), `reasoning.effort` on Responses,
+    /// `reasoning_effort` on Chat Completions (these two only where
+    /// [`ProviderConfig::reasons`]). A request's own effort wins; `None`
+    /// is the model's default.
     pub effort: Option<String>,
     /// Whether the model takes images; without, each image is sent as a
     /// text note saying it was left out (`vision = false`).

@@ -35,7 +35,8 @@ pub struct OpenAiModel {
     text_tool_calls: bool,
     context_window: Option<u64>,
     prompt_cache_key: Option<String>,
-    reasoning_effort: Option<String>,
+    reasons: bool,
+    effort: Option<String>,
     vision: bool,
     /// Messages already serialized, reused by the next request.
     serialized: std::sync::Arc<SerializedCache>,
@@ -77,7 +78,8 @@ impl OpenAiModel {
             text_tool_calls: config.text_tool_calls,
             context_window: config.context_window,
             prompt_cache_key: config.prompt_cache_key,
-            reasoning_effort: config.reasoning_effort,
+            reasons: config.reasons,
+            effort: config.effort,
             vision: config.vision,
             serialized: Default::default(),
         })
@@ -102,7 +104,14 @@ impl Model for OpenAiModel {
         let mut body = Body::with_vision(&self.model, request, Some(&self.serialized), self.vision);
         body.temperature = self.temperature;
         body.prompt_cache_key = self.prompt_cache_key.as_deref();
-        body.reasoning_effort = self.reasoning_effort.as_deref();
+        // The one effort knob, as this wire names it, for a model that
+        // takes it: the request's (an agent's definition or call) over
+        // the configured one.
+        body.reasoning_effort = request
+            .effort
+            .as_deref()
+            .or(self.effort.as_deref())
+            .filter(|_| self.reasons);
         let mut response = self
             .http
             .complete(&self.headers, &body, OpenAiAssembler::default, on_delta)

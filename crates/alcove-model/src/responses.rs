@@ -37,7 +37,8 @@ pub struct ResponsesModel {
     temperature: Option<f32>,
     context_window: Option<u64>,
     prompt_cache_key: Option<String>,
-    reasoning_effort: Option<String>,
+    reasons: bool,
+    effort: Option<String>,
     reasoning_summary: Option<String>,
     vision: bool,
     /// Input items already serialized, reused by the next request.
@@ -59,18 +60,26 @@ impl ResponsesModel {
             temperature: config.temperature,
             context_window: config.context_window,
             prompt_cache_key: config.prompt_cache_key,
-            reasoning_effort: config.reasoning_effort,
+            reasons: config.reasons,
+            effort: config.effort,
             reasoning_summary: config.reasoning_summary,
             vision: config.vision,
             serialized: Default::default(),
         })
     }
 
-    fn settings(&self) -> Settings<'_> {
+    /// The settings of one request: the effort is the request's (an
+    /// agent's definition or call) over the configured one, sent as
+    /// `reasoning.effort` to a model that takes it.
+    fn settings<'a>(&'a self, request: &'a ModelRequest) -> Settings<'a> {
         Settings {
             temperature: self.temperature,
             prompt_cache_key: self.prompt_cache_key.as_deref(),
-            reasoning_effort: self.reasoning_effort.as_deref(),
+            reasoning_effort: request
+                .effort
+                .as_deref()
+                .or(self.effort.as_deref())
+                .filter(|_| self.reasons),
             reasoning_summary: self.reasoning_summary.as_deref(),
             vision: self.vision,
         }
@@ -95,7 +104,7 @@ impl Model for ResponsesModel {
         let body = Body::new(
             &self.model,
             request,
-            self.settings(),
+            self.settings(request),
             Some(&self.serialized),
         );
         self.http

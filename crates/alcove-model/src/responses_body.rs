@@ -4,8 +4,10 @@
 //! [`SerializedCache`] between requests, so only new items are escaped.
 //!
 //! The neutral history becomes a flat list of input items, in block order:
-//! text runs become `message` items (`input_text` for the user,
-//! `output_text` for the assistant), a tool call a `function_call` (its
+//! a user's text run becomes a `message` item of `input_text` parts, an
+//! assistant's text a `message` item whose `content` is the text itself
+//! (the form the published request types have for a message without the
+//! `id` and `status` of a stored output item), a tool call a `function_call` (its
 //! `call_id` is the neutral id), a tool result a `function_call_output`,
 //! and a reasoning block the `reasoning` item it was, with its encrypted
 //! content. With `store: false` nothing is kept on the server, so a
@@ -146,6 +148,14 @@ pub(super) enum Item<'a> {
         role: &'static str,
         content: Vec<Part<'a>>,
     },
+    /// An assistant's text: `{type: "message", role: "assistant",
+    /// content: "…"}`. (Parts of `output_text` are an output item's, which
+    /// must also carry its `id` and `status`.)
+    #[serde(rename = "message")]
+    AssistantText {
+        role: &'static str,
+        content: &'a str,
+    },
     FunctionCall {
         call_id: &'a str,
         name: &'a str,
@@ -166,19 +176,14 @@ pub(super) enum Item<'a> {
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(super) enum Part<'a> {
-    InputText {
-        text: &'a str,
-    },
-    OutputText {
-        text: &'a str,
-    },
+    #[serde(rename = "input_text")]
+    Text { text: &'a str },
     /// A text alcove wrote (an image's caption or its no-vision note).
     #[serde(rename = "input_text")]
-    InputNote {
-        text: String,
-    },
+    Note { text: String },
     /// An image as a data URL.
-    InputImage {
+    #[serde(rename = "input_image")]
+    Image {
         image_url: String,
         detail: &'static str,
     },
@@ -217,14 +222,16 @@ impl Item<'_> {
                 (0u8, role).hash(&mut state);
                 for part in content {
                     match part {
-                        Part::InputText { text } => (0u8, text_digest(text)).hash(&mut state),
-                        Part::OutputText { text } => (1u8, text_digest(text)).hash(&mut state),
-                        Part::InputNote { text } => (2u8, text_digest(text)).hash(&mut state),
-                        Part::InputImage { image_url, detail } => {
+                        Part::Text { text } => (0u8, text_digest(text)).hash(&mut state),
+                        Part::Note { text } => (2u8, text_digest(text)).hash(&mut state),
+                        Part::Image { image_url, detail } => {
                             (3u8, text_digest(image_url), detail).hash(&mut state);
                         }
                     }
                 }
+            }
+            Item::AssistantText { role, content } => {
+                (4u8, role, text_digest(content)).hash(&mut state);
             }
             Item::FunctionCall {
                 call_id,
@@ -259,9 +266,9 @@ impl Item<'_> {
 /// result's images (function call outputs hold text only) go in one user
 /// message after them, as on Chat Completions.
 fn push_items<'a>(out: &mut Vec<Item<'a>>, message: &'a Message, vision: bool) {
-    let (role, text_part): (&'static str, fn(&'a str) -> Part<'a>) = match message.role {
-        Role::User => ("user", |text| Part::InputText { text }),
-        Role::Assistant => ("assistant", |text| Part::OutputText { text }),
+    let role = match message.role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
     };
     let mut texts: Vec<Part<'a>> = Vec::new();
     let mut result_images: Vec<Part<'a>> = Vec::new();
@@ -277,18 +284,18 @@ fn push_items<'a>(out: &mut Vec<Item<'a>>, message: &'a Message, vision: bool) {
     for block in &message.content {
         if let ContentBlock::Image { media_type, data } = block {
             let image = if vision {
-                Part::InputImage {
+                Part::Image {
                     image_url: format!("data:{media_type};base64,{data}"),
                     detail: "auto",
                 }
             } else {
-                Part::InputNote {
+                Part::Note {
                     text: crate::no_vision_note(media_type, data),
                 }
             };
             match last_result {
                 Some(id) => {
-                    result_images.push(Part::InputNote {
+                    result_images.push(Part::Note {
                         text: format!("The image returned by tool call {id}:"),
                     });
                     result_images.push(image);
@@ -303,7 +310,13 @@ fn push_items<'a>(out: &mut Vec<Item<'a>>, message: &'a Message, vision: bool) {
         };
         match block {
             ContentBlock::Text { text } if text.is_empty() => {}
-            ContentBlock::Text { text } => texts.push(text_part(text)),
+            ContentBlock::Text { text } if role == "assistant" => {
+                out.push(Item::AssistantText {
+                    role,
+                    content: text,
+                });
+            }
+            ContentBlock::Text { text } => texts.push(Part::Text { text }),
             ContentBlock::ToolUse { id, name, input } => {
                 flush(out, &mut texts);
                 out.push(Item::FunctionCall {

@@ -365,7 +365,7 @@ fn the_body_sends_the_history_as_items_with_the_reasoning_back() {
                 {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "read a.txt"}]},
                 {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Look first."}],
                  "encrypted_content": "gAAA-secret"},
-                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Reading"}]},
+                {"type": "message", "role": "assistant", "content": "Reading"},
                 {"type": "function_call", "call_id": "call_9", "name": "Read", "arguments": "{\"path\":\"a.txt\"}"},
                 {"type": "function_call_output", "call_id": "call_9", "output": "hello"},
             ],

@@ -45,7 +45,7 @@ fn config(protocol: WireProtocol, server: &FakeServer) -> ProviderConfig {
         text_tool_calls: false,
         prompt_cache_key: None,
         context_window: None,
-        reasoning_effort: None,
+        reasons: false,
         reasoning_summary: None,
         thinking: Default::default(),
         effort: None,
@@ -363,5 +363,47 @@ async fn context_overflows_fail_at_once_as_their_own_kind() {
         }
         assert!(deltas.is_empty());
         assert_eq!(server.requests().len(), 1);
+    }
+}
+
+/// The effort each wire sends, from one knob: what the request asks (an
+/// agent's definition or `Agent` call) over what is configured, on the
+/// OpenAI wires only to a model that takes an effort.
+#[tokio::test]
+async fn one_effort_knob_reaches_every_wire() {
+    let sent_effort = |protocol: WireProtocol, body: &Value| match protocol {
+        WireProtocol::Anthropic => body["output_config"]["effort"].clone(),
+        WireProtocol::OpenAiResponses => body["reasoning"]["effort"].clone(),
+        WireProtocol::OpenAi => body["reasoning_effort"].clone(),
+    };
+    for protocol in PROTOCOLS {
+        for (reasons, asked, expected) in [
+            (true, Some("high"), json!("high")),
+            (true, None, json!("low")),
+            (false, Some("high"), Value::Null),
+        ] {
+            let server =
+                FakeServer::start(Script::new().conversation("think", vec![Step::text("ok")]));
+            let mut config = config(protocol, &server);
+            // An Anthropic model that takes an effort; the OpenAI wires
+            // are told by `reasons`.
+            config.model = "claude-opus-4-6".into();
+            config.effort = Some("low".into());
+            config.reasons = reasons;
+            let expected = match protocol {
+                WireProtocol::Anthropic => json!(asked.unwrap_or("low")),
+                _ => expected.clone(),
+            };
+            let model = connect(config).unwrap();
+            let mut req = request("think");
+            req.effort = asked.map(str::to_owned);
+            model.complete(&req, &|_| {}).await.unwrap();
+            let body = &server.requests()[0].body;
+            assert_eq!(
+                sent_effort(protocol, body),
+                expected,
+                "{protocol:?} reasons={reasons} asked={asked:?}: {body}"
+            );
+        }
     }
 }

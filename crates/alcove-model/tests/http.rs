@@ -208,7 +208,7 @@ fn config(protocol: WireProtocol, base_url: String) -> ProviderConfig {
         text_tool_calls: false,
         prompt_cache_key: None,
         context_window: None,
-        reasoning_effort: None,
+        reasons: false,
         reasoning_summary: None,
         thinking: Default::default(),
         effort: None,

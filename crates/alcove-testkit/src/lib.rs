@@ -42,7 +42,9 @@
 //! not answered in the next message, roles out of turn, a Responses function
 //! call sent without the reasoning item it followed) gets that server's
 //! error (`strict.rs`, `responses_strict.rs`; [`Script::lenient`] turns it
-//! off). A Messages request that asks for thinking gets replies that open
+//! off). With the `published-schemas` feature it also refuses a body that
+//! breaks the provider's published request schema (`schemas.rs`). A
+//! Messages request that asks for thinking gets replies that open
 //! with a signed thinking block, which must come back unchanged
 //! (`thinking.rs`). [`Script::one_slot`]
 //! answers one request at a time, like a one-slot local server, and
@@ -55,6 +57,8 @@ mod openai;
 mod record;
 mod responses;
 mod responses_strict;
+#[cfg(feature = "published-schemas")]
+pub mod schemas;
 mod script;
 mod server;
 mod strict;

@@ -359,9 +359,14 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
             )
         } else if let Some(rejection) = shared
             .strict
-            .then(|| match protocol {
-                Protocol::Responses => responses_strict::validate(&record.body, &state.reasoning),
-                _ => strict::validate(protocol, &record.body),
+            .then(|| {
+                match protocol {
+                    Protocol::Responses => {
+                        responses_strict::validate(&record.body, &state.reasoning)
+                    }
+                    _ => strict::validate(protocol, &record.body),
+                }
+                .and_then(|()| published_schema(protocol, &record.body))
             })
             .and_then(Result::err)
         {
@@ -555,6 +560,17 @@ async fn answer(
         headers.insert(HeaderName::from_static(name), value);
     }
     response
+}
+
+/// The published request schema's check, with the feature on.
+#[cfg(feature = "published-schemas")]
+fn published_schema(protocol: Protocol, body: &Value) -> Result<(), strict::Rejection> {
+    crate::schemas::validate(protocol, body)
+}
+
+#[cfg(not(feature = "published-schemas"))]
+fn published_schema(_: Protocol, _: &Value) -> Result<(), strict::Rejection> {
+    Ok(())
 }
 
 /// Keeps the reasoning a Responses reply issued, for the strict check of

@@ -30,7 +30,7 @@ pub(crate) struct Rejection {
     pub(crate) message: String,
 }
 
-fn bad_request(message: String) -> Rejection {
+pub(crate) fn bad_request(message: String) -> Rejection {
     Rejection {
         status: StatusCode::BAD_REQUEST,
         message,

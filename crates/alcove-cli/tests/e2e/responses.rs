@@ -250,6 +250,58 @@ fn a_child_on_the_responses_wire_works_under_a_parent_on_anthropic() {
     server.assert_script_finished();
 }
 
+/// One effort knob: an `Agent` call's `effort` (and a definition's
+/// `effort:`) reaches a child on the Responses wire as `reasoning.effort`,
+/// over the medium Codex CLI's defaults give a codex model.
+#[test]
+fn an_agent_calls_effort_reaches_a_child_on_the_responses_wire() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "delegate with effort",
+                vec![
+                    Step::reply(vec![
+                        Block::tool_call(
+                            "Agent",
+                            json!({"description": "by call", "prompt": "CALL-CHILD: think hard", "subagent_type": "codex-reader", "effort": "high"}),
+                        ),
+                        Block::tool_call(
+                            "Agent",
+                            json!({"description": "by type", "prompt": "TYPE-CHILD: think a little", "subagent_type": "codex-quick"}),
+                        ),
+                    ]),
+                    Step::text("parent done"),
+                ],
+            )
+            .conversation("CALL-CHILD", vec![Step::text("call child done")])
+            .conversation("TYPE-CHILD", vec![Step::text("type child done")]),
+    );
+    env.write_file(
+        ".alcove/agents/codex-reader.md",
+        "---\nname: codex-reader\ndescription: reads on a codex model\nmodel: openai/gpt-5-codex\n---\nRead.\n",
+    );
+    env.write_file(
+        ".alcove/agents/codex-quick.md",
+        "---\nname: codex-quick\ndescription: quick on a codex model\nmodel: openai/gpt-5-codex\neffort: low\n---\nBe quick.\n",
+    );
+    let out = exec_on(
+        &env,
+        &server,
+        "anthropic/fake-model",
+        &["delegate with effort"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let effort = |needle: &str| {
+        let requests = server.requests_for(needle);
+        assert_eq!(requests.len(), 1, "{needle}");
+        assert_eq!(requests[0].path, "/v1/responses");
+        requests[0].body["reasoning"]["effort"].clone()
+    };
+    assert_eq!(effort("CALL-CHILD"), "high");
+    assert_eq!(effort("TYPE-CHILD"), "low");
+    server.assert_script_finished();
+}
+
 #[test]
 fn a_responses_session_compacts_on_overflow_and_resumes_with_its_reasoning() {
     let mut steps: Vec<Step> = (0..3)
