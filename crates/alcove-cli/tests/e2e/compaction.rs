@@ -558,10 +558,13 @@ fn a_child_on_another_model_compacts_against_that_models_window() {
 #[test]
 fn a_spawned_childs_result_reaches_the_parent_that_compacted_while_it_ran() {
     const WINDOW: u64 = 8_000;
-    let mut parent: Vec<Step> = vec![Step::tool_call(
-        "spawn_agent",
-        json!({"message": "FLAG-WAITER: wait for compacted.flag, then report"}),
-    )];
+    let mut parent: Vec<Step> = vec![
+        crate::support::load("spawn_agent,wait"),
+        Step::tool_call(
+            "spawn_agent",
+            json!({"message": "FLAG-WAITER: wait for compacted.flag, then report"}),
+        ),
+    ];
     parent.extend((0..24).map(reading_turn));
     parent.push(Step::tool_call(
         "Bash",

@@ -31,12 +31,22 @@ fn prints_the_final_answer_and_exits_zero() {
             "Write",
             "Edit",
             "Bash",
-            "BashOutput",
-            "KillShell",
             "TodoWrite",
             "Agent",
             "ToolSearch"
         ]
+    );
+    // The deferred tools are named in ToolSearch's description instead.
+    let search = request.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["name"] == "ToolSearch")
+        .unwrap()["description"]
+        .to_string();
+    assert!(
+        search.contains("BashOutput") && search.contains("KillShell"),
+        "{search}"
     );
     assert!(
         request.system_prompt().contains(

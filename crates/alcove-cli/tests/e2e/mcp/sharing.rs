@@ -106,10 +106,12 @@ fn a_deny_rule_on_one_mcp_tool_holds_in_a_grandchild_and_hides_it() {
             .conversation(
                 "BOTTOM:",
                 vec![
+                    // A model calling the tool the deny rule hid from it.
                     Step::reply(vec![
                         Block::tool_call("mcp__everything__echo", json!({"message": "sneaky"})),
                         Block::tool_call("mcp__everything__get-sum", json!({"a": 1, "b": 2})),
-                    ]),
+                    ])
+                    .unoffered(),
                     Step::text("bottom done"),
                 ],
             ),
