@@ -4,6 +4,38 @@
 
 use super::*;
 
+/// `alcove exec --json` of `prompt` with `agents.command` set to `sh
+/// <script>` (a file of the workspace), `Agent` allowed (starting a
+/// runner's command is gated like Bash) and short waits; `extra` comes
+/// first.
+fn with_runner(
+    env: &TestEnv,
+    server: &FakeServer,
+    script: &str,
+    extra: &[&str],
+    prompt: &str,
+) -> std::process::Child {
+    let mut args = vec!["-c", "agents.wait_min_ms=50"];
+    args.extend_from_slice(extra);
+    args.extend(["--allow", "Agent(general-purpose)", "--json", prompt]);
+    exec_command(env, server, &args)
+        .env("ALCOVE_SUBAGENT_COMMAND", format!("sh {script}"))
+        .spawn()
+        .unwrap()
+}
+
+/// The "remote": a wrapper script, as `ssh host alcove exec --json -`
+/// would be.
+fn write_remote(env: &TestEnv) {
+    env.write_file(
+        "remote.sh",
+        &format!(
+            "#!/bin/sh\nexec '{}' exec --json - \"$@\"\n",
+            crate::support::alcove().display()
+        ),
+    );
+}
+
 #[test]
 fn the_process_runner_runs_commands_in_their_own_group_and_cleans_up() {
     let (env, server) = setup(Script::new().conversation(
@@ -25,22 +57,7 @@ fn the_process_runner_runs_commands_in_their_own_group_and_cleans_up() {
         ],
     ));
     env.write_file("runner.sh", FAKE_RUNNER);
-    let child = exec_command(
-        &env,
-        &server,
-        &[
-            "-c",
-            "agents.wait_min_ms=50",
-            // Starting a runner's command is gated like Bash.
-            "--allow",
-            "Agent(general-purpose)",
-            "--json",
-            "parent of processes",
-        ],
-    )
-    .env("ALCOVE_SUBAGENT_COMMAND", "sh runner.sh")
-    .spawn()
-    .unwrap();
+    let child = with_runner(&env, &server, "runner.sh", &[], "parent of processes");
     wait_for_file(&env.path("runner-child.pid"));
     let out = finish(child);
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -93,31 +110,14 @@ fn an_alcove_child_process_is_a_remote_subagent_with_memory() {
                 vec![Step::text("remote hello"), Step::text("remote again")],
             ),
     );
-    // The "remote": a wrapper script, as `ssh host alcove exec --json -` would be.
-    env.write_file(
+    write_remote(&env);
+    let out = finish(with_runner(
+        &env,
+        &server,
         "remote.sh",
-        &format!(
-            "#!/bin/sh\nexec '{}' exec --json - \"$@\"\n",
-            crate::support::alcove().display()
-        ),
-    );
-    let out = finish(
-        exec_command(
-            &env,
-            &server,
-            &[
-                "-c",
-                "agents.wait_min_ms=50",
-                "--allow",
-                "Agent(general-purpose)",
-                "--json",
-                "parent goes remote",
-            ],
-        )
-        .env("ALCOVE_SUBAGENT_COMMAND", "sh remote.sh")
-        .spawn()
-        .unwrap(),
-    );
+        &[],
+        "parent goes remote",
+    ));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let results = parent_results(&server, "parent goes remote");
     assert_eq!(
@@ -164,32 +164,14 @@ fn a_remote_alcove_child_takes_its_turn_share_as_a_ceiling_and_is_reported_cut_s
             )
             .conversation("REMOTE child", steps),
     );
-    env.write_file(
+    write_remote(&env);
+    let out = finish(with_runner(
+        &env,
+        &server,
         "remote.sh",
-        &format!(
-            "#!/bin/sh\nexec '{}' exec --json - \"$@\"\n",
-            crate::support::alcove().display()
-        ),
-    );
-    let out = finish(
-        exec_command(
-            &env,
-            &server,
-            &[
-                "-c",
-                "agents.wait_min_ms=50",
-                "-c",
-                "agents.max_turns=2",
-                "--allow",
-                "Agent(general-purpose)",
-                "--json",
-                "parent shares turns",
-            ],
-        )
-        .env("ALCOVE_SUBAGENT_COMMAND", "sh remote.sh")
-        .spawn()
-        .unwrap(),
-    );
+        &["-c", "agents.max_turns=2"],
+        "parent shares turns",
+    ));
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(server.requests_for("REMOTE child").len(), 2);
     let results = parent_results(&server, "parent shares turns");
@@ -250,25 +232,13 @@ fn the_parent_kills_a_command_past_its_turn_or_token_share_and_charges_the_tree(
     );
     env.write_file("greedy.sh", GREEDY_RUNNER);
     let run = |prompt: &str, limit: &str| {
-        finish(
-            exec_command(
-                &env,
-                &server,
-                &[
-                    "-c",
-                    "agents.wait_min_ms=50",
-                    "-c",
-                    limit,
-                    "--allow",
-                    "Agent(general-purpose)",
-                    "--json",
-                    prompt,
-                ],
-            )
-            .env("ALCOVE_SUBAGENT_COMMAND", "sh greedy.sh")
-            .spawn()
-            .unwrap(),
-        )
+        finish(with_runner(
+            &env,
+            &server,
+            "greedy.sh",
+            &["-c", limit],
+            prompt,
+        ))
     };
     let out = run("parent meters turns", "agents.max_turns=2");
     assert_eq!(out.code, 0, "{}", out.stderr);
