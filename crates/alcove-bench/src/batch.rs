@@ -136,6 +136,8 @@ fn spawn_batch(bench: &Bench) -> anyhow::Result<(BatchFigure, TestEnv)> {
     let mut script = Script::new().conversation(
         "BATCH PARENT.",
         vec![
+            // The batch tools are deferred: a model loads them first.
+            Step::tool_call("ToolSearch", json!({"query": "select:spawn_batch,wait"})),
             Step::tool_call(
                 "spawn_batch",
                 json!({"tasks_file": "tasks.jsonl", "max_concurrent": CONCURRENCY}),
@@ -164,10 +166,12 @@ fn spawn_batch(bench: &Bench) -> anyhow::Result<(BatchFigure, TestEnv)> {
     );
     let usage = measure::run_measured(&command, &bench.scratch)?;
     let parent = server.requests_for("BATCH PARENT.");
-    if parent.len() != 3 {
-        bail!("the batch parent made {} requests, not 3", parent.len());
+    // Requests: the first (answered with the load), then the one answered
+    // with spawn_batch, then wait's, then the one after wait returned.
+    if parent.len() != 4 {
+        bail!("the batch parent made {} requests, not 4", parent.len());
     }
-    let waited = parent[2]
+    let waited = parent[3]
         .tool_results()
         .into_iter()
         .last()
@@ -180,7 +184,7 @@ fn spawn_batch(bench: &Bench) -> anyhow::Result<(BatchFigure, TestEnv)> {
     }
     let figure = BatchFigure {
         workload: "`spawn_batch` from the model, in-process children",
-        wall_ms: ms(parent[2].received_at.duration_since(parent[0].received_at)),
+        wall_ms: ms(parent[3].received_at.duration_since(parent[1].received_at)),
         ideal_ms: ideal_ms(),
         rss_mib: usage.max_rss_kib as f64 / 1024.0,
     };
