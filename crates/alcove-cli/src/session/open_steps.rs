@@ -1,0 +1,357 @@
+//! The steps `Session::open` takes, each resolving one concern once into
+//! values the session and its children share: the settings, the
+//! permissions, the model, the catalogs (definitions, skills, commands),
+//! the sinks, the limits and the session's own tools; and the gate in a
+//! mode, which a mode switch builds again.
+
+use super::*;
+
+/// Starts OpenTelemetry export when a collector is named (config or the
+/// standard variables); a session whose export cannot start goes on with a
+/// warning. A process-runner child continues the trace its parent passed.
+pub(super) fn start_telemetry(
+    config: &Config,
+    warnings: &mut Vec<String>,
+) -> Option<crate::telemetry::Telemetry> {
+    let target = crate::telemetry::Target::resolve(&config.telemetry, env_var)?;
+    let parent = env_var(crate::telemetry::TRACEPARENT_ENV);
+    match crate::telemetry::Telemetry::start(&target, parent.as_deref()) {
+        Ok(telemetry) => Some(telemetry),
+        Err(message) => {
+            warnings.push(message);
+            None
+        }
+    }
+}
+
+/// The workspace and the configuration, read once.
+pub(super) struct Settings {
+    pub(super) workspace: alcove_tools::Workspace,
+    pub(super) dirs: Dirs,
+    pub(super) config: Config,
+    /// The config layers, each with its source: rules, hooks, MCP servers
+    /// and the sandbox read them.
+    pub(super) layers: Vec<config_show::Layer>,
+}
+
+impl Settings {
+    pub(super) fn read(common: &CommonArgs) -> anyhow::Result<Settings> {
+        let workspace = common.workspace()?;
+        let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
+        let config = config::load(&dirs, workspace.root(), &common.overrides)
+            .map_err(|err| UsageError(format!("{err:#}")))?;
+        let layers = config_show::layers(&dirs, workspace.root(), &common.overrides)
+            .map_err(|err| UsageError(format!("{err:#}")))?;
+        Ok(Settings {
+            workspace,
+            dirs,
+            config,
+            layers,
+        })
+    }
+}
+
+/// What the main agent may do, resolved once: its mode, the policy a parent
+/// alcove passed and the budgets in it, the sandbox, the gate, the turn
+/// limit, the environment policy commands, hooks and MCP servers share,
+/// and the tool profile.
+pub(super) struct Permissions {
+    pub(super) mode: PermissionMode,
+    pub(super) parent: Option<ParentPolicy>,
+    pub(super) charter: Charter,
+    pub(super) sandbox: sandbox_setup::SandboxSetup,
+    pub(super) gate: Arc<PermissionGate>,
+    pub(super) max_turns: u32,
+    pub(super) env: EnvPolicy,
+    pub(super) profile: ToolProfile,
+}
+
+impl Permissions {
+    pub(super) fn resolve(
+        common: &CommonArgs,
+        config: &Config,
+        layers: &[config_show::Layer],
+        root: &std::path::Path,
+        max_turns: Option<u32>,
+    ) -> anyhow::Result<Permissions> {
+        let mode = permission_setup::mode(common, config)?;
+        let parent = parent_policy(common)?;
+        // A parent alcove's budgets for this one are ceilings on its own.
+        let charter = parent
+            .as_ref()
+            .map(ParentPolicy::charter)
+            .unwrap_or_default();
+        // A parent alcove's sandbox is a ceiling for this one's.
+        let ceiling = parent.as_ref().and_then(ParentPolicy::sandbox);
+        let sandbox = sandbox_setup::setup(layers, common, root, ceiling)?;
+        // One access policy: the file tools are held to what the sandbox
+        // lets commands read and write.
+        let access = Arc::new(sandbox.confinement.access_policy());
+        let gate = session_gate(
+            mode,
+            layers,
+            common,
+            parent.clone(),
+            sandbox.auto_allow,
+            access,
+        )?;
+        let max_turns = max_turns
+            .or(config.max_turns)
+            .unwrap_or(DEFAULT_MAX_TURNS)
+            .min(charter.max_turns.unwrap_or(u32::MAX));
+        if max_turns == 0 {
+            return Err(UsageError("--max-turns must be at least 1".to_owned()).into());
+        }
+        Ok(Permissions {
+            mode,
+            parent,
+            charter,
+            sandbox,
+            gate,
+            max_turns,
+            env: permission_setup::env_policy(config),
+            profile: tool_profile(config)?,
+        })
+    }
+}
+
+/// The main agent's model, connected: its options, window and the
+/// context limits from it, the secrets to redact, and the aliases the
+/// catalogs resolve their `model:` fields with.
+pub(super) struct ModelChoice {
+    pub(super) model: Arc<dyn alcove_model::Model>,
+    /// `provider/model`.
+    pub(super) name: String,
+    pub(super) window: WindowChoice,
+    pub(super) limits: alcove_core::ContextLimits,
+    pub(super) redactions: Vec<String>,
+    pub(super) aliases: Aliases,
+}
+
+impl ModelChoice {
+    pub(super) async fn connect(
+        common: &CommonArgs,
+        config: &Config,
+        session_id: &str,
+    ) -> anyhow::Result<ModelChoice> {
+        let mut provider_config = provider::resolve(common.model.as_deref(), config).await?;
+        model_options(&mut provider_config, config, session_id);
+        let name = format!("{}/{}", provider_config.id, provider_config.model);
+        let aliases = Aliases::new(
+            &provider_config.id,
+            provider_config.protocol,
+            &config.model_aliases,
+        );
+        let redactions = permission_setup::redactions(provider_config.api_key.as_deref());
+        let window = context_setup::window(config, &provider_config).await;
+        let limits = context_setup::limits(config, window.tokens)?;
+        provider_config.context_window = Some(window.tokens);
+        let model =
+            alcove_model::connect(provider_config).map_err(|err| UsageError(err.to_string()))?;
+        Ok(ModelChoice {
+            model,
+            name,
+            window,
+            limits,
+            redactions,
+            aliases,
+        })
+    }
+}
+
+/// A provider's options from the config (timeouts, temperature, wire,
+/// effort) and its prompt cache key: the same for the main agent's model
+/// and every other a child or command asks for.
+pub(super) fn model_options(
+    provider_config: &mut alcove_model::ProviderConfig,
+    config: &Config,
+    id: &str,
+) {
+    crate::model_options::apply(provider_config, config);
+    provider_config.prompt_cache_key = context_setup::cache_key(config, &provider_config.id, id);
+}
+
+/// Builds a client for another `provider/name` (a child's or a command's
+/// `model`), with the options [`model_options`] gives the main one.
+pub(super) fn model_factory(config: Config, id: String) -> Arc<ModelFactory> {
+    Arc::new(move |spec: &str| {
+        let mut provider_config = provider::resolve_spec(spec, &config).map_err(|err| err.0)?;
+        model_options(&mut provider_config, &config, &id);
+        // A child on another model compacts against that model's window
+        // (config or table: the factory does not ask servers).
+        provider_config.context_window =
+            Some(context_setup::child_window(&config, &provider_config).tokens);
+        alcove_model::connect(provider_config).map_err(|err| err.to_string())
+    })
+}
+
+/// Agent definitions, skills and custom commands, their `model:` fields
+/// resolved through the session's aliases; what they warn about goes to
+/// `warnings`.
+pub(super) fn load_catalogs(
+    dirs: &Dirs,
+    root: &std::path::Path,
+    aliases: &mut Aliases,
+    warnings: &mut Vec<String>,
+) -> (Definitions, Skills, Commands) {
+    let (mut definitions, definition_warnings) = agents_cmd::load(dirs, root);
+    warnings.extend(definition_warnings);
+    let (mut skills, mut commands, skill_warnings) = skills_cmd::load(dirs, root);
+    warnings.extend(skill_warnings);
+    definitions.resolve_models(|spec| aliases.resolve(spec));
+    skills.resolve_models(|spec| aliases.resolve(spec));
+    commands.resolve_models(|spec| aliases.resolve(spec));
+    warnings.extend(aliases.warning());
+    (definitions, skills, commands)
+}
+
+/// Where the session's events go: the transcript, the observers (the
+/// front end's sinks and the trace exporter, which children's events reach
+/// too) and the sandbox probe's trigger.
+pub(super) struct Sinks {
+    pub(super) telemetry: Option<crate::telemetry::Telemetry>,
+    pub(super) observers: Arc<dyn EventSink>,
+    pub(super) probe_start: Arc<sandbox_setup::ProbeStart>,
+    pub(super) events: Arc<dyn EventSink>,
+}
+
+impl Sinks {
+    pub(super) fn new(
+        config: &Config,
+        transcript: &Arc<Transcript>,
+        front_end: Vec<Arc<dyn EventSink>>,
+        warnings: &mut Vec<String>,
+    ) -> Sinks {
+        let telemetry = start_telemetry(config, warnings);
+        let mut observers = FanOut::default();
+        if let Some(telemetry) = &telemetry {
+            observers = observers.with(telemetry.sink());
+        }
+        for sink in front_end {
+            observers = observers.with(sink);
+        }
+        let observers: Arc<dyn EventSink> = Arc::new(observers);
+        let probe_start = Arc::new(sandbox_setup::ProbeStart::default());
+        let events: Arc<dyn EventSink> = Arc::new(
+            FanOut::default()
+                .with(transcript.clone())
+                .with(observers.clone())
+                .with(probe_start.clone()),
+        );
+        if let Some(telemetry) = &telemetry {
+            telemetry.warn_to(events.clone());
+        }
+        Sinks {
+            telemetry,
+            observers,
+            probe_start,
+            events,
+        }
+    }
+}
+
+/// The loop's limits from the config, with the model's context limits.
+pub(super) fn session_limits(config: &Config, context: alcove_core::ContextLimits) -> Limits {
+    Limits {
+        max_tokens: config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        result_cap: RESULT_CAP,
+        stop_hook_limit: config
+            .hooks
+            .max_stop_continuations
+            .unwrap_or(STOP_HOOK_LIMIT),
+        max_tool_calls_per_reply: config
+            .max_tool_calls_per_reply
+            .unwrap_or(DEFAULT_MAX_TOOL_CALLS_PER_REPLY),
+        context,
+    }
+}
+
+/// The session's own tools, built once: the built-ins (Bash confined and
+/// with the environment policy), `WebFetch` (and `WebSearch` when
+/// `[web] search_url` is set), and `Skill` when there is a skill the model
+/// may invoke. [`Session::main_run`] adds the MCP servers' tools.
+pub(super) fn session_tools(
+    config: &Config,
+    permissions: &Permissions,
+    skills: &Arc<Skills>,
+    runtime: &Runtime,
+    file_source: Option<Arc<dyn alcove_tools::FileSource>>,
+) -> anyhow::Result<Vec<Arc<alcove_core::DynTool>>> {
+    let confinement = Some(permissions.sandbox.confinement.clone());
+    let mut tools =
+        alcove_tools::builtin_tools_confined(permissions.env.clone(), confinement, file_source);
+    tools.push(Arc::new(alcove_core::WebFetch::default()));
+    if let Some(url) = config
+        .web
+        .search_url
+        .as_deref()
+        .filter(|url| !url.trim().is_empty())
+    {
+        tools.push(Arc::new(
+            alcove_core::WebSearch::new(url).map_err(UsageError)?,
+        ));
+    }
+    if skills
+        .all()
+        .iter()
+        .any(|skill| !skill.disable_model_invocation)
+    {
+        tools.push(Arc::new(SkillTool::new(
+            skills.clone(),
+            runtime.approver.clone(),
+            permissions.gate.clone(),
+        )));
+    }
+    Ok(tools)
+}
+
+/// The tools `tool_profile = "lean"` leaves out of the main agent's (and
+/// so its children's) pool: each costs prefill on a small local model.
+pub(super) const LEAN_LEAVES_OUT: [&str; 5] = [
+    alcove_tools::TODO_WRITE,
+    alcove_tools::BASH_OUTPUT,
+    alcove_tools::KILL_SHELL,
+    alcove_core::WEB_FETCH,
+    alcove_core::WEB_SEARCH,
+];
+
+/// The main agent's gate in `mode`: the config's and the flags' rules, and
+/// the policy of a parent alcove (which it narrows, never loosens).
+pub(super) fn session_gate(
+    mode: PermissionMode,
+    layers: &[config_show::Layer],
+    common: &CommonArgs,
+    parent: Option<ParentPolicy>,
+    sandboxed_commands: bool,
+    access: Arc<alcove_sandbox::AccessPolicy>,
+) -> anyhow::Result<Arc<PermissionGate>> {
+    let gate = permission_setup::gate(mode, layers, common)?;
+    // An alcove started by another's process runner narrows the policy
+    // its parent passed, never loosens it.
+    Ok(match parent {
+        Some(policy) => {
+            let mut gate = policy
+                .gate(std::env::var_os("HOME").map(PathBuf::from))
+                .map_err(UsageError)?
+                .narrowed(Some(gate.mode()), gate.rules().clone());
+            // Its own commands run in its own sandbox.
+            if let Some(level) = Arc::get_mut(&mut gate) {
+                level.set_sandboxed_commands(sandboxed_commands);
+                level.set_access(access);
+            }
+            gate
+        }
+        None => Arc::new(
+            gate.with_sandboxed_commands(sandboxed_commands)
+                .with_access(access),
+        ),
+    })
+}
+
+/// The policy a parent alcove passed (`--parent-policy`, or
+/// `ALCOVE_PARENT_POLICY` when the flag is absent).
+pub(super) fn parent_policy(common: &CommonArgs) -> Result<Option<ParentPolicy>, UsageError> {
+    let text = common.parent_policy.clone().or_else(|| env_var(POLICY_ENV));
+    text.map(|text| ParentPolicy::parse(&text).map_err(UsageError))
+        .transpose()
+}
