@@ -15,7 +15,7 @@ use alcove_core::{AgentDefinition, Definitions, load_definitions};
 use clap::Args;
 use serde_json::{Value, json};
 
-use crate::config::{self, Dirs};
+use crate::config::Dirs;
 use crate::{CommonArgs, UsageError};
 
 /// `alcove agents` arguments.
@@ -47,7 +47,8 @@ pub(crate) fn load(dirs: &Dirs, workspace: &Path) -> (Definitions, Vec<String>) 
 pub(crate) fn run(common: &CommonArgs, args: &AgentsArgs) -> anyhow::Result<u8> {
     let workspace = common.workspace()?.root().to_owned();
     let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
-    let settings = config::load(&dirs, &workspace, &common.overrides)
+    let settings = crate::trust::ProjectSettings::of(common, &dirs, &workspace)
+        .and_then(|settings| settings.config())
         .map_err(|err| UsageError(format!("{err:#}")))?;
     let max_depth = settings.agents.max_depth.unwrap_or(1);
     let (definitions, warnings) = load(&dirs, &workspace);

@@ -5,7 +5,8 @@
 //! < project file (`.alcove/config.toml` in the workspace) < `-c key=value`
 //! flags. Environment variables and dedicated flags are applied by their
 //! consumers on top. A file that does not parse is an error naming the file,
-//! line and column.
+//! line and column. A project file counts only as far as the folder's
+//! trust lets it (`trust.rs` filters the layers before they merge).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -75,6 +76,9 @@ pub(crate) struct Config {
     pub(crate) web: WebEntry,
     /// `[background]`: limits of background commands.
     pub(crate) background: BackgroundEntry,
+    /// `[projects."<folder>"] trust = "trusted"`: the folders the user
+    /// trusts (read from the user's file only, by `trust.rs`).
+    pub(crate) projects: BTreeMap<String, toml::Value>,
 }
 
 /// `[background]`: `Bash` commands run with `run_in_background`.
@@ -236,27 +240,22 @@ impl Dirs {
     }
 }
 
-/// Loads and merges the layers for a workspace.
-pub(crate) fn load(dirs: &Dirs, workspace: &Path, overrides: &[String]) -> anyhow::Result<Config> {
+/// Merges the layers (user file < project file < `-c` flags), as a
+/// folder's trust left them (`trust.rs`).
+pub(crate) fn from_layers(layers: &[crate::config_show::Layer]) -> anyhow::Result<Config> {
     let mut merged = toml::Table::new();
-    let files = [
-        dirs.config.join("config.toml"),
-        workspace.join(".alcove/config.toml"),
-    ];
-    for path in &files {
-        if let Some(table) = read_table(path)? {
-            merge(&mut merged, table);
-        }
-    }
-    for item in overrides {
-        merge(&mut merged, parse_override(item)?);
+    for layer in layers {
+        merge(&mut merged, layer.table.clone());
     }
     Config::deserialize(toml::Value::Table(merged)).map_err(|err| {
         // The merged table has no lines: name the file (and line) of a bad
         // value when one file alone shows it.
-        files
+        layers
             .iter()
-            .filter_map(|path| Some((path, std::fs::read_to_string(path).ok()?)))
+            .filter_map(|layer| {
+                let path = layer.kind.file()?;
+                Some((path, std::fs::read_to_string(path).ok()?))
+            })
             .find_map(|(path, text)| {
                 let err = toml::from_str::<Config>(&text).err()?;
                 Some(anyhow::anyhow!("{}: {err}", path.display()))
@@ -344,7 +343,9 @@ mod tests {
             "model = \"openai/b\"\n",
         )
         .unwrap();
-        let config = load(&dirs, &workspace, &["max_turns=9".to_owned()]).unwrap();
+        let layers =
+            crate::config_show::layers(&dirs, &workspace, &["max_turns=9".to_owned()]).unwrap();
+        let config = from_layers(&layers).unwrap();
         assert_eq!(config.model.as_deref(), Some("openai/b"));
         assert_eq!(config.max_turns, Some(9));
         assert_eq!(config.providers["local"].base_url, "http://x/v1");
@@ -362,7 +363,10 @@ mod tests {
             "model = \"a\"\nmax_turns = = 3\n",
         )
         .unwrap();
-        let err = format!("{:#}", load(&dirs, dir.path(), &[]).unwrap_err());
+        let err = format!(
+            "{:#}",
+            crate::config_show::layers(&dirs, dir.path(), &[]).unwrap_err()
+        );
         assert!(
             err.contains("config.toml") && err.contains("line 2"),
             "{err}"

@@ -31,9 +31,33 @@ enum ConfigCommand {
 /// One config file, or one `-c` flag, as a table.
 #[derive(Debug, Clone)]
 pub(crate) struct Layer {
+    /// Whose settings these are: what a folder's trust decides on.
+    pub(crate) kind: LayerKind,
     /// `user /path/config.toml`, `project /ws/.alcove/config.toml`, `-c key=value`.
     pub(crate) source: String,
     pub(crate) table: toml::Table,
+}
+
+/// Where a layer came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum LayerKind {
+    /// The user's own file.
+    User(std::path::PathBuf),
+    /// A file in the workspace: what a cloned repository controls, held
+    /// to the folder's trust (`trust.rs`).
+    Project(std::path::PathBuf),
+    /// A `-c` flag.
+    Flag,
+}
+
+impl LayerKind {
+    /// The file the layer was read from, if any.
+    pub(crate) fn file(&self) -> Option<&Path> {
+        match self {
+            LayerKind::User(path) | LayerKind::Project(path) => Some(path),
+            LayerKind::Flag => None,
+        }
+    }
 }
 
 /// The file and `-c` layers, lowest first (files that do not exist are skipped).
@@ -43,19 +67,26 @@ pub(crate) fn layers(
     overrides: &[String],
 ) -> anyhow::Result<Vec<Layer>> {
     let mut layers = Vec::new();
-    for (kind, path) in [
-        ("user", dirs.config.join("config.toml")),
-        ("project", workspace.join(".alcove/config.toml")),
+    for kind in [
+        LayerKind::User(dirs.config.join("config.toml")),
+        LayerKind::Project(workspace.join(".alcove/config.toml")),
     ] {
-        if let Some(table) = config::read_table(&path)? {
+        let Some(path) = kind.file() else { continue };
+        if let Some(table) = config::read_table(path)? {
+            let whose = match kind {
+                LayerKind::User(_) => "user",
+                _ => "project",
+            };
             layers.push(Layer {
-                source: format!("{kind} {}", path.display()),
+                source: format!("{whose} {}", path.display()),
+                kind,
                 table,
             });
         }
     }
     for item in overrides {
         layers.push(Layer {
+            kind: LayerKind::Flag,
             source: format!("-c {item}"),
             table: config::parse_override(item)?,
         });
@@ -77,9 +108,11 @@ pub(crate) async fn run(common: &CommonArgs, args: &ConfigArgs) -> anyhow::Resul
     let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
     let usage = |err: anyhow::Error| UsageError(format!("{err:#}"));
     // The same checks a session makes: a broken file or rule is exit 2 here too.
-    let merged = config::load(&dirs, workspace.root(), &common.overrides).map_err(usage)?;
+    let settings =
+        crate::trust::ProjectSettings::of(common, &dirs, workspace.root()).map_err(usage)?;
+    let merged = settings.config().map_err(usage)?;
     permission_setup::mode(common, &merged)?;
-    let layers = layers(&dirs, workspace.root(), &common.overrides).map_err(usage)?;
+    let layers = settings.layers.clone();
     let rules = permission_setup::rules(&layers, common)?;
     let env: Vec<(String, String)> = ENV_KEYS
         .iter()
@@ -94,6 +127,9 @@ pub(crate) async fn run(common: &CommonArgs, args: &ConfigArgs) -> anyhow::Resul
         "{}",
         render(workspace.root(), &layers, &env, common, &rules)
     );
+    if let Some(notice) = settings.notice() {
+        println!("# {notice}");
+    }
     print!("{}", context_lines(common, &merged).await?);
     Ok(0)
 }
@@ -282,10 +318,7 @@ fn render(
 ) -> String {
     let mut values = BTreeMap::new();
     flatten("", &defaults(), "default", &mut values);
-    for layer in layers
-        .iter()
-        .filter(|layer| !layer.source.starts_with("-c "))
-    {
+    for layer in layers.iter().filter(|layer| layer.kind != LayerKind::Flag) {
         flatten("", &layer.table, &layer.source, &mut values);
     }
     for (source, assignment) in env {
@@ -298,10 +331,7 @@ fn render(
             values.insert(key.to_owned(), (value, source.clone()));
         }
     }
-    for layer in layers
-        .iter()
-        .filter(|layer| layer.source.starts_with("-c "))
-    {
+    for layer in layers.iter().filter(|layer| layer.kind == LayerKind::Flag) {
         flatten("", &layer.table, &layer.source, &mut values);
     }
     if let Some(model) = &common.model {
@@ -366,16 +396,19 @@ mod tests {
     fn every_value_says_where_it_came_from() {
         let layers = vec![
             Layer {
+                kind: LayerKind::User("/u/config.toml".into()),
                 source: "user /u/config.toml".to_owned(),
                 table: "model = \"anthropic/a\"\nmax_turns = 7\n[permissions]\ndeny = [\"Bash(rm:*)\"]\n"
                     .parse()
                     .unwrap(),
             },
             Layer {
+                kind: LayerKind::Project("/w/.alcove/config.toml".into()),
                 source: "project /w/.alcove/config.toml".to_owned(),
                 table: "[agents]\nmax_depth = 2\n".parse().unwrap(),
             },
             Layer {
+                kind: LayerKind::Flag,
                 source: "-c max_turns=9".to_owned(),
                 table: "max_turns = 9\n".parse().unwrap(),
             },

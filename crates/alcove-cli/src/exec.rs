@@ -62,6 +62,12 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
         file_source: None,
     };
     let session = Session::open(common, front_end).await?;
+    // Without --json the warning event is that line already.
+    if args.json
+        && let Some(notice) = &session.trust_notice
+    {
+        eprintln!("alcove: warning: {notice}");
+    }
     session.runtime.hooks.session_start().await;
     // A resumed session killed mid-turn ends with tool calls that have no
     // results; they get error results so the conversation stays valid.

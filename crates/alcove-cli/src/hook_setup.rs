@@ -17,6 +17,7 @@
 //! project's `[[hooks.X]]` do not replace the user's. A broken
 //! `.alcove/settings.json` is a configuration error; a broken
 //! `.claude/settings.json` (someone else's file) is a warning and is skipped.
+//! The settings files are read only in a trusted folder (`trust.rs`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -40,12 +41,12 @@ pub(crate) struct HooksEntry {
     pub(crate) events: BTreeMap<String, Vec<HookEntry>>,
 }
 
-/// Every hook configured for a session in `workspace` by the config
-/// `layers` and the settings files, and warnings about entries that were
-/// dropped.
+/// Every hook configured for a session by the config `layers` and the
+/// settings files of `files_root` (a trusted workspace; `None` reads
+/// none), and warnings about entries that were dropped.
 pub(crate) fn load(
     layers: &[Layer],
-    workspace: &Path,
+    files_root: Option<&Path>,
 ) -> Result<(HookConfig, Vec<String>), UsageError> {
     let mut config = HookConfig::default();
     let mut warnings = Vec::new();
@@ -59,6 +60,9 @@ pub(crate) fn load(
             warnings.extend(config.add(event, entries, &layer.source));
         }
     }
+    let Some(workspace) = files_root else {
+        return Ok((config, warnings));
+    };
     for (relative, required) in [
         (".claude/settings.json", false),
         (".alcove/settings.json", true),
@@ -120,6 +124,7 @@ mod tests {
         )
         .unwrap();
         let layer = |source: &str, text: &str| Layer {
+            kind: crate::config_show::LayerKind::Flag,
             source: source.to_owned(),
             table: toml::from_str(text).unwrap(),
         };
@@ -131,7 +136,7 @@ mod tests {
             layer("project", "[[hooks.PreToolUse]]\ncommand = \"b.sh\"\n"),
             layer("-c max_turns=3", "max_turns = 3\n"),
         ];
-        let (config, warnings) = load(&layers, dir.path()).unwrap();
+        let (config, warnings) = load(&layers, Some(dir.path())).unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(config.count(HookEvent::PreToolUse), 3);
         assert_eq!(config.count(HookEvent::Stop), 1);
@@ -142,14 +147,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join(".claude")).unwrap();
         std::fs::write(dir.path().join(".claude/settings.json"), "{\n oops").unwrap();
-        let (_, warnings) = load(&[], dir.path()).unwrap();
+        let (_, warnings) = load(&[], Some(dir.path())).unwrap();
         assert!(
             warnings[0].contains(".claude/settings.json"),
             "{warnings:?}"
         );
         std::fs::create_dir_all(dir.path().join(".alcove")).unwrap();
         std::fs::write(dir.path().join(".alcove/settings.json"), "{\n oops").unwrap();
-        let err = load(&[], dir.path()).unwrap_err();
+        let err = load(&[], Some(dir.path())).unwrap_err();
         assert!(
             err.0.contains(".alcove/settings.json") && err.0.contains("line 2"),
             "{}",

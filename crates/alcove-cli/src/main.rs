@@ -31,6 +31,8 @@ mod sandbox_setup;
 mod session;
 mod skills_cmd;
 mod telemetry;
+mod trust;
+mod trust_cmd;
 mod tui;
 mod worktrees_cmd;
 
@@ -80,6 +82,10 @@ struct CommonArgs {
     /// Where Bash commands run: workspace-write (default) | read-only | off.
     #[arg(long, global = true, value_name = "MODE")]
     sandbox: Option<String>,
+    /// Trust this folder for this run: its own hooks, MCP servers, providers, mode and
+    /// allow rules apply (`alcove trust` records it for good).
+    #[arg(long, global = true, env = "ALCOVE_TRUST")]
+    trust: bool,
 }
 
 impl CommonArgs {
@@ -118,6 +124,8 @@ enum Command {
     Merge(worktrees_cmd::MergeArgs),
     /// List (and with --clean remove) the worktrees and branches children left.
     Worktrees(worktrees_cmd::WorktreesArgs),
+    /// Trust a folder (default: the workspace), so its own settings apply: `--list`, `--revoke`.
+    Trust(trust_cmd::TrustArgs),
     /// Write one self-contained HTML page of a session: its tree over time, each agent's
     /// figures and conversation.
     Report(report::ReportArgs),
@@ -204,6 +212,7 @@ fn main() -> ExitCode {
             Some(Command::Merge(args)) => worktrees_cmd::merge(&cli.common, &args),
             Some(Command::Worktrees(args)) => worktrees_cmd::worktrees(&cli.common, &args),
             Some(Command::Report(args)) => report::run(&cli.common, &args),
+            Some(Command::Trust(args)) => trust_cmd::run(&cli.common, &args),
             None => tui::run(&cli.common, cli.prompt).await,
         }
     });

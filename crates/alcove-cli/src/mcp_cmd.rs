@@ -63,7 +63,7 @@ pub(crate) async fn run(common: &CommonArgs, args: McpArgs) -> anyhow::Result<u8
     let workspace = common.workspace()?.root().to_owned();
     let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
     match args.action {
-        Action::List => list(&dirs, &workspace, &common.overrides).await,
+        Action::List => list(common, &dirs, &workspace).await,
         Action::Add(add) => {
             let file = scope_file(&dirs, &workspace, add.scope);
             let text = add_server(&read(&file)?, &add)?;
@@ -85,9 +85,15 @@ pub(crate) async fn run(common: &CommonArgs, args: McpArgs) -> anyhow::Result<u8
     }
 }
 
-async fn list(dirs: &Dirs, workspace: &Path, overrides: &[String]) -> anyhow::Result<u8> {
-    let (configs, warnings) = mcp_setup::configs(dirs, workspace, overrides)
-        .map_err(|err| UsageError(format!("{err:#}")))?;
+async fn list(common: &CommonArgs, dirs: &Dirs, workspace: &Path) -> anyhow::Result<u8> {
+    let usage = |err: anyhow::Error| UsageError(format!("{err:#}"));
+    // An untrusted folder's own servers are not started (not even listed).
+    let settings = crate::trust::ProjectSettings::of(common, dirs, workspace).map_err(usage)?;
+    if let Some(notice) = settings.notice() {
+        eprintln!("alcove: {notice}");
+    }
+    let (configs, warnings) =
+        mcp_setup::configs_from(settings.layers.clone(), settings.files_root());
     for warning in &warnings {
         eprintln!("alcove: warning: {warning}");
     }
@@ -96,8 +102,7 @@ async fn list(dirs: &Dirs, workspace: &Path, overrides: &[String]) -> anyhow::Re
         return Ok(0);
     }
     let logs = std::env::temp_dir().join(format!("alcove-mcp-list-{}", std::process::id()));
-    let config = crate::config::load(dirs, workspace, overrides)
-        .map_err(|err| UsageError(format!("{err:#}")))?;
+    let config = settings.config().map_err(usage)?;
     let env_remove =
         crate::permission_setup::env_policy(&config).names_to_remove(std::env::vars_os());
     let manager = McpManager::start(configs, workspace, &logs, &env_remove);

@@ -7,7 +7,8 @@
 //! mcp_servers.<name>.<key>=…`. A TOML layer's keys merge into the server
 //! an earlier layer defined (so `-c mcp_servers.fs.enabled=false` turns one
 //! off); a JSON file's entry replaces it. A server whose entry is invalid is
-//! a warning, never the session's end.
+//! a warning, never the session's end. The workspace's own files count
+//! only in a trusted folder (`trust.rs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,7 +16,6 @@ use std::path::{Path, PathBuf};
 use alcove_mcp::{ServerConfig, ServerEntry};
 use serde_json::{Map, Value};
 
-use crate::config::Dirs;
 use crate::config_show;
 
 /// One layer's view of the servers.
@@ -25,30 +25,22 @@ struct Found {
 }
 
 /// The configured servers (disabled ones included) and a warning per
-/// entry that could not be used.
-pub(crate) fn configs(
-    dirs: &Dirs,
-    workspace: &Path,
-    overrides: &[String],
-) -> anyhow::Result<(Vec<ServerConfig>, Vec<String>)> {
-    let layers = config_show::layers(dirs, workspace, overrides)?;
-    Ok(configs_from(layers, workspace))
-}
-
-/// [`configs`] from layers already read (a session reads them once).
+/// entry that could not be used, from the layers as the folder's trust
+/// left them; the workspace's JSON files are read only from `files_root`
+/// (a trusted folder).
 pub(crate) fn configs_from(
     layers: Vec<config_show::Layer>,
-    workspace: &Path,
+    files_root: Option<&Path>,
 ) -> (Vec<ServerConfig>, Vec<String>) {
     let mut warnings = Vec::new();
     let mut found: BTreeMap<String, Result<Found, String>> = BTreeMap::new();
     let (lower, upper): (Vec<_>, Vec<_>) = layers
         .into_iter()
-        .partition(|layer| layer.source.starts_with("user "));
+        .partition(|layer| matches!(layer.kind, config_show::LayerKind::User(_)));
     for layer in &lower {
         merge_toml(&mut found, &layer.source, &layer.table);
     }
-    for path in json_files(workspace) {
+    for path in files_root.map(json_files).into_iter().flatten() {
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
@@ -151,6 +143,7 @@ fn merge_toml(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Dirs;
 
     #[test]
     fn layers_merge_toml_and_replace_with_json() {
@@ -177,12 +170,13 @@ mod tests {
             "[mcp_servers.b]\nenabled = false\n[mcp_servers.d]\nargs = [\"no command\"]\n",
         )
         .unwrap();
-        let (servers, warnings) = configs(
+        let layers = config_show::layers(
             &dirs,
             &workspace,
             &["mcp_servers.c.enabled=false".to_owned()],
         )
         .unwrap();
+        let (servers, warnings) = configs_from(layers, Some(&workspace));
         let by_name: BTreeMap<_, _> = servers
             .iter()
             .map(|server| (server.name.as_str(), server))

@@ -163,6 +163,7 @@ mod tests {
 
     fn layer(source: &str, text: &str) -> Layer {
         Layer {
+            kind: crate::config_show::LayerKind::Flag,
             source: source.to_owned(),
             table: text.parse().unwrap(),
         }

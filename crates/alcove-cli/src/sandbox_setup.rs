@@ -38,7 +38,7 @@ use alcove_protocol::{AgentEvent, AgentPath, EventKind};
 use alcove_tools::{Confinement, ResourceLimits, SandboxMode, SandboxScope};
 use serde::Deserialize;
 
-use crate::config_show::Layer;
+use crate::config_show::{Layer, LayerKind};
 use crate::{CommonArgs, UsageError};
 
 /// `[sandbox]`, or `sandbox = "<mode>"`.
@@ -161,7 +161,7 @@ pub(crate) fn setup(
     let mut project_mode = None;
     let mut limits = ResourceLimits::default();
     for layer in layers {
-        let is_project = layer.source.starts_with("project ");
+        let is_project = matches!(layer.kind, LayerKind::Project(_));
         if let Some(value) = layer.table.get("sandbox") {
             let entry: SandboxEntry = value
                 .clone()

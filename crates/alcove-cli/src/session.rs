@@ -23,10 +23,11 @@ use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent_setup::{ToolProfile, agent_limits, tool_profile};
-use crate::config::{self, Config, Dirs};
+use crate::config::{Config, Dirs};
 use crate::context_setup::{self, WindowChoice};
 use crate::model_aliases::Aliases;
 use crate::resume::{Resumed, next_child_number, resumed_history};
+use crate::trust::ProjectSettings;
 use crate::{
     CommonArgs, UsageError, agents_cmd, config_show, hook_setup, mcp_setup, permission_setup,
     provider, sandbox_setup, skills_cmd,
@@ -118,6 +119,9 @@ pub(crate) struct Session {
     probe_start: Arc<sandbox_setup::ProbeStart>,
     /// The command sandbox and limits.
     pub(crate) sandbox: sandbox_setup::SandboxSetup,
+    /// The line naming what an untrusted folder's settings asked for and
+    /// did not get (also a start-up warning).
+    pub(crate) trust_notice: Option<String>,
 }
 
 impl Session {
@@ -133,6 +137,8 @@ impl Session {
             dirs,
             config,
             layers,
+            files_root,
+            notice,
         } = Settings::read(common)?;
         let permissions = Permissions::resolve(
             common,
@@ -147,8 +153,8 @@ impl Session {
         };
         let mut chosen = ModelChoice::connect(common, &config, &id).await?;
 
-        let mut setup_warnings = Vec::new();
-        let (hook_config, hook_warnings) = hook_setup::load(&layers, workspace.root())?;
+        let mut setup_warnings: Vec<String> = notice.iter().cloned().collect();
+        let (hook_config, hook_warnings) = hook_setup::load(&layers, files_root.as_deref())?;
         setup_warnings.extend(hook_warnings);
         setup_warnings.extend(permissions.sandbox.warnings.iter().cloned());
         setup_warnings.extend(crate::worktrees_cmd::leftover_warning(workspace.root()));
@@ -172,7 +178,7 @@ impl Session {
         // MCP servers start now, in the background; the first model request
         // waits for them at most their startup timeout (`ready`).
         let (mut mcp_configs, mcp_warnings) =
-            mcp_setup::configs_from(layers.clone(), workspace.root());
+            mcp_setup::configs_from(layers.clone(), files_root.as_deref());
         setup_warnings.extend(mcp_warnings);
         for extra in front_end.extra_mcp {
             mcp_configs.retain(|config| config.name != extra.name);
@@ -305,6 +311,7 @@ impl Session {
             sandbox_report: std::sync::Mutex::new(None),
             probe_start,
             sandbox: permissions.sandbox,
+            trust_notice: notice,
         })
     }
 

@@ -348,23 +348,19 @@ impl PermissionGate {
         false
     }
 
-    /// Whether an allow rule at some level (or of the session) names `host`
-    /// for `tool` (`WebFetch(domain:localhost)`): what lets a fetch reach a
-    /// loopback or private address. A bare rule names no host.
+    /// Whether an allow rule of the root gate (the session's config and
+    /// flags, or "allow always") names `host` for `tool`
+    /// (`WebFetch(domain:localhost)`): what lets a fetch reach a loopback
+    /// or private address. A bare rule names no host. A child's own allow
+    /// rules (an agent definition's) never do: they may only narrow what
+    /// its parent may reach, never widen it.
     pub fn names_host(&self, tool: &str, host: &str) -> bool {
-        let mut level = Some(self);
-        while let Some(gate) = level {
-            if gate.rules.names_host(tool, host)
-                || gate
-                    .session_rules()
-                    .iter()
-                    .any(|rule| rule.names_host(tool, host))
-            {
-                return true;
-            }
-            level = gate.parent.as_deref();
-        }
-        false
+        let root = self.root();
+        root.rules.names_host(tool, host)
+            || root
+                .session_rules()
+                .iter()
+                .any(|rule| rule.names_host(tool, host))
     }
 
     /// Checks one validated call of `tool` with arguments `input`, for an

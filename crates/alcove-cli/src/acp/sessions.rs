@@ -188,6 +188,12 @@ impl Sessions {
             .await
             .map_err(|err| error(ErrorCode::INVALID_PARAMS, format!("{err:#}")))?;
         let id = session.id.clone();
+        // ACP has no way to ask the editor's user about trust: an
+        // untrusted folder stays so (`alcove trust`, or `alcove acp
+        // --trust` in the editor's agent command, trusts it).
+        if let Some(notice) = &session.trust_notice {
+            eprintln!("alcove: warning: {notice}");
+        }
         updates.set_top(
             id.clone(),
             session.config.pricing.get(&session.model_name).copied(),

@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::Args;
 
-use crate::config::{self, Dirs};
+use crate::config::Dirs;
 use crate::resume::{find_session, list_sessions};
 use crate::{CommonArgs, UsageError};
 
@@ -66,7 +66,9 @@ pub(crate) fn run(common: &CommonArgs, args: &ReportArgs) -> anyhow::Result<u8> 
     let sessions = dirs.data.join("sessions");
     let transcript = sessions.join(format!("{}.jsonl", info.id));
     // Prices come from today's config; a report without them shows tokens.
-    let price = match config::load(&dirs, &workspace, &common.overrides) {
+    let price = match crate::trust::ProjectSettings::of(common, &dirs, &workspace)
+        .and_then(|settings| settings.config())
+    {
         Ok(config) => {
             let model = read_model(&transcript);
             model.and_then(|model| config.pricing.get(&model).copied())

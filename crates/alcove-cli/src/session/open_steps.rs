@@ -24,7 +24,9 @@ pub(super) fn start_telemetry(
     }
 }
 
-/// The workspace and the configuration, read once.
+/// The workspace and the configuration, read once and held to the
+/// folder's trust (`trust.rs`): nothing after this step reads a project
+/// setting the trust decision did not leave.
 pub(super) struct Settings {
     pub(super) workspace: alcove_tools::Workspace,
     pub(super) dirs: Dirs,
@@ -32,21 +34,26 @@ pub(super) struct Settings {
     /// The config layers, each with its source: rules, hooks, MCP servers
     /// and the sandbox read them.
     pub(super) layers: Vec<config_show::Layer>,
+    /// The workspace when trusted: where its hook and MCP files are read.
+    pub(super) files_root: Option<PathBuf>,
+    /// What an untrusted folder's settings asked for and did not get.
+    pub(super) notice: Option<String>,
 }
 
 impl Settings {
     pub(super) fn read(common: &CommonArgs) -> anyhow::Result<Settings> {
         let workspace = common.workspace()?;
         let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
-        let config = config::load(&dirs, workspace.root(), &common.overrides)
-            .map_err(|err| UsageError(format!("{err:#}")))?;
-        let layers = config_show::layers(&dirs, workspace.root(), &common.overrides)
-            .map_err(|err| UsageError(format!("{err:#}")))?;
+        let usage = |err: anyhow::Error| UsageError(format!("{err:#}"));
+        let project = ProjectSettings::of(common, &dirs, workspace.root()).map_err(usage)?;
+        let config = project.config().map_err(usage)?;
         Ok(Settings {
+            files_root: project.files_root().map(ToOwned::to_owned),
+            notice: project.notice(),
             workspace,
             dirs,
             config,
-            layers,
+            layers: project.layers,
         })
     }
 }

@@ -10,6 +10,7 @@
 //! - `panel`: the live delegation panel; `plan`: the main agent's plan; `approval`: the approver and its prompt.
 //! - `editor`: the prompt editor; `commands`: slash commands; `picker`: the resume picker.
 //! - `term`: the inline viewport with history written into the scrollback.
+//! - `trust_prompt`: the question asked first in a folder not yet trusted.
 
 mod app;
 mod approval;
@@ -26,6 +27,7 @@ mod plan;
 mod session_turns;
 mod term;
 mod theme;
+mod trust_prompt;
 mod ui_commands;
 mod view;
 mod wrap;
@@ -122,7 +124,11 @@ pub(crate) async fn resume(common: &CommonArgs, args: ResumeArgs) -> anyhow::Res
 
 async fn start(common: &CommonArgs, start: Start) -> anyhow::Result<u8> {
     if interactive() {
-        driver::run(common, start).await
+        let mut common = common.clone();
+        if !trust_prompt::ask_if_needed(&mut common).await? {
+            return Ok(0);
+        }
+        driver::run(&common, start).await
     } else {
         plain::run(common, start).await
     }

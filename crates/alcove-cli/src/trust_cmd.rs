@@ -1,0 +1,210 @@
+//! `alcove trust [PATH]`: records in the user's own `config.toml` that a
+//! folder (and every folder inside it) is trusted, as Codex records it:
+//!
+//! ```toml
+//! [projects."/home/me/src/app"]
+//! trust = "trusted"
+//! ```
+//!
+//! The record is appended, so the rest of the file (comments included)
+//! stays as it was; only when the file already has a table of that folder
+//! is it written again whole. `--list` prints the records, `--revoke`
+//! removes one.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use crate::config::{self, Dirs};
+use crate::{CommonArgs, UsageError};
+
+/// `alcove trust` arguments.
+#[derive(Debug, Args)]
+pub(crate) struct TrustArgs {
+    /// The folder (default: the workspace, `--cd` or the current folder).
+    path: Option<PathBuf>,
+    /// Print the folders the user's config records, trusted or not.
+    #[arg(long, conflicts_with_all = ["path", "revoke"])]
+    list: bool,
+    /// Remove the folder's record instead (it is untrusted again).
+    #[arg(long)]
+    revoke: bool,
+}
+
+pub(crate) fn run(common: &CommonArgs, args: &TrustArgs) -> anyhow::Result<u8> {
+    let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
+    if args.list {
+        let file = dirs.config.join("config.toml");
+        let table = config::read_table(&file)
+            .map_err(|err| UsageError(format!("{err:#}")))?
+            .unwrap_or_default();
+        for (folder, trusted) in crate::trust::records(&table) {
+            let level = if trusted { "trusted" } else { "untrusted" };
+            println!("{level}\t{}", folder.display());
+        }
+        return Ok(0);
+    }
+    let folder = match &args.path {
+        Some(path) => path
+            .canonicalize()
+            .map_err(|err| UsageError(format!("{}: {err}", path.display())))?,
+        None => common.workspace()?.root().to_owned(),
+    };
+    let file = dirs.config.join("config.toml");
+    match (update(&dirs, &folder, !args.revoke)?, args.revoke) {
+        (true, true) => println!(
+            "{} is no longer trusted ({})",
+            folder.display(),
+            file.display()
+        ),
+        (true, false) => println!(
+            "{} is trusted: its own settings apply ({})",
+            folder.display(),
+            file.display()
+        ),
+        (false, true) => println!("{} had no trust record", folder.display()),
+        (false, false) => println!("{} is already trusted", folder.display()),
+    }
+    Ok(0)
+}
+
+/// Records `folder` (canonical) as trusted in the user's config, or with
+/// `trust` false removes its record; whether the file changed.
+pub(crate) fn update(dirs: &Dirs, folder: &Path, trust: bool) -> anyhow::Result<bool> {
+    let file = dirs.config.join("config.toml");
+    let table = config::read_table(&file)
+        .map_err(|err| UsageError(format!("{err:#}")))?
+        .unwrap_or_default();
+    let key = folder
+        .to_str()
+        .ok_or_else(|| UsageError(format!("{} is not UTF-8", folder.display())))?;
+    let text = match std::fs::read_to_string(&file) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(err) => return Err(UsageError(format!("{}: {err}", file.display())).into()),
+    };
+    let updated = if trust {
+        trusted(&text, &table, key)
+    } else {
+        revoked(&text, &table, key)
+    };
+    match updated {
+        Some(updated) => {
+            write(&file, &updated)?;
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+/// The `[projects."<key>"]` header, the key quoted as TOML quotes it.
+fn header(key: &str) -> String {
+    format!("[projects.{}]", toml::Value::String(key.to_owned()))
+}
+
+/// The file with `key` recorded as trusted, or `None` when it already is.
+fn trusted(text: &str, table: &toml::Table, key: &str) -> Option<String> {
+    let existing = table.get("projects").and_then(|projects| projects.get(key));
+    if existing
+        .and_then(|entry| entry.get("trust"))
+        .and_then(toml::Value::as_str)
+        == Some("trusted")
+    {
+        return None;
+    }
+    if existing.is_none() {
+        let mut appended = text.to_owned();
+        if !appended.is_empty() && !appended.ends_with('\n') {
+            appended.push('\n');
+        }
+        if !appended.is_empty() {
+            appended.push('\n');
+        }
+        appended.push_str(&format!("{}\ntrust = \"trusted\"\n", header(key)));
+        // Appending a table is safe unless `projects` was written inline.
+        if appended.parse::<toml::Table>().is_ok() {
+            return Some(appended);
+        }
+    }
+    let mut table = table.clone();
+    let projects = table
+        .entry("projects")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    let projects = match projects {
+        toml::Value::Table(projects) => projects,
+        other => {
+            *other = toml::Value::Table(toml::Table::new());
+            other.as_table_mut()?
+        }
+    };
+    let entry = projects
+        .entry(key.to_owned())
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    if let toml::Value::Table(entry) = entry {
+        entry.insert("trust".to_owned(), "trusted".into());
+        entry.remove("trust_level");
+    }
+    toml::to_string(&table).ok()
+}
+
+/// The file without `key`'s record, or `None` when it has none.
+fn revoked(text: &str, table: &toml::Table, key: &str) -> Option<String> {
+    table.get("projects")?.get(key)?;
+    // The two lines `alcove trust` appends, removed as they were written.
+    let block = format!("{}\ntrust = \"trusted\"\n", header(key));
+    if let Some(at) = text.find(&block) {
+        let mut without = text.to_owned();
+        without.replace_range(at..at + block.len(), "");
+        let still = without
+            .parse::<toml::Table>()
+            .ok()
+            .is_some_and(|parsed| parsed.get("projects").and_then(|p| p.get(key)).is_none());
+        if still {
+            return Some(without);
+        }
+    }
+    let mut table = table.clone();
+    if let Some(toml::Value::Table(projects)) = table.get_mut("projects") {
+        projects.remove(key);
+    }
+    toml::to_string(&table).ok()
+}
+
+/// Writes the file, creating its folder.
+fn write(file: &Path, text: &str) -> anyhow::Result<()> {
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|err| UsageError(format!("cannot create {}: {err}", dir.display())))?;
+    }
+    std::fs::write(file, text)
+        .map_err(|err| UsageError(format!("cannot write {}: {err}", file.display())).into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_is_appended_and_removed_keeping_the_rest() {
+        let text = "# my settings\nmodel = \"a/b\" # mine\n";
+        let table: toml::Table = text.parse().unwrap();
+        let key = "/home/u/src/\"odd\" app";
+        let added = trusted(text, &table, key).unwrap();
+        assert!(added.starts_with(text), "{added}");
+        let parsed: toml::Table = added.parse().unwrap();
+        assert_eq!(parsed["projects"][key]["trust"].as_str(), Some("trusted"));
+        assert_eq!(trusted(&added, &parsed, key), None);
+        let removed = revoked(&added, &parsed, key).unwrap();
+        assert_eq!(removed.trim_end(), text.trim_end());
+        assert_eq!(revoked(text, &table, key), None);
+    }
+
+    #[test]
+    fn an_existing_table_of_the_folder_is_rewritten() {
+        let text = "[projects.\"/w\"]\ntrust = \"untrusted\"\nnote = 1\n";
+        let table: toml::Table = text.parse().unwrap();
+        let added: toml::Table = trusted(text, &table, "/w").unwrap().parse().unwrap();
+        assert_eq!(added["projects"]["/w"]["trust"].as_str(), Some("trusted"));
+        assert_eq!(added["projects"]["/w"]["note"].as_integer(), Some(1));
+    }
+}
