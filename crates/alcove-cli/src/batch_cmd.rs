@@ -302,6 +302,10 @@ fn alcove_exec(common: &CommonArgs) -> anyhow::Result<String> {
     for pair in &common.overrides {
         words.extend(["-c".into(), quote(pair)]);
     }
+    // The user trusted the folder for this run: so for its tasks.
+    if common.trust {
+        words.push("--trust".into());
+    }
     words.push("-".into());
     Ok(words.join(" "))
 }
@@ -342,6 +346,7 @@ mod tests {
             deny: vec!["Bash(rm:*)".into()],
             parent_policy: None,
             sandbox: None,
+            trust: false,
         };
         let command = alcove_exec(&common).unwrap();
         assert!(

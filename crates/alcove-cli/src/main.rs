@@ -84,7 +84,8 @@ struct CommonArgs {
     sandbox: Option<String>,
     /// Trust this folder for this run: its own hooks, MCP servers, providers, mode and
     /// allow rules apply (`alcove trust` records it for good).
-    #[arg(long, global = true, env = "ALCOVE_TRUST")]
+    #[arg(long, global = true, env = "ALCOVE_TRUST",
+          value_parser = clap::builder::BoolishValueParser::new())]
     trust: bool,
 }
 

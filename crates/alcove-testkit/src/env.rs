@@ -74,11 +74,14 @@ impl TestEnv {
     /// Anthropic protocol: `ALCOVE_HOME`, `ANTHROPIC_BASE_URL`,
     /// `ANTHROPIC_API_KEY=test-key`, `ALCOVE_MODEL=anthropic/fake-model`, and
     /// the developer's keys, base URLs, config dirs, tracing and proxies removed
-    /// (`NO_PROXY` covers 127.0.0.1).
+    /// (`NO_PROXY` covers 127.0.0.1). The workspace is trusted
+    /// (`ALCOVE_TRUST=1`, as `--trust`), so tests of its own settings see
+    /// them apply; a test of an untrusted folder removes the variable.
     pub fn command(&self, binary: &Path, server: &FakeServer) -> Command {
         let mut cmd = Command::new(binary);
         cmd.current_dir(self.workspace())
             .env("ALCOVE_HOME", self.home())
+            .env("ALCOVE_TRUST", "1")
             .env("ANTHROPIC_BASE_URL", server.url())
             .env("ANTHROPIC_API_KEY", "test-key")
             .env("ALCOVE_MODEL", "anthropic/fake-model")

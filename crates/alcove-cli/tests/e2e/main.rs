@@ -17,6 +17,7 @@
 //! - `real_models`: what real servers and small local models do (issue 17).
 //! - `report`: `alcove report`'s page, opened in headless Chromium (issue 40).
 //! - `small_models`: what a real small model still did to a session (issue 39).
+//! - `trust`: folder trust, played by a cloned repository (issue 44).
 //! - `responses`: the OpenAI Responses wire with tools, reasoning, delegation,
 //!   compaction and resume (issue 36).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -51,5 +52,6 @@ mod support;
 mod telemetry;
 mod thinking;
 mod tools;
+mod trust;
 mod tui;
 mod web;
