@@ -27,6 +27,17 @@ pub(crate) struct Pane {
 
 impl Pane {
     pub(crate) fn start(env: &TestEnv, server: &FakeServer, args: &[&str]) -> Pane {
+        Pane::start_without(env, server, args, &[])
+    }
+
+    /// [`Pane::start`] with the variables `removed` taken out of alcove's
+    /// environment.
+    pub(crate) fn start_without(
+        env: &TestEnv,
+        server: &FakeServer,
+        args: &[&str],
+        removed: &[&str],
+    ) -> Pane {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("tmux.sock");
         let conf = dir.path().join("tmux.conf");
@@ -35,7 +46,10 @@ impl Pane {
             "set -g remain-on-exit on\nset -g history-limit 5000\nset -g status off\n",
         )
         .unwrap();
-        let base = env.command(alcove(), server);
+        let mut base = env.command(alcove(), server);
+        for var in removed {
+            base.env_remove(var);
+        }
         let mut tmux = Command::new("tmux");
         for (key, value) in base.get_envs() {
             match value {

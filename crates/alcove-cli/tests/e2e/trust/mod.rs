@@ -10,8 +10,10 @@
 //! reach beyond its parent's.
 //!
 //! - `acp`: the same repository opened by an editor over ACP.
+//! - `ui`: the interactive UI's question.
 
 mod acp;
+mod ui;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
