@@ -3,6 +3,7 @@
 //! git.
 
 mod access;
+mod git_charter;
 mod holder;
 mod limits;
 mod sandbox;
