@@ -7,6 +7,7 @@ mod git_charter;
 mod holder;
 mod limits;
 mod sandbox;
+mod walks;
 mod worktrees;
 
 use std::path::Path;
