@@ -476,18 +476,25 @@ fn finish(
 }
 
 /// The paths this agent's Read deny rules and `sandbox.deny_read` cover,
-/// so a search of `dirs` skips them.
+/// so a search of `dirs` skips them: by name where a covered path can lie
+/// in `dirs`, and everywhere by what the entry really is (a symlink's
+/// target, a second hard link of a denied file). A path a call names alone
+/// (`tasks_file`) is judged both ways.
 fn hidden_from_reads(
     run: &AgentRun,
     runtime: &Runtime,
     dirs: &[std::path::PathBuf],
 ) -> HiddenPaths {
-    if !run.gate.hides_some_reads(dirs) {
+    if !run.gate.hides_some_targets() {
         return HiddenPaths::default();
     }
+    let names = run.gate.hides_some_reads(dirs);
     let gate = run.gate.clone();
     let workspace = runtime.workspace.clone();
-    HiddenPaths::new(move |path| gate.hides(path, &workspace))
+    HiddenPaths::new(move |path, kind| {
+        ((names || kind.is_none()) && gate.hides(path, &workspace))
+            || gate.hides_target(path, kind, &workspace)
+    })
 }
 
 /// Keeps the head and tail of a result longer than `limit` bytes (the

@@ -304,13 +304,50 @@ impl PermissionGate {
     }
 
     /// Whether a search must skip `path`: a `Read(...)` deny rule or
-    /// `sandbox.deny_read` covers it. (A walk does not follow links, so
-    /// the path as walked is where it lands.)
+    /// `sandbox.deny_read` covers it, by name.
     pub fn hides(&self, path: &Path, workspace: &Workspace) -> bool {
         self.access
             .as_ref()
             .is_some_and(|access| access.read_denied(path, path).is_some())
             || self.read_denied(path, workspace)
+    }
+
+    /// Whether the file `path` really is must stay unread although its name
+    /// passes: a symlink leading to a path [`PermissionGate::hides`] covers,
+    /// or a second hard link of a `sandbox.deny_read` file. `kind` is the
+    /// entry's type when a walk knows it (no `lstat` then).
+    pub fn hides_target(
+        &self,
+        path: &Path,
+        kind: Option<std::fs::FileType>,
+        workspace: &Workspace,
+    ) -> bool {
+        if self
+            .access
+            .as_ref()
+            .is_some_and(|access| access.entry_denied(path, kind).is_some())
+        {
+            return true;
+        }
+        let is_link = match kind {
+            Some(kind) => kind.is_symlink(),
+            None => path.symlink_metadata().is_ok_and(|meta| meta.is_symlink()),
+        };
+        is_link
+            && self.denies_some_reads()
+            && path
+                .canonicalize()
+                .is_ok_and(|real| self.read_denied(&real, workspace))
+    }
+
+    /// Whether any search must judge where its entries lead: some
+    /// `sandbox.deny_read` entry or `Read(...)` deny rule exists.
+    pub fn hides_some_targets(&self) -> bool {
+        self.denies_some_reads()
+            || self
+                .access
+                .as_ref()
+                .is_some_and(|access| access.denies_reads())
     }
 
     /// Whether any `Read(...)` deny rule applies here or above.
@@ -453,7 +490,10 @@ impl PermissionGate {
         }
         for path in &invocation.paths {
             let real = workspace.real_path(path);
-            if let Some(entry) = policy.read_denied(path, &real) {
+            if let Some(entry) = policy
+                .read_denied(path, &real)
+                .or_else(|| policy.hard_link_denied(&real))
+            {
                 return Some(format!(
                     "Permission denied: {tool} of {} is refused: sandbox.deny_read covers {}, \
                      so neither file tools nor commands may read it, in any permission mode. \

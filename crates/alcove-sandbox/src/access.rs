@@ -16,9 +16,15 @@
 //! Paths are judged where they really land: the caller passes the path
 //! with `..` and symlinks resolved, so a link inside the workspace that
 //! points into a denied folder is denied, as Landlock (which checks the
-//! file reached, not the name) denies it to a command.
+//! file reached, not the name) denies it to a command. A walk judges each
+//! entry the same way ([`AccessPolicy::entry_denied`]): a symlink by its
+//! target, and a file with several hard links by its (device, inode), since
+//! a second name of a denied file is the denied file.
 
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use crate::policy::SandboxMode;
 
@@ -31,7 +37,15 @@ pub struct AccessPolicy {
     deny_read: Vec<PathBuf>,
     /// `sandbox.writable_roots`, absolute.
     writable_roots: Vec<PathBuf>,
+    /// The files under `deny_read` with more than one hard link, by
+    /// (device, inode), with the entry covering them: found at the first
+    /// question that needs them ([`AccessPolicy::hard_link_denied`]).
+    linked: Arc<OnceLock<HashMap<(u64, u64), PathBuf>>>,
 }
+
+/// How many entries of the `deny_read` folders are looked at for files
+/// with several hard links (a credential folder holds a few dozen).
+const LINKED_SCAN_LIMIT: usize = 20_000;
 
 impl AccessPolicy {
     /// Compiles the policy: `deny_read` and `writable_roots` absolute.
@@ -47,7 +61,57 @@ impl AccessPolicy {
         AccessPolicy {
             deny_read: denied,
             writable_roots: writable_roots.to_vec(),
+            linked: Arc::default(),
         }
+    }
+
+    /// Whether `deny_read` has any entry (walks then judge each entry).
+    pub fn denies_reads(&self) -> bool {
+        !self.deny_read.is_empty()
+    }
+
+    /// The `deny_read` entry covering the file a walked entry really is:
+    /// for a symlink (`kind` says so, or an `lstat` when `None`), where it
+    /// leads; for a regular file, its (device, inode) when it has several
+    /// hard links ([`AccessPolicy::hard_link_denied`]). The name itself is
+    /// the caller's to judge ([`AccessPolicy::read_denied`]).
+    pub fn entry_denied(&self, path: &Path, kind: Option<std::fs::FileType>) -> Option<&Path> {
+        let kind = match kind {
+            Some(kind) => kind,
+            None => path.symlink_metadata().ok()?.file_type(),
+        };
+        if kind.is_symlink() {
+            let real = path.canonicalize().ok()?;
+            return self
+                .read_denied(&real, &real)
+                .or_else(|| self.hard_link_denied(&real));
+        }
+        if kind.is_file() {
+            return self.hard_link_denied(path);
+        }
+        None
+    }
+
+    /// The `deny_read` entry holding another hard link of the regular file
+    /// `path`, if any. Only files with more than one link are looked up, and
+    /// the denied files with more than one link are found once, at the first
+    /// such question of the session: a confined command cannot link a file
+    /// out of a denied folder (Landlock refuses linking across folders it
+    /// has not granted), so only links the user made count, and those made
+    /// before the first search are the ones seen.
+    pub fn hard_link_denied(&self, path: &Path) -> Option<&Path> {
+        if self.deny_read.is_empty() {
+            return None;
+        }
+        let linked = self.linked.get_or_init(|| linked_files(&self.deny_read));
+        if linked.is_empty() {
+            return None;
+        }
+        let meta = std::fs::metadata(path).ok()?;
+        if !meta.is_file() || meta.nlink() < 2 {
+            return None;
+        }
+        linked.get(&(meta.dev(), meta.ino())).map(PathBuf::as_path)
     }
 
     /// The `deny_read` entry covering `path` (absolute, as named) or
@@ -105,6 +169,31 @@ impl AccessPolicy {
     }
 }
 
+/// The regular files with more than one hard link under each of `entries`
+/// (files or folders; links are not followed), by (device, inode).
+fn linked_files(entries: &[PathBuf]) -> HashMap<(u64, u64), PathBuf> {
+    let mut found = HashMap::new();
+    let mut budget = LINKED_SCAN_LIMIT;
+    let mut pending: Vec<(PathBuf, &PathBuf)> = entries.iter().map(|e| (e.clone(), e)).collect();
+    while let Some((path, entry)) = pending.pop() {
+        if budget == 0 {
+            break;
+        }
+        budget -= 1;
+        let Ok(meta) = path.symlink_metadata() else {
+            continue;
+        };
+        if meta.is_file() && meta.nlink() > 1 {
+            found.insert((meta.dev(), meta.ino()), entry.clone());
+        } else if meta.is_dir()
+            && let Ok(listing) = std::fs::read_dir(&path)
+        {
+            pending.extend(listing.flatten().map(|child| (child.path(), entry)));
+        }
+    }
+    found
+}
+
 /// What a `workspace-write` command may write: the workspace, its git
 /// folders, the temp folders and `writable_roots`.
 pub(crate) fn workspace_write_folders(
@@ -140,6 +229,32 @@ mod tests {
         assert!(policy.read_denied(&other, &other).is_none());
         assert!(policy.denies_inside(dir.path()));
         assert!(!policy.denies_inside(&other));
+    }
+
+    #[test]
+    fn a_walked_link_or_second_hard_link_is_judged_by_the_denied_file_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        std::fs::create_dir(&secret).unwrap();
+        std::fs::write(secret.join("key"), "KEY").unwrap();
+        std::fs::write(secret.join("other"), "x").unwrap();
+        let work = dir.path().join("work");
+        std::fs::create_dir(&work).unwrap();
+        std::os::unix::fs::symlink(secret.join("key"), work.join("soft")).unwrap();
+        std::fs::hard_link(secret.join("key"), work.join("hard")).unwrap();
+        std::fs::write(work.join("plain"), "x").unwrap();
+        std::fs::hard_link(work.join("plain"), work.join("plain2")).unwrap();
+        let policy = AccessPolicy::new(std::slice::from_ref(&secret), &[]);
+        assert!(policy.entry_denied(&work.join("soft"), None).is_some());
+        assert!(policy.entry_denied(&work.join("hard"), None).is_some());
+        assert!(policy.entry_denied(&work.join("plain"), None).is_none());
+        assert!(policy.entry_denied(&work.join("plain2"), None).is_none());
+        assert!(policy.entry_denied(&work, None).is_none());
+        assert!(
+            AccessPolicy::default()
+                .entry_denied(&work.join("hard"), None)
+                .is_none()
+        );
     }
 
     #[test]

@@ -97,6 +97,40 @@ pub fn git_guards(workspace: &Path) -> Vec<Guard> {
     guards
 }
 
+/// Files git reads from a git folder that a mount cannot guard when they
+/// are missing (a bind needs a path that exists) and that the folder,
+/// writable for git's own lock files, lets a command create.
+const PLANTABLE: [&str; 3] = ["commondir", "config", "config.worktree"];
+
+/// The [`PLANTABLE`] files missing, when the command starts, from each git
+/// folder `guards` pin: a command that creates one is undone by
+/// [`undo_plants`] as it ends.
+pub fn plantable(guards: &[Guard]) -> Vec<PathBuf> {
+    guards
+        .iter()
+        .filter(|guard| guard.writable)
+        .flat_map(|guard| PLANTABLE.iter().map(|name| guard.path.join(name)))
+        .filter(|path| path.symlink_metadata().is_err())
+        .collect()
+}
+
+/// Removes each of `missing` that exists now (a command made it) and
+/// returns those it found. A `commondir` in a repository's own git folder
+/// would make every later git, the user's and alcove's, take its config and
+/// hooks from a folder of the command's choosing.
+pub fn undo_plants(missing: &[PathBuf]) -> Vec<PathBuf> {
+    missing
+        .iter()
+        .filter(|path| path.symlink_metadata().is_ok())
+        .inspect(|path| {
+            if std::fs::remove_file(path).is_err() {
+                let _ = std::fs::remove_dir_all(path);
+            }
+        })
+        .cloned()
+        .collect()
+}
+
 /// Pins `git_dir` and guards its hooks and config, then its submodules'.
 fn guard_git_dir(git_dir: &Path, guards: &mut Vec<Guard>, depth: usize) {
     guards.push(Guard::pinned(git_dir.to_owned()));

@@ -97,6 +97,9 @@ pub struct Launch {
     /// Variables to set for the command.
     pub env: Vec<(String, PathBuf)>,
     private_tmp: Option<PathBuf>,
+    /// Files git would read that were missing from the git folders when
+    /// the command started ([`git_guard::plantable`]).
+    plantable: Vec<PathBuf>,
     /// The session's holder, when the command joins its namespace: it can
     /// start the command itself ([`Launch::start_held`]).
     holder: Option<Arc<OnceLock<Option<NetworkHolder>>>>,
@@ -152,8 +155,19 @@ impl Launch {
     }
 }
 
+impl Launch {
+    /// Removes what the command planted among the files git reads from the
+    /// repository's git folder that no mount could guard (a new
+    /// `.git/commondir`, [`git_guard::undo_plants`]); returns what it
+    /// removed. Called when the command ends, and again on drop.
+    pub fn undo_git_plants(&self) -> Vec<PathBuf> {
+        git_guard::undo_plants(&self.plantable)
+    }
+}
+
 impl Drop for Launch {
     fn drop(&mut self) {
+        self.undo_git_plants();
         if let Some(dir) = self.private_tmp.take() {
             let _ = std::fs::remove_dir_all(dir);
         }
@@ -242,6 +256,7 @@ impl Confinement {
             .then(|| self.network_holder.get().and_then(Option::as_ref))
             .flatten()
             .map(NetworkHolder::pid);
+        let plantable = git_guard::plantable(&guards);
         let policy = LaunchPolicy {
             mode: scope.mode,
             network: scope.network,
@@ -262,6 +277,7 @@ impl Confinement {
             args: argv,
             env,
             private_tmp,
+            plantable,
             holder: network_holder.map(|_| self.network_holder.clone()),
         })
     }

@@ -213,7 +213,16 @@ impl TypedTool for Bash {
             launch.as_ref(),
         )
         .await;
+        let planted = launch
+            .as_ref()
+            .map(Launch::undo_git_plants)
+            .unwrap_or_default();
         drop(launch);
+        if !planted.is_empty() {
+            output.is_error = true;
+            output.content.push('\n');
+            output.content.push_str(&planted_note(&planted));
+        }
         if let (true, Some(confinement)) = (output.is_error, &self.confinement) {
             let note = signal
                 .and_then(|signal| confinement.limits.explain_signal(signal))
@@ -257,6 +266,21 @@ async fn start_in_background(
          (bash_id \"{id}\"); stop it with KillShell (shell_id \"{id}\"). It is stopped when \
          you end, on interrupt, and at the session's end."
     ))
+}
+
+/// What the answer says when a command created files git would read from
+/// the git folder (and alcove removed them).
+fn planted_note(planted: &[std::path::PathBuf]) -> String {
+    let names: Vec<String> = planted
+        .iter()
+        .map(|path| path.display().to_string())
+        .collect();
+    format!(
+        "[sandbox] Refused: the command created {}, which would make git (the user's and \
+         alcove's) take its config and hooks from elsewhere; alcove removed it. Commands may \
+         not write a repository's commondir, config or hooks.",
+        names.join(", ")
+    )
 }
 
 /// The command's first line, shortened, for approval prompts and logs.

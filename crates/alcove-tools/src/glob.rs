@@ -181,7 +181,7 @@ fn find(
         // .gitignore respected, as the user expects.
         .require_git(false)
         // Folders and files a Read deny rule covers are not listed (nor entered).
-        .filter_entry(move |entry| !hidden.hides(entry.path()))
+        .filter_entry(move |entry| !hidden.hides_entry(entry))
         .build();
     for entry in walker {
         if cancel.is_cancelled() {

@@ -223,18 +223,34 @@ impl std::fmt::Debug for ToolContext {
 #[derive(Clone, Default)]
 pub struct HiddenPaths(Option<Arc<PathTest>>);
 
-/// A yes/no question about a path.
-type PathTest = dyn Fn(&Path) -> bool + Send + Sync;
+/// A yes/no question about a path, and its file type when a walk knows it
+/// (`None`: one path named by a call, judged in full).
+type PathTest = dyn Fn(&Path, Option<std::fs::FileType>) -> bool + Send + Sync;
 
 impl HiddenPaths {
     /// Hides the paths for which `hides` returns true.
-    pub fn new(hides: impl Fn(&Path) -> bool + Send + Sync + 'static) -> HiddenPaths {
+    pub fn new(
+        hides: impl Fn(&Path, Option<std::fs::FileType>) -> bool + Send + Sync + 'static,
+    ) -> HiddenPaths {
         HiddenPaths(Some(Arc::new(hides)))
     }
 
-    /// Whether `path` must not be revealed.
+    /// Whether `path`, a file a call names, must not be revealed (by its
+    /// name, where it leads, or which file it is).
     pub fn hides(&self, path: &Path) -> bool {
-        self.0.as_ref().is_some_and(|hides| hides(path))
+        self.0.as_ref().is_some_and(|hides| hides(path, None))
+    }
+
+    /// Whether the walked entry `entry` must not be revealed: a link is
+    /// judged by where it leads, a file with several hard links by which
+    /// file it is.
+    pub fn hides_entry(&self, entry: &ignore::DirEntry) -> bool {
+        self.0
+            .as_ref()
+            .is_some_and(|hides| match entry.file_type() {
+                Some(kind) => hides(entry.path(), Some(kind)),
+                None => hides(entry.path(), None),
+            })
     }
 }
 

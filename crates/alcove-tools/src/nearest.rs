@@ -60,7 +60,7 @@ fn nearest(root: &Path, wanted: &Path, hidden: &HiddenPaths) -> Vec<PathBuf> {
     let hidden = hidden.clone();
     let walker = ignore::WalkBuilder::new(root)
         .require_git(false)
-        .filter_entry(move |entry| !hidden.hides(entry.path()))
+        .filter_entry(move |entry| !hidden.hides_entry(entry))
         .build();
     let mut same_name = Vec::new();
     let mut same_stem = Vec::new();

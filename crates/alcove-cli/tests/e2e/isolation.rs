@@ -3,9 +3,11 @@
 //! git.
 
 mod access;
+mod git_charter;
 mod holder;
 mod limits;
 mod sandbox;
+mod walks;
 mod worktrees;
 
 use std::path::Path;

@@ -4,4 +4,5 @@
 //! conversations, narrowed gates, the command sandbox); this is the fourth
 //! of seed 004's dimensions, the files. See [`worktree`].
 
+mod git_command;
 pub mod worktree;

@@ -16,7 +16,9 @@
 //! it the same way.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+use super::git_command;
 
 /// The prefix of every branch this module creates.
 pub const BRANCH_PREFIX: &str = "alcove/";
@@ -79,15 +81,7 @@ pub struct Leftover {
 }
 
 fn git(dir: &Path, args: &[&str]) -> Result<Output, String> {
-    Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .output()
-        .map_err(|err| format!("cannot run git: {err}"))
+    git_command::run(dir, args, None)
 }
 
 /// Runs git and returns its trimmed stdout, or its stderr as the error.
@@ -106,6 +100,7 @@ fn git_ok(dir: &Path, args: &[&str]) -> Result<String, String> {
 
 /// The top folder of the repository holding `dir`, or a clear error.
 pub fn repo_root(dir: &Path) -> Result<PathBuf, String> {
+    git_command::check_git_dirs(dir)?;
     git_ok(dir, &["rev-parse", "--show-toplevel"])
         .map(PathBuf::from)
         .map_err(|_| {
@@ -138,15 +133,7 @@ fn snapshot(repo: &Path, name: &str, message: &str) -> Result<String, String> {
         name.replace(['/', '\\'], "-")
     ));
     let with_index = |args: &[&str]| -> Result<String, String> {
-        let output = Command::new("git")
-            .arg("-C")
-            .arg(repo)
-            .args(args)
-            .env("GIT_INDEX_FILE", &index)
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_WORK_TREE")
-            .output()
-            .map_err(|err| format!("cannot run git: {err}"))?;
+        let output = git_command::run(repo, args, Some(&index))?;
         if output.status.success() {
             Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
         } else {
@@ -454,14 +441,27 @@ fn merge_file(repo: &Path, target: &Path, old: &[u8], new: &[u8]) -> Result<bool
         .and_then(|()| std::fs::write(&theirs, new))
         .map_err(|err| err.to_string())
         .and_then(|()| {
-            Command::new("git")
-                .arg("merge-file")
-                .args(["-L", "workspace", "-L", "base", "-L", "child"])
-                .arg(target)
-                .arg(&base)
-                .arg(&theirs)
-                .output()
-                .map_err(|err| err.to_string())
+            let (target, base, theirs) = (
+                target.to_string_lossy(),
+                base.to_string_lossy(),
+                theirs.to_string_lossy(),
+            );
+            git_command::run(
+                repo,
+                &[
+                    "merge-file",
+                    "-L",
+                    "workspace",
+                    "-L",
+                    "base",
+                    "-L",
+                    "child",
+                    &target,
+                    &base,
+                    &theirs,
+                ],
+                None,
+            )
         });
     let _ = std::fs::remove_dir_all(&scratch);
     Ok(result?.status.success())

@@ -235,7 +235,7 @@ fn builder(plan: &Plan, hidden: &HiddenPaths) -> WalkBuilder {
     walker.require_git(false);
     // Folders and files a Read deny rule covers are not searched (nor entered).
     let hidden = hidden.clone();
-    walker.filter_entry(move |entry| !hidden.hides(entry.path()));
+    walker.filter_entry(move |entry| !hidden.hides_entry(entry));
     if let Some(overrides) = &plan.overrides {
         walker.overrides(overrides.clone());
     }
