@@ -166,3 +166,29 @@ fn a_child_in_plan_mode_runs_no_command_and_writes_nothing_whatever_its_parent_a
     assert!(denied(&f.file(&planner, "Edit", "src/a.rs"), "plan mode"));
     assert_eq!(f.file(&planner, "Read", "src/a.rs"), Decision::Allow);
 }
+
+#[test]
+fn only_the_roots_rules_name_a_private_host_a_childs_never_widen_its_reach() {
+    let root = gate(
+        PermissionMode::Default,
+        rules(&["WebFetch"], &[], &[], "--allow"),
+    );
+    let child = root.narrowed(
+        None,
+        rules(
+            &["WebFetch(domain:127.0.0.1)"],
+            &[],
+            &[],
+            "agent definition `fetcher`",
+        ),
+    );
+    assert!(!child.names_host("WebFetch", "127.0.0.1"));
+    let root = gate(
+        PermissionMode::Default,
+        rules(&["WebFetch(domain:127.0.0.1)"], &[], &[], "--allow"),
+    );
+    let grandchild = root
+        .narrowed(None, rules(&[], &[], &[], "a"))
+        .narrowed(None, rules(&[], &[], &[], "b"));
+    assert!(grandchild.names_host("WebFetch", "127.0.0.1"));
+}
