@@ -53,3 +53,4 @@ mod thinking;
 mod tools;
 mod tui;
 mod web;
+mod workflows;
