@@ -30,6 +30,7 @@ mod resume;
 mod sandbox_setup;
 mod session;
 mod skills_cmd;
+mod structured_output;
 mod telemetry;
 mod tui;
 mod workflow_cmd;

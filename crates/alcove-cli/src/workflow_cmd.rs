@@ -14,7 +14,6 @@ use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use alcove_core::batch::ChildRunner;
 use alcove_core::{EventSink, NoApprover};
 use alcove_workflow::{
     EndStatus, Limits, RunDir, RunEnd, RunEvent, RunOptions, RunRecord, Workflow, read_answers,
@@ -286,13 +285,10 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
     }
 
     let cancel = CancellationToken::new();
-    let runner = ChildRunner::new(
-        &session.supervisor,
-        session.runtime.clone(),
-        session.main_run(cancel.clone()),
-    );
     let host = ChildHost {
-        runner: Arc::new(runner),
+        supervisor: session.supervisor.clone(),
+        runtime: session.runtime.clone(),
+        parent: session.main_run(cancel.clone()),
         run_id: run_id.clone(),
         dir: dir.clone(),
         default_type: alcove_core::DEFAULT_AGENT_TYPE.to_owned(),

@@ -13,11 +13,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use alcove_core::batch::{Isolation, TaskJob, TaskOutcome, TaskRunner, TaskSpec};
+use alcove_core::batch::{ChildRunner, Isolation, TaskJob, TaskOutcome, TaskRunner, TaskSpec};
+use alcove_core::{AgentRun, DynTool, Runtime, Supervisor};
 use alcove_protocol::RunStatus;
 use alcove_workflow::{AgentCall, AgentOutcome, Host, NullReason, RunEvent, Workflow};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+
+use crate::structured_output::{MAX_ATTEMPTS, StructuredOutput, Submission};
 
 /// What every workflow agent is told first: nobody answers it, and its last
 /// message goes back to a script as data. Not part of the resume key.
@@ -27,7 +30,10 @@ with a final message that contains exactly what the task asks for.";
 
 /// Runs a workflow's agents as children of the session's main agent.
 pub(crate) struct ChildHost {
-    pub(crate) runner: Arc<dyn TaskRunner>,
+    pub(crate) supervisor: Arc<Supervisor>,
+    pub(crate) runtime: Runtime,
+    /// The session's main agent, whose children the agents are.
+    pub(crate) parent: AgentRun,
     pub(crate) run_id: String,
     pub(crate) dir: PathBuf,
     pub(crate) default_type: String,
@@ -48,6 +54,20 @@ impl Host for ChildHost {
                 tokens: 0,
             };
         }
+        // With a schema, this child alone gets a StructuredOutput tool.
+        let mut parent = self.parent.clone();
+        let submission = match &call.schema {
+            Some(schema) => match StructuredOutput::new(schema) {
+                Ok((tool, submission)) => {
+                    let tool: Arc<DynTool> = Arc::new(tool);
+                    parent.tools.push(tool);
+                    Some(submission)
+                }
+                Err(message) => return AgentOutcome::Error { message, tokens: 0 },
+            },
+            None => None,
+        };
+        let runner = ChildRunner::new(&self.supervisor, self.runtime.clone(), parent);
         let task = TaskSpec {
             id: format!("a{}", call.index),
             description: call
@@ -74,8 +94,15 @@ impl Host for ChildHost {
             model: call.model.clone(),
             effort: call.effort.clone(),
         };
-        let outcome = self.runner.run(job).await;
-        outcome_of(&call, outcome)
+        let outcome = runner.run(job).await;
+        let submitted = submission.map(|submission| {
+            std::mem::take(
+                &mut *submission
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            )
+        });
+        outcome_of(outcome, submitted)
     }
 
     fn event(&self, event: RunEvent) {
@@ -105,16 +132,18 @@ impl Host for ChildHost {
 /// the shape its answer must have.
 fn prompt_of(call: &AgentCall) -> String {
     let mut prompt = format!("{FRAMING}\n\n{}", call.prompt);
-    if let Some(schema) = &call.schema {
-        prompt.push_str(&format!(
-            "\n\nYour final message must be one JSON value, and nothing else, that meets this JSON Schema:\n{schema}"
-        ));
+    if call.schema.is_some() {
+        prompt.push_str(
+            "\n\nGive your answer by calling the StructuredOutput tool: its input is the answer, \
+             which must meet the tool's schema.",
+        );
     }
     prompt
 }
 
-/// A child's end record as `agent()`'s value.
-fn outcome_of(call: &AgentCall, outcome: TaskOutcome) -> AgentOutcome {
+/// A child's end record as `agent()`'s value: its final text, or with a
+/// schema what it submitted through StructuredOutput.
+fn outcome_of(outcome: TaskOutcome, submitted: Option<Submission>) -> AgentOutcome {
     let tokens = outcome.usage.budget_tokens();
     if let Some(reason) = outcome.refused {
         return AgentOutcome::Null {
@@ -153,37 +182,36 @@ fn outcome_of(call: &AgentCall, outcome: TaskOutcome) -> AgentOutcome {
             };
         }
     }
-    let words = outcome.words.unwrap_or_default();
-    if words.trim().is_empty() {
-        return AgentOutcome::Null {
+    if let Some(submitted) = submitted {
+        return match (submitted.value, submitted.last_error) {
+            (Some(value), _) => AgentOutcome::Answer { value, tokens },
+            (None, Some(error)) if submitted.failures >= MAX_ATTEMPTS => AgentOutcome::Error {
+                message: format!(
+                    "agent(): {MAX_ATTEMPTS} submissions broke the schema; the last: {error}"
+                ),
+                tokens,
+            },
+            (None, last) => AgentOutcome::Error {
+                message: format!(
+                    "agent(): the agent ended without submitting an answer that meets the schema{}",
+                    last.map(|error| format!(" (last error: {error})"))
+                        .unwrap_or_default()
+                ),
+                tokens,
+            },
+        };
+    }
+    match outcome.words.filter(|words| !words.trim().is_empty()) {
+        Some(words) => AgentOutcome::Answer {
+            value: Value::String(words),
+            tokens,
+        },
+        None => AgentOutcome::Null {
             reason: NullReason::Failed,
             detail: "the agent ended with no answer".to_owned(),
             tokens,
-        };
-    }
-    if call.schema.is_none() {
-        return AgentOutcome::Answer {
-            value: Value::String(words),
-            tokens,
-        };
-    }
-    match serde_json::from_str::<Value>(json_text(&words)) {
-        Ok(value) => AgentOutcome::Answer { value, tokens },
-        Err(err) => AgentOutcome::Error {
-            message: format!("agent(): the answer is not the JSON its schema asks for: {err}"),
-            tokens,
         },
     }
-}
-
-/// The JSON inside a reply, without a Markdown fence around it.
-fn json_text(words: &str) -> &str {
-    let trimmed = words.trim();
-    let Some(inner) = trimmed.strip_prefix("```") else {
-        return trimmed;
-    };
-    let inner = inner.strip_prefix("json").unwrap_or(inner);
-    inner.strip_suffix("```").unwrap_or(inner).trim()
 }
 
 /// A saved workflow file and what reading it gave.
@@ -231,15 +259,4 @@ pub(crate) fn saved_workflows(folders: &[PathBuf]) -> Vec<Saved> {
         }
     }
     found
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_fenced_json_answer_is_unwrapped() {
-        assert_eq!(json_text("```json\n{\"a\": 1}\n```"), "{\"a\": 1}");
-        assert_eq!(json_text(" {\"a\": 1} "), "{\"a\": 1}");
-    }
 }

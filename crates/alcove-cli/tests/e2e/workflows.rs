@@ -132,6 +132,10 @@ fn pipeline_and_parallel_return_the_value_and_parallel_agents_run_at_once() {
             .first_user_message_text()
             .contains("one agent of a workflow")
     );
+    // Only an agent asked for a schema gets StructuredOutput.
+    let tools = first.body["tools"].as_array().unwrap();
+    assert!(tools.iter().any(|tool| tool["name"] == "Glob"));
+    assert!(!tools.iter().any(|tool| tool["name"] == "StructuredOutput"));
 }
 
 #[test]
@@ -293,4 +297,72 @@ fn after_kill_9_a_resume_runs_only_the_unfinished_agents() {
     .unwrap();
     assert_eq!(run["args"], json!({"k": 1}));
     assert_eq!(run["status"], "completed");
+}
+
+#[test]
+fn a_schema_submission_that_breaks_it_is_answered_and_the_agent_tries_again() {
+    let script = Script::new()
+        .conversation(
+            "[s-1]",
+            vec![
+                Step::tool_call("StructuredOutput", json!({"score": "high"})),
+                Step::tool_call("StructuredOutput", json!({"score": 7, "why": "clear"})),
+                Step::text("submitted"),
+            ],
+        )
+        .conversation(
+            "[s-2]",
+            vec![
+                Step::tool_call("StructuredOutput", json!({})),
+                Step::tool_call("StructuredOutput", json!({})),
+                Step::tool_call("StructuredOutput", json!({})),
+                Step::tool_call("StructuredOutput", json!({})),
+                Step::tool_call("StructuredOutput", json!({})),
+                Step::text("gave up"),
+            ],
+        );
+    let (env, server) = setup(script);
+    env.write_file(
+        "rate.js",
+        "export const meta = { name: 'rate', description: 'structured answers' }\n\
+         const SCORE = { type: 'object', required: ['score'], properties: { score: { type: 'integer' }, why: { type: 'string' } } }\n\
+         const good = await agent('[s-1] rate it', { schema: SCORE })\n\
+         let bad = 'no error'\n\
+         try { await agent('[s-2] rate it', { schema: SCORE }) } catch (e) { bad = e.message }\n\
+         let impossible = 'no error'\n\
+         try { await agent('[s-3] never', { schema: { type: 'object', required: ['a'], additionalProperties: false } }) } catch (e) { impossible = e.message }\n\
+         return { good, bad, impossible }\n",
+    );
+    let out = run_workflow(&env, &server, &["rate.js", "--yes", "--json"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    server.assert_script_finished();
+    let end = ended(&out);
+    assert_eq!(
+        end["result"]["good"],
+        json!({"score": 7, "why": "clear"}),
+        "{end}"
+    );
+    let bad = end["result"]["bad"].as_str().unwrap();
+    assert!(bad.contains("5 submissions broke the schema"), "{bad}");
+    assert!(bad.contains("\"score\" is a required property"), "{bad}");
+    let impossible = end["result"]["impossible"].as_str().unwrap();
+    assert!(impossible.contains("`a` is required"), "{impossible}");
+    assert!(
+        server.requests_for("[s-3]").is_empty(),
+        "an impossible schema started an agent"
+    );
+    // The child was offered the tool with the script's schema, and its
+    // first submission was answered with what was wrong.
+    let requests = server.requests_for("[s-1]");
+    let retry = requests[1].body.to_string();
+    assert!(retry.contains("does not meet the schema"), "{retry}");
+    assert!(retry.contains("1 of 5 attempts used"), "{retry}");
+    assert!(
+        requests[0].body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|tool| tool["name"] == "StructuredOutput"
+                && tool["input_schema"]["required"] == json!(["score"]))
+    );
 }
