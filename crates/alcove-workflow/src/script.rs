@@ -161,6 +161,8 @@ fn describe(ctx: &Ctx<'_>, err: rquickjs::Error) -> String {
         let line = exception
             .stack()
             .and_then(|stack| stack.lines().next().map(|line| line.trim().to_owned()))
+            // The script's lines are the file's (see `wrap`).
+            .map(|line| line.replace("eval_script:", "line "))
             .filter(|line| !line.is_empty());
         return match line {
             Some(at) => format!("{message} ({at})"),

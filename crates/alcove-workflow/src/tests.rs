@@ -485,3 +485,18 @@ fn a_script_using_math_random_is_refused_before_it_runs() {
         Workflow::parse(&format!("{META}const x = Math.random()\nawait agent('a')")).unwrap_err();
     assert!(err.contains("line 2: Math.random()"), "{err}");
 }
+
+#[tokio::test]
+async fn a_thrown_error_names_the_files_line() {
+    let host = FakeHost::echo();
+    let end = run_script(&host, "const a = 1\nthrow new Error('nope')").await;
+    assert_eq!(end.status, EndStatus::Failed);
+    // META is line 1, so the throw is on line 3 of the file.
+    assert!(
+        end.error
+            .as_deref()
+            .unwrap()
+            .contains("nope (at <anonymous> (line 3:"),
+        "{end:?}"
+    );
+}
