@@ -256,11 +256,10 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
     common
         .overrides
         .push(format!("agents.max_concurrent={}", args.concurrency));
-    if let Some(tokens) = budget {
-        common
-            .overrides
-            .push(format!("agents.tree_max_tokens={tokens}"));
-    }
+    // The run's budget is the engine's ceiling, not the tree's: a tree
+    // budget lets the first child reserve all that is left, which would
+    // refuse every agent running beside it. Each agent's own ceiling is
+    // what the run's budget has left when it starts.
     let mut sinks: Vec<Arc<dyn EventSink>> = Vec::new();
     if exec::trace_enabled() {
         sinks.push(Arc::new(Trace));

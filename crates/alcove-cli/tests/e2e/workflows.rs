@@ -366,3 +366,37 @@ fn a_schema_submission_that_breaks_it_is_answered_and_the_agent_tries_again() {
                 && tool["input_schema"]["required"] == json!(["score"]))
     );
 }
+
+#[test]
+fn a_budget_lets_parallel_agents_run_side_by_side() {
+    let mut script = Script::new();
+    for n in 0..4 {
+        script = script.conversation(
+            &format!("[p-{n}]"),
+            vec![
+                Step::text(&format!("side {n}"))
+                    .usage(1_000, 100)
+                    .delay(100),
+            ],
+        );
+    }
+    let (env, server) = setup(script);
+    env.write_file(
+        "side.js",
+        "export const meta = { name: 'side', description: 'four at once' }\nreturn await parallel([0, 1, 2, 3].map((n) => () => agent(`[p-${n}] work`)))\n",
+    );
+    let out = run_workflow(
+        &env,
+        &server,
+        &["side.js", "--yes", "--json", "--budget", "tokens=100000"],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    server.assert_script_finished();
+    let end = ended(&out);
+    assert_eq!(end["status"], "completed", "{end}");
+    assert_eq!(
+        end["result"],
+        json!(["side 0", "side 1", "side 2", "side 3"])
+    );
+    assert_eq!(end["tokens"], 4 * 1_100);
+}
