@@ -30,10 +30,13 @@ mod resume;
 mod sandbox_setup;
 mod session;
 mod skills_cmd;
+mod structured_output;
 mod telemetry;
 mod trust;
 mod trust_cmd;
 mod tui;
+mod workflow_cmd;
+mod workflow_host;
 mod worktrees_cmd;
 
 use std::path::PathBuf;
@@ -130,6 +133,8 @@ enum Command {
     /// Write one self-contained HTML page of a session: its tree over time, each agent's
     /// figures and conversation.
     Report(report::ReportArgs),
+    /// Workflow scripts: `alcove workflow run FILE.js`, `alcove workflow list`.
+    Workflow(workflow_cmd::WorkflowArgs),
 }
 
 /// `alcove exec …` parsed alone: the common case of a start. Parsing it
@@ -214,6 +219,7 @@ fn main() -> ExitCode {
             Some(Command::Worktrees(args)) => worktrees_cmd::worktrees(&cli.common, &args),
             Some(Command::Report(args)) => report::run(&cli.common, &args),
             Some(Command::Trust(args)) => trust_cmd::run(&cli.common, &args),
+            Some(Command::Workflow(args)) => workflow_cmd::run(&cli.common, args).await,
             None => tui::run(&cli.common, cli.prompt).await,
         }
     });

@@ -55,3 +55,4 @@ mod tools;
 mod trust;
 mod tui;
 mod web;
+mod workflows;

@@ -271,6 +271,8 @@ impl Batch {
                     isolation: self.plan.isolation,
                     cancel: self.cancel.child_token(),
                     dir: &self.plan.dir,
+                    model: None,
+                    effort: None,
                 })
                 .await;
             drop(permits);

@@ -41,6 +41,7 @@ impl TaskRunner for Scripted {
             status,
             first_line: format!("did {}", job.task.id),
             report: format!("[Agent]\ndid {}", job.task.id),
+            words: None,
             is_error: status != RunStatus::Completed,
             evidence: Value::Null,
             usage: Usage {

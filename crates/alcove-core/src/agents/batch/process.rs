@@ -208,6 +208,8 @@ mod tests {
             isolation: Isolation::Shared,
             cancel: CancellationToken::new(),
             dir: &dir,
+            model: None,
+            effort: None,
         };
         let options = SlurmOptions {
             alcove: "/bin/alcove exec --json -".into(),

@@ -71,6 +71,10 @@ pub struct TaskJob<'a> {
     pub cancel: CancellationToken,
     /// The batch's folder (results.jsonl, job files).
     pub dir: &'a Path,
+    /// Another model for this task's child (a workflow's `agent({model})`).
+    pub model: Option<String>,
+    /// The child's reasoning effort (a workflow's `agent({effort})`).
+    pub effort: Option<String>,
 }
 
 impl TaskJob<'_> {
@@ -94,6 +98,9 @@ pub struct TaskOutcome {
     pub first_line: String,
     /// The full report (summary plus the harness's evidence footer).
     pub report: String,
+    /// The child's own final words, without the footer (a workflow's
+    /// `agent()` answer).
+    pub words: Option<String>,
     /// Whether the report is an error (a failed or aborted run).
     pub is_error: bool,
     /// What the harness saw the child do.
@@ -120,6 +127,7 @@ impl TaskOutcome {
             status: RunStatus::Failed,
             first_line: first_line(&error),
             report: String::new(),
+            words: None,
             is_error: true,
             evidence: Value::Null,
             usage: Usage::default(),
@@ -216,10 +224,10 @@ impl TaskRunner for ChildRunner {
         let request = ChildRequest {
             description: job.task.description.clone(),
             tool_names: None,
-            model: None,
+            model: job.model.clone(),
             tokens: job.tokens,
             turns: job.turns,
-            effort: None,
+            effort: job.effort.clone(),
         };
         let call_id = format!("{}/{}", job.batch, job.task.id);
         let started = supervisor
@@ -264,6 +272,7 @@ impl TaskRunner for ChildRunner {
                     .unwrap_or(&end.output.content),
             ),
             report: end.output.content,
+            words,
             is_error: end.output.is_error,
             evidence: end.child.evidence.to_json(),
             usage: outcome.usage,

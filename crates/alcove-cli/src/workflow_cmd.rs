@@ -1,0 +1,482 @@
+//! `alcove workflow run FILE.js` and `alcove workflow list`: a workflow
+//! script run with no parent model.
+//!
+//! The script is read and checked first (a refused script opens no session
+//! and starts no agent), its plan is shown on stderr and approved (a
+//! terminal asks; `--yes` approves; with no terminal and no `--yes` the run
+//! is refused), then a session opens and every `agent()` is a child of its
+//! main agent through `workflow_host.rs`. Progress goes to stderr (or JSON
+//! events to stdout with `--json`), the script's return value to stdout.
+//! Exit status: 0 only when the script returned; 1 for any other end; 2 for
+//! bad input; 130/143 when interrupted.
+
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use alcove_core::{EventSink, NoApprover};
+use alcove_workflow::{
+    EndStatus, Limits, RunDir, RunEnd, RunEvent, RunOptions, RunRecord, Workflow, read_answers,
+    read_run,
+};
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Dirs;
+use crate::output::Trace;
+use crate::session::{FrontEnd, Session};
+use crate::workflow_host::{ChildHost, saved_folders, saved_workflows};
+use crate::{CommonArgs, UsageError, exec};
+
+/// `alcove workflow …`.
+#[derive(Debug, Args)]
+pub(crate) struct WorkflowArgs {
+    #[command(subcommand)]
+    command: WorkflowCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum WorkflowCommand {
+    /// Run a workflow script: each agent() is a child agent.
+    Run(RunArgs),
+    /// List the saved workflows (.alcove/workflows, .claude/workflows, ~/.config/alcove/workflows).
+    List,
+}
+
+/// `alcove workflow run` arguments.
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The script (a .js file), or a saved workflow's name. With --resume, the run's own script by default.
+    script: Option<String>,
+    /// The script's `args`, as JSON.
+    #[arg(long, value_name = "JSON")]
+    args: Option<String>,
+    /// The run's budget: tokens=N (every input and output token of its agents).
+    #[arg(long, value_name = "LIMITS")]
+    budget: Option<String>,
+    /// Resume an earlier run: finished agents with unchanged prompts replay, the rest run.
+    #[arg(long, value_name = "RUN_ID")]
+    resume: Option<String>,
+    /// Approve the plan without asking.
+    #[arg(long)]
+    yes: bool,
+    /// JSON events on stdout, one per line (workflow_started first).
+    #[arg(long)]
+    json: bool,
+    /// Agents running at once (default 16).
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    concurrency: usize,
+}
+
+pub(crate) async fn run(common: &CommonArgs, args: WorkflowArgs) -> anyhow::Result<u8> {
+    match args.command {
+        WorkflowCommand::Run(run) => run_workflow(common, run).await,
+        WorkflowCommand::List => list(common),
+    }
+}
+
+fn workspace(common: &CommonArgs) -> PathBuf {
+    common
+        .cd
+        .clone()
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn list(common: &CommonArgs) -> anyhow::Result<u8> {
+    let dirs = Dirs::from_env()?;
+    let saved = saved_workflows(&saved_folders(&workspace(common), &dirs.config));
+    if saved.is_empty() {
+        println!(
+            "no saved workflows (put them in .alcove/workflows/*.js or ~/.config/alcove/workflows/*.js)"
+        );
+    }
+    for entry in saved {
+        match entry.workflow {
+            Ok(workflow) => {
+                let meta = &workflow.meta;
+                println!(
+                    "{:<24} {}  ({})",
+                    meta.name,
+                    meta.description,
+                    entry.path.display()
+                );
+                if let Some(when) = &meta.when_to_use {
+                    println!("{:<24} when: {when}", "");
+                }
+            }
+            Err(err) => println!("{:<24} not usable: {err}  ({})", "-", entry.path.display()),
+        }
+    }
+    Ok(0)
+}
+
+/// The script to run: a file, or a saved workflow's name.
+fn find_script(
+    common: &CommonArgs,
+    dirs: &Dirs,
+    name: &str,
+) -> Result<(PathBuf, String), UsageError> {
+    let path = PathBuf::from(name);
+    if path.is_file() || name.ends_with(".js") {
+        let source = std::fs::read_to_string(&path)
+            .map_err(|err| UsageError(format!("{}: {err}", path.display())))?;
+        return Ok((path, source));
+    }
+    saved_workflows(&saved_folders(&workspace(common), &dirs.config))
+        .into_iter()
+        .find(|saved| saved.workflow.as_ref().is_ok_and(|w| w.meta.name == name))
+        .and_then(|saved| saved.workflow.ok().map(|w| (saved.path, w.source)))
+        .ok_or_else(|| UsageError(format!("{name}: no such file or saved workflow")))
+}
+
+fn parse_budget(text: &str) -> Result<u64, UsageError> {
+    let mut tokens = None;
+    for part in text
+        .split(',')
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+    {
+        match part.split_once('=') {
+            Some(("tokens", value)) => {
+                tokens = Some(value.trim().parse::<u64>().map_err(|_| {
+                    UsageError(format!("--budget tokens={value}: not a whole number"))
+                })?);
+            }
+            _ => {
+                return Err(UsageError(format!(
+                    "--budget {part}: use tokens=N (dollars are not metered by workflows yet)"
+                )));
+            }
+        }
+    }
+    tokens.ok_or_else(|| UsageError("--budget: give tokens=N".to_owned()))
+}
+
+async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> {
+    let dirs = Dirs::from_env()?;
+    if args.concurrency == 0 {
+        return Err(UsageError("--concurrency must be at least 1".to_owned()).into());
+    }
+    let earlier = match &args.resume {
+        Some(id) => {
+            let safe = id.starts_with("wf_") && id[3..].chars().all(|c| c.is_ascii_alphanumeric());
+            if !safe {
+                return Err(
+                    UsageError(format!("--resume {id}: not a workflow run id (wf_…)")).into(),
+                );
+            }
+            let dir = dirs.data.join("workflows").join(id);
+            Some((read_run(&dir).map_err(UsageError)?, dir))
+        }
+        None => None,
+    };
+    let (script_path, source) = match (&args.script, &earlier) {
+        (Some(name), _) => find_script(common, &dirs, name)?,
+        (None, Some((_, dir))) => {
+            let path = dir.join("script.js");
+            let source = std::fs::read_to_string(&path)
+                .map_err(|err| UsageError(format!("{}: {err}", path.display())))?;
+            (path, source)
+        }
+        (None, None) => {
+            return Err(UsageError("give a script: alcove workflow run FILE.js".to_owned()).into());
+        }
+    };
+    let workflow = Workflow::parse(&source)
+        .map_err(|err| UsageError(format!("{}: {err}", script_path.display())))?;
+    let given_args = match &args.args {
+        Some(text) => Some(
+            serde_json::from_str::<Value>(text)
+                .map_err(|err| UsageError(format!("--args is not JSON: {err}")))?,
+        ),
+        None => None,
+    };
+    let (script_args, budget) = match &earlier {
+        Some((record, _)) => {
+            let stored = (!record.args.is_null()).then(|| record.args.clone());
+            if given_args.is_some() && given_args != stored {
+                return Err(UsageError(
+                    "--resume runs with the run's own args; leave --args out".to_owned(),
+                )
+                .into());
+            }
+            let budget = match &args.budget {
+                Some(text) => Some(parse_budget(text)?),
+                None => record.budget,
+            };
+            (stored, budget)
+        }
+        None => (
+            given_args,
+            args.budget.as_deref().map(parse_budget).transpose()?,
+        ),
+    };
+    let limits = Limits {
+        concurrency: args.concurrency,
+        ..Limits::default()
+    };
+    eprint!(
+        "{}",
+        plan(&workflow, &script_path, limits, budget, earlier.is_some())
+    );
+    if !args.yes {
+        approve()?;
+    }
+
+    let (run_id, dir, replay) = match earlier {
+        Some((record, dir)) => {
+            let replay = read_answers(&dir).unwrap_or_default();
+            (record.run_id, dir, replay)
+        }
+        None => {
+            let id = format!("wf_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+            let dir = dirs.data.join("workflows").join(&id);
+            (id, dir, Default::default())
+        }
+    };
+    let run_dir = RunDir::open(&dir).map_err(anyhow::Error::msg)?;
+    run_dir.write_script(&source).map_err(anyhow::Error::msg)?;
+    let mut record = RunRecord {
+        run_id: run_id.clone(),
+        name: workflow.meta.name.clone(),
+        script_path: Some(std::path::absolute(&script_path).unwrap_or(script_path.clone())),
+        args: script_args.clone().unwrap_or(Value::Null),
+        budget,
+        status: "running".to_owned(),
+        result: Value::Null,
+        error: None,
+        agents: Value::Null,
+    };
+    run_dir.write_run(&record).map_err(anyhow::Error::msg)?;
+
+    // The session's slots are the run's: every agent takes one.
+    let mut common = common.clone();
+    common
+        .overrides
+        .push(format!("agents.max_concurrent={}", args.concurrency));
+    // The run's budget is the engine's ceiling, not the tree's: a tree
+    // budget lets the first child reserve all that is left, which would
+    // refuse every agent running beside it. Each agent's own ceiling is
+    // what the run's budget has left when it starts.
+    let mut sinks: Vec<Arc<dyn EventSink>> = Vec::new();
+    if exec::trace_enabled() {
+        sinks.push(Arc::new(Trace));
+    }
+    let front_end = FrontEnd {
+        sinks,
+        approver: Arc::new(NoApprover),
+        max_turns: None,
+        resume: None,
+        extra_mcp: Vec::new(),
+        file_source: None,
+    };
+    let session = Session::open(&common, front_end).await?;
+    session.ready().await;
+    let json_mode = args.json;
+    emit(
+        json_mode,
+        json!({"type": "workflow_started", "run_id": run_id, "name": workflow.meta.name, "dir": dir}),
+    );
+    if !json_mode {
+        eprintln!("workflow {run_id} started ({})", dir.display());
+    }
+
+    let cancel = CancellationToken::new();
+    let host = ChildHost {
+        supervisor: session.supervisor.clone(),
+        runtime: session.runtime.clone(),
+        parent: session.main_run(cancel.clone()),
+        run_id: run_id.clone(),
+        dir: dir.clone(),
+        default_type: alcove_core::DEFAULT_AGENT_TYPE.to_owned(),
+        wall: None,
+        saved: saved_folders(session.runtime.workspace.root(), &dirs.config),
+        workspace: session.runtime.workspace.root().to_owned(),
+        events: Box::new(move |event| show(json_mode, &event)),
+    };
+    let signal = tokio::spawn(exec::watch_signals(cancel.clone()));
+    let options = RunOptions {
+        args: script_args,
+        budget,
+        limits,
+        cancel: cancel.clone(),
+        dir: Some(run_dir),
+        replay,
+    };
+    let host = Arc::new(host);
+    let end = alcove_workflow::run(&workflow, host.clone(), options).await;
+    let signal_code = if cancel.is_cancelled() {
+        signal.await.ok().flatten()
+    } else {
+        signal.abort();
+        None
+    };
+    session.supervisor.close_all().await;
+    session.stop_background().await;
+    session.reported().await;
+
+    record.status = end.status.as_str().to_owned();
+    record.result = end.result.clone();
+    record.error = end.error.clone();
+    record.agents = serde_json::to_value(&end.agents).unwrap_or(Value::Null);
+    if let Ok(written) = RunDir::open(&dir)
+        && let Err(err) = written.write_run(&record)
+    {
+        eprintln!("alcove: {err}");
+    }
+    report(json_mode, &run_id, &end);
+    Ok(match signal_code {
+        Some(code) => code,
+        None if end.status == EndStatus::Completed => 0,
+        None => 1,
+    })
+}
+
+/// What the run will do, before it does it.
+fn plan(
+    workflow: &Workflow,
+    path: &std::path::Path,
+    limits: Limits,
+    budget: Option<u64>,
+    resume: bool,
+) -> String {
+    let meta = &workflow.meta;
+    let mut text = format!(
+        "workflow {} — {}\n  script: {}\n",
+        meta.name,
+        meta.description,
+        path.display()
+    );
+    if !meta.phases.is_empty() {
+        text.push_str(&format!("  phases: {}\n", meta.phases.join(" → ")));
+    }
+    text.push_str(&format!(
+        "  agent() call sites: {}\n",
+        workflow.call_sites.len()
+    ));
+    for site in &workflow.call_sites {
+        text.push_str(&format!("    line {}: {}\n", site.line, site.text));
+    }
+    text.push_str(&format!(
+        "  caps: {} agents at once, {} per run, {} items per parallel/pipeline call\n",
+        limits.concurrency, limits.max_agents, limits.max_items
+    ));
+    match budget {
+        Some(tokens) => text.push_str(&format!(
+            "  budget: {tokens} tokens (every input and output token of its agents)\n"
+        )),
+        None => text.push_str("  budget: none (the session's agent limits apply)\n"),
+    }
+    if resume {
+        text.push_str("  resume: finished agents with unchanged prompts replay from the journal\n");
+    }
+    text
+}
+
+/// Asks on the terminal; with no terminal, refuses (pass --yes).
+fn approve() -> Result<(), UsageError> {
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return Err(UsageError(
+            "no terminal to approve the plan on: pass --yes to run it".to_owned(),
+        ));
+    }
+    eprint!("Run it? [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut answer);
+    if matches!(answer.trim(), "y" | "Y" | "yes") {
+        Ok(())
+    } else {
+        Err(UsageError("not approved: nothing ran".to_owned()))
+    }
+}
+
+fn emit(json_mode: bool, event: Value) {
+    if json_mode {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{event}");
+        let _ = out.flush();
+    }
+}
+
+/// A run event as a progress line (stderr) or a JSON event (stdout).
+fn show(json_mode: bool, event: &RunEvent) {
+    let value = match event {
+        RunEvent::Phase(title) => json!({"type": "phase", "title": title}),
+        RunEvent::Log(message) => json!({"type": "log", "message": message}),
+        RunEvent::AgentStarted {
+            index,
+            label,
+            phase,
+        } => {
+            json!({"type": "agent_started", "index": index, "label": label, "phase": phase})
+        }
+        RunEvent::AgentEnded {
+            index,
+            label,
+            status,
+            tokens,
+        } => {
+            json!({"type": "agent_ended", "index": index, "label": label, "status": status, "tokens": tokens})
+        }
+    };
+    if json_mode {
+        emit(true, value);
+        return;
+    }
+    match event {
+        RunEvent::Phase(title) => eprintln!("── {title}"),
+        RunEvent::Log(message) => eprintln!("   {message}"),
+        RunEvent::AgentStarted { index, label, .. } => eprintln!("   ▸ #{index} {label}"),
+        RunEvent::AgentEnded {
+            index,
+            label,
+            status,
+            tokens,
+        } => {
+            eprintln!("   ◂ #{index} {label}: {status} ({tokens} tokens)");
+        }
+    }
+}
+
+/// The end: the result on stdout, the status and counts on stderr (or one
+/// `workflow_ended` event).
+fn report(json_mode: bool, run_id: &str, end: &RunEnd) {
+    if json_mode {
+        emit(
+            true,
+            json!({
+                "type": "workflow_ended",
+                "run_id": run_id,
+                "status": end.status.as_str(),
+                "result": end.result,
+                "error": end.error,
+                "agents": end.agents,
+                "tokens": end.tokens,
+            }),
+        );
+        return;
+    }
+    eprintln!(
+        "workflow {run_id}: {} — {}; {} tokens",
+        end.status.as_str(),
+        end.agents.describe(),
+        end.tokens
+    );
+    if let Some(error) = &end.error {
+        eprintln!("  {error}");
+    }
+    if end.status != EndStatus::Completed {
+        eprintln!("  resume with: alcove workflow run --resume {run_id}");
+    }
+    match &end.result {
+        Value::Null if end.status != EndStatus::Completed => {}
+        Value::String(text) => println!("{text}"),
+        other => println!(
+            "{}",
+            serde_json::to_string_pretty(other).unwrap_or_default()
+        ),
+    }
+}

@@ -1,0 +1,262 @@
+//! The one adapter between a workflow's `agent()` and alcove's child
+//! lifecycle: each call is a child started, awaited and cancelled through
+//! the batch engine's `TaskRunner` seam (`ChildRunner`: slot, tree budget,
+//! announce, the parent's rules and mode, sandbox, hooks, agent type,
+//! model and effort, worktree, transcript, evidence, one end record).
+//!
+//! Everything alcove-specific a workflow touches is here: how a call
+//! becomes a task, how the child's end record becomes `agent()`'s value,
+//! where saved workflows are found. Re-point [`ChildHost::agent`] when the
+//! child lifecycle changes.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use alcove_core::batch::{ChildRunner, Isolation, TaskJob, TaskOutcome, TaskRunner, TaskSpec};
+use alcove_core::{AgentRun, DynTool, Runtime, Supervisor};
+use alcove_protocol::RunStatus;
+use alcove_workflow::{AgentCall, AgentOutcome, Host, NullReason, RunEvent, Workflow};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::structured_output::{MAX_ATTEMPTS, StructuredOutput, Submission};
+
+/// What every workflow agent is told first: nobody answers it, and its last
+/// message goes back to a script as data. Not part of the resume key.
+const FRAMING: &str = "You are one agent of a workflow: a script started you, runs you without a person to \
+answer questions, and takes your final message verbatim as data. Do the task below, then end \
+with a final message that contains exactly what the task asks for.";
+
+/// Runs a workflow's agents as children of the session's main agent.
+pub(crate) struct ChildHost {
+    pub(crate) supervisor: Arc<Supervisor>,
+    pub(crate) runtime: Runtime,
+    /// The session's main agent, whose children the agents are.
+    pub(crate) parent: AgentRun,
+    pub(crate) run_id: String,
+    pub(crate) dir: PathBuf,
+    pub(crate) default_type: String,
+    pub(crate) wall: Option<Duration>,
+    pub(crate) saved: Vec<PathBuf>,
+    pub(crate) workspace: PathBuf,
+    pub(crate) events: Box<dyn Fn(RunEvent) + Send + Sync>,
+}
+
+#[async_trait::async_trait]
+impl Host for ChildHost {
+    async fn agent(&self, call: AgentCall, cancel: CancellationToken) -> AgentOutcome {
+        if let Some(effort) = &call.effort
+            && let Err(reason) = alcove_model::parse_effort(effort)
+        {
+            return AgentOutcome::Error {
+                message: format!("agent(): effort `{effort}`: {reason}"),
+                tokens: 0,
+            };
+        }
+        // With a schema, this child alone gets a StructuredOutput tool.
+        let mut parent = self.parent.clone();
+        let submission = match &call.schema {
+            Some(schema) => match StructuredOutput::new(schema) {
+                Ok((tool, submission)) => {
+                    let tool: Arc<DynTool> = Arc::new(tool);
+                    parent.tools.push(tool);
+                    Some(submission)
+                }
+                Err(message) => return AgentOutcome::Error { message, tokens: 0 },
+            },
+            None => None,
+        };
+        let runner = ChildRunner::new(&self.supervisor, self.runtime.clone(), parent);
+        let task = TaskSpec {
+            id: format!("a{}", call.index),
+            description: call
+                .label
+                .clone()
+                .unwrap_or_else(|| call.prompt.chars().take(60).collect()),
+            prompt: prompt_of(&call),
+        };
+        let job = TaskJob {
+            batch: &self.run_id,
+            task: &task,
+            attempt: 1,
+            agent_type: call.agent_type.as_deref().unwrap_or(&self.default_type),
+            tokens: call.tokens,
+            turns: None,
+            wall: self.wall,
+            isolation: if call.isolation.as_deref() == Some("worktree") {
+                Isolation::Worktree
+            } else {
+                Isolation::Shared
+            },
+            cancel,
+            dir: &self.dir,
+            model: call.model.clone(),
+            effort: call.effort.clone(),
+        };
+        let outcome = runner.run(job).await;
+        let submitted = submission.map(|submission| {
+            std::mem::take(
+                &mut *submission
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            )
+        });
+        outcome_of(outcome, submitted)
+    }
+
+    fn event(&self, event: RunEvent) {
+        (self.events)(event);
+    }
+
+    fn workflow_source(&self, name_or_path: &str) -> Result<String, String> {
+        if name_or_path.ends_with(".js") || name_or_path.contains('/') {
+            let path = self.workspace.join(name_or_path);
+            return std::fs::read_to_string(&path)
+                .map_err(|err| format!("workflow({name_or_path}): {}: {err}", path.display()));
+        }
+        saved_workflows(&self.saved)
+            .into_iter()
+            .find(|saved| {
+                saved
+                    .workflow
+                    .as_ref()
+                    .is_ok_and(|w| w.meta.name == name_or_path)
+            })
+            .and_then(|saved| saved.workflow.ok().map(|w| w.source))
+            .ok_or_else(|| format!("workflow(): no saved workflow named `{name_or_path}`"))
+    }
+}
+
+/// The child's one user message: the framing, the prompt, and with a schema
+/// the shape its answer must have.
+fn prompt_of(call: &AgentCall) -> String {
+    let mut prompt = format!("{FRAMING}\n\n{}", call.prompt);
+    if call.schema.is_some() {
+        prompt.push_str(
+            "\n\nGive your answer by calling the StructuredOutput tool: its input is the answer, \
+             which must meet the tool's schema.",
+        );
+    }
+    prompt
+}
+
+/// A child's end record as `agent()`'s value: its final text, or with a
+/// schema what it submitted through StructuredOutput.
+fn outcome_of(outcome: TaskOutcome, submitted: Option<Submission>) -> AgentOutcome {
+    let tokens = outcome.usage.budget_tokens();
+    if let Some(reason) = outcome.refused {
+        return AgentOutcome::Null {
+            reason: NullReason::Budget,
+            detail: reason,
+            tokens,
+        };
+    }
+    let detail = || {
+        outcome
+            .error
+            .clone()
+            .unwrap_or_else(|| outcome.first_line.clone())
+    };
+    match outcome.status {
+        RunStatus::Completed => {}
+        RunStatus::Aborted => {
+            return AgentOutcome::Null {
+                reason: NullReason::Cancelled,
+                detail: detail(),
+                tokens,
+            };
+        }
+        RunStatus::Budget => {
+            return AgentOutcome::Null {
+                reason: NullReason::Budget,
+                detail: detail(),
+                tokens,
+            };
+        }
+        RunStatus::Failed | RunStatus::MaxTurns => {
+            return AgentOutcome::Null {
+                reason: NullReason::Failed,
+                detail: format!("{}: {}", outcome.status.as_str(), detail()),
+                tokens,
+            };
+        }
+    }
+    if let Some(submitted) = submitted {
+        return match (submitted.value, submitted.last_error) {
+            (Some(value), _) => AgentOutcome::Answer { value, tokens },
+            (None, Some(error)) if submitted.failures >= MAX_ATTEMPTS => AgentOutcome::Error {
+                message: format!(
+                    "agent(): {MAX_ATTEMPTS} submissions broke the schema; the last: {error}"
+                ),
+                tokens,
+            },
+            (None, last) => AgentOutcome::Error {
+                message: format!(
+                    "agent(): the agent ended without submitting an answer that meets the schema{}",
+                    last.map(|error| format!(" (last error: {error})"))
+                        .unwrap_or_default()
+                ),
+                tokens,
+            },
+        };
+    }
+    match outcome.words.filter(|words| !words.trim().is_empty()) {
+        Some(words) => AgentOutcome::Answer {
+            value: Value::String(words),
+            tokens,
+        },
+        None => AgentOutcome::Null {
+            reason: NullReason::Failed,
+            detail: "the agent ended with no answer".to_owned(),
+            tokens,
+        },
+    }
+}
+
+/// A saved workflow file and what reading it gave.
+pub(crate) struct Saved {
+    pub(crate) path: PathBuf,
+    pub(crate) workflow: Result<Workflow, String>,
+}
+
+/// The folders saved workflows live in, nearest first: the project's
+/// `.alcove/workflows` and `.claude/workflows`, then the user's.
+pub(crate) fn saved_folders(workspace: &Path, config_dir: &Path) -> Vec<PathBuf> {
+    vec![
+        workspace.join(".alcove/workflows"),
+        workspace.join(".claude/workflows"),
+        config_dir.join("workflows"),
+    ]
+}
+
+/// Every `*.js` in `folders`; a name found twice keeps the nearest.
+pub(crate) fn saved_workflows(folders: &[PathBuf]) -> Vec<Saved> {
+    let mut found: Vec<Saved> = Vec::new();
+    for folder in folders {
+        let Ok(entries) = std::fs::read_dir(folder) else {
+            continue;
+        };
+        let mut paths: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "js"))
+            .collect();
+        paths.sort();
+        for path in paths {
+            let workflow = std::fs::read_to_string(&path)
+                .map_err(|err| err.to_string())
+                .and_then(|source| Workflow::parse(&source));
+            let name = workflow.as_ref().ok().map(|w| w.meta.name.clone());
+            let shadowed = name.as_ref().is_some_and(|name| {
+                found
+                    .iter()
+                    .any(|saved| saved.workflow.as_ref().is_ok_and(|w| &w.meta.name == name))
+            });
+            if !shadowed {
+                found.push(Saved { path, workflow });
+            }
+        }
+    }
+    found
+}
