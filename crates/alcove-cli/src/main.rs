@@ -190,6 +190,9 @@ fn main() -> ExitCode {
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     heap::keep_freed_memory();
+    // What a command leaves running outside its process group is alcove's
+    // to end when it exits (`end_children` below).
+    alcove_tools::adopt_orphans();
     let cli = parse_cli();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -230,6 +233,9 @@ fn main() -> ExitCode {
     };
     // Do not wait for tasks still blocked on stdin or a child process.
     runtime.shutdown_background();
+    // Nothing alcove started outlives it: what commands left running
+    // (setsid, double forks) was handed to alcove as their parents ended.
+    alcove_tools::end_children();
     match result {
         Ok(code) => ExitCode::from(code),
         Err(err) => {

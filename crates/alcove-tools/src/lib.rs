@@ -60,7 +60,7 @@ pub use glob::Glob;
 pub use grep::Grep;
 pub use image::Image;
 pub use kill_shell::{KILL_SHELL, KillShell};
-pub use process_group::ProcessGroup;
+pub use process_group::{ProcessGroup, adopt_orphans, end_children};
 pub use read::Read;
 pub use todo_write::{TODO_WRITE, TodoWrite, parse_todos};
 pub use workspace::Workspace;

@@ -6,6 +6,7 @@ mod access;
 mod git_charter;
 mod holder;
 mod limits;
+mod outliving;
 mod sandbox;
 mod walks;
 mod worktrees;
