@@ -342,6 +342,9 @@ mod tests {
             deny: vec!["Bash(rm:*)".into()],
             parent_policy: None,
             sandbox: None,
+            dangerously_skip_permissions: false,
+            append_system_prompt: None,
+            max_turns: None,
         };
         let command = alcove_exec(&common).unwrap();
         assert!(

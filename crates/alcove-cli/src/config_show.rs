@@ -26,6 +26,9 @@ pub(crate) struct ConfigArgs {
 enum ConfigCommand {
     /// Print the merged configuration and where each value came from.
     Show,
+    /// List unknown keys and wrong values in the config files, `-c` flags,
+    /// agent definitions and skills; exit 1 when there is any.
+    Check,
 }
 
 /// One config file, or one `-c` flag, as a table.
@@ -43,10 +46,20 @@ pub(crate) fn layers(
     overrides: &[String],
 ) -> anyhow::Result<Vec<Layer>> {
     let mut layers = Vec::new();
+    // Claude Code's settings files sit just below alcove's of the same kind
+    // (their warnings are the session's: `claude_settings::warnings`).
+    let mut ignored = Vec::new();
     for (kind, path) in [
         ("user", dirs.config.join("config.toml")),
         ("project", workspace.join(".alcove/config.toml")),
     ] {
+        match kind {
+            "user" => layers.extend(crate::claude_settings::user_layer(&mut ignored)),
+            _ => layers.extend(crate::claude_settings::project_layers(
+                workspace,
+                &mut ignored,
+            )),
+        }
         if let Some(table) = config::read_table(&path)? {
             layers.push(Layer {
                 source: format!("{kind} {}", path.display()),
@@ -72,14 +85,21 @@ const ENV_KEYS: [(&str, &str); 4] = [
 ];
 
 pub(crate) async fn run(common: &CommonArgs, args: &ConfigArgs) -> anyhow::Result<u8> {
-    let ConfigCommand::Show = args.command;
     let workspace = common.workspace()?;
     let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
+    if let ConfigCommand::Check = args.command {
+        return Ok(crate::config_check::run(
+            &dirs,
+            workspace.root(),
+            &common.overrides,
+        ));
+    }
     let usage = |err: anyhow::Error| UsageError(format!("{err:#}"));
     // The same checks a session makes: a broken file or rule is exit 2 here too.
-    let merged = config::load(&dirs, workspace.root(), &common.overrides).map_err(usage)?;
-    permission_setup::mode(common, &merged)?;
+    let mut merged = config::load(&dirs, workspace.root(), &common.overrides).map_err(usage)?;
     let layers = layers(&dirs, workspace.root(), &common.overrides).map_err(usage)?;
+    crate::claude_settings::apply_mode(&mut merged, &layers);
+    permission_setup::mode(common, &merged)?;
     let rules = permission_setup::rules(&layers, common)?;
     let env: Vec<(String, String)> = ENV_KEYS
         .iter()
@@ -282,11 +302,23 @@ fn render(
 ) -> String {
     let mut values = BTreeMap::new();
     flatten("", &defaults(), "default", &mut values);
+    // Unknown keys are not settings: they are listed apart, at the end.
+    let known = crate::config_check::known_keys();
+    let mut ignored = Vec::new();
+    for layer in layers {
+        for path in crate::config_check::unknown_paths(&known, &layer.table) {
+            ignored.push(format!(
+                "# ignored (unknown key): {}  # {}\n",
+                path.join("."),
+                layer.source
+            ));
+        }
+    }
     for layer in layers
         .iter()
         .filter(|layer| !layer.source.starts_with("-c "))
     {
-        flatten("", &layer.table, &layer.source, &mut values);
+        flatten_known(&known, layer, &mut values);
     }
     for (source, assignment) in env {
         if let Some((key, value)) = assignment.split_once('=') {
@@ -302,7 +334,7 @@ fn render(
         .iter()
         .filter(|layer| layer.source.starts_with("-c "))
     {
-        flatten("", &layer.table, &layer.source, &mut values);
+        flatten_known(&known, layer, &mut values);
     }
     if let Some(model) = &common.model {
         values.insert(
@@ -355,7 +387,38 @@ fn render(
         }
         out.push_str("]\n");
     }
+    out.extend(ignored);
     out
+}
+
+/// The leaves of a layer that are settings alcove knows.
+fn flatten_known(
+    known: &alcove_core::known_keys::KeyTree,
+    layer: &Layer,
+    values: &mut BTreeMap<String, (toml::Value, String)>,
+) {
+    let mut table = layer.table.clone();
+    for path in crate::config_check::unknown_paths(known, &layer.table) {
+        remove_path(&mut table, &path);
+    }
+    flatten("", &table, &layer.source, values);
+}
+
+/// Removes the key at `path` from `table`, and the tables it leaves empty.
+fn remove_path(table: &mut toml::Table, path: &[String]) {
+    let Some((first, rest)) = path.split_first() else {
+        return;
+    };
+    if rest.is_empty() {
+        table.remove(first.as_str());
+        return;
+    }
+    if let Some(toml::Value::Table(inner)) = table.get_mut(first.as_str()) {
+        remove_path(inner, rest);
+        if inner.is_empty() {
+            table.remove(first.as_str());
+        }
+    }
 }
 
 #[cfg(test)]

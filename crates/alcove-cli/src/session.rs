@@ -133,13 +133,14 @@ impl Session {
             dirs,
             config,
             layers,
+            warnings: settings_warnings,
         } = Settings::read(common)?;
         let permissions = Permissions::resolve(
             common,
             &config,
             &layers,
             workspace.root(),
-            front_end.max_turns,
+            front_end.max_turns.or(common.max_turns),
         )?;
         let (id, resumed) = match &front_end.resume {
             Some(id) => (id.clone(), resumed_history(&dirs, id)?),
@@ -147,7 +148,7 @@ impl Session {
         };
         let mut chosen = ModelChoice::connect(common, &config, &id).await?;
 
-        let mut setup_warnings = Vec::new();
+        let mut setup_warnings = settings_warnings;
         let (hook_config, hook_warnings) = hook_setup::load(&layers, workspace.root())?;
         setup_warnings.extend(hook_warnings);
         setup_warnings.extend(permissions.sandbox.warnings.iter().cloned());
@@ -272,6 +273,10 @@ impl Session {
         // (see `main_run`), so its changes leave the rest of the prefix as it was.
         let mut prompt = system_prompt(runtime.workspace.root(), &project);
         prompt.push_str(&skills.catalog());
+        if let Some(text) = &common.append_system_prompt {
+            prompt.push_str("\n\n");
+            prompt.push_str(text);
+        }
         Ok(Session {
             id,
             system_prompt: prompt,

@@ -32,21 +32,32 @@ pub(super) struct Settings {
     /// The config layers, each with its source: rules, hooks, MCP servers
     /// and the sandbox read them.
     pub(super) layers: Vec<config_show::Layer>,
+    /// Unknown config keys, each with its file and line (`config_check`).
+    pub(super) warnings: Vec<String>,
 }
 
 impl Settings {
     pub(super) fn read(common: &CommonArgs) -> anyhow::Result<Settings> {
         let workspace = common.workspace()?;
         let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
-        let config = config::load(&dirs, workspace.root(), &common.overrides)
+        let mut config = config::load(&dirs, workspace.root(), &common.overrides)
             .map_err(|err| UsageError(format!("{err:#}")))?;
         let layers = config_show::layers(&dirs, workspace.root(), &common.overrides)
             .map_err(|err| UsageError(format!("{err:#}")))?;
+        crate::claude_settings::apply_mode(&mut config, &layers);
+        let mut warnings: Vec<String> =
+            crate::config_check::check(&dirs, workspace.root(), &common.overrides)
+                .into_iter()
+                .filter(|finding| !finding.error)
+                .map(|finding| format!("{}: {}", finding.place, finding.message))
+                .collect();
+        warnings.extend(crate::claude_settings::warnings(workspace.root()));
         Ok(Settings {
             workspace,
             dirs,
             config,
             layers,
+            warnings,
         })
     }
 }
