@@ -230,10 +230,11 @@ struct Runners {
 impl Runners {
     fn new(common: &CommonArgs, config: &Config) -> anyhow::Result<Runners> {
         let alcove = alcove_exec(common)?;
-        let command = std::env::var("ALCOVE_SUBAGENT_COMMAND")
-            .ok()
-            .filter(|command| !command.trim().is_empty())
-            .or_else(|| config.agents.command.clone())
+        // `ALCOVE_SUBAGENT_COMMAND` is in `config.agents.command` (`env_settings`).
+        let command = config
+            .agents
+            .command
+            .clone()
             .unwrap_or_else(|| alcove.clone());
         Ok(Runners {
             command,

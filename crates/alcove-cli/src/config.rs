@@ -2,9 +2,9 @@
 //!
 //! Layers, later wins: user file (`$ALCOVE_HOME/config.toml`, else
 //! `$XDG_CONFIG_HOME/alcove/config.toml`, else `~/.config/alcove/config.toml`)
-//! < project file (`.alcove/config.toml` in the workspace) < `-c key=value`
-//! flags. Environment variables and dedicated flags are applied by their
-//! consumers on top. A file that does not parse is an error naming the file,
+//! < project file (`.alcove/config.toml` in the workspace) < the
+//! environment variables that set keys (`env_settings`) < `-c key=value`
+//! flags; dedicated flags (`--model`, …) win over all. A file that does not parse is an error naming the file,
 //! line and column.
 
 use std::collections::BTreeMap;
@@ -248,6 +248,8 @@ pub(crate) fn load(dirs: &Dirs, workspace: &Path, overrides: &[String]) -> anyho
             merge(&mut merged, table);
         }
     }
+    // One precedence: flags > `-c` > environment > project > user > defaults.
+    merge(&mut merged, crate::env_settings::table());
     for item in overrides {
         merge(&mut merged, parse_override(item)?);
     }

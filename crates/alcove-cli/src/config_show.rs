@@ -76,14 +76,6 @@ pub(crate) fn layers(
     Ok(layers)
 }
 
-/// Environment variables that set a config key, and the key.
-const ENV_KEYS: [(&str, &str); 4] = [
-    ("ALCOVE_MODEL", "model"),
-    ("ALCOVE_SUBAGENT_MAX_AGENTS", "agents.max_concurrent"),
-    ("ALCOVE_SUBAGENT_COMMAND", "agents.command"),
-    ("ALCOVE_ENABLE_COLLAB_TOOLS", "agents.collab"),
-];
-
 pub(crate) async fn run(common: &CommonArgs, args: &ConfigArgs) -> anyhow::Result<u8> {
     let workspace = common.workspace()?;
     let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
@@ -101,13 +93,13 @@ pub(crate) async fn run(common: &CommonArgs, args: &ConfigArgs) -> anyhow::Resul
     crate::claude_settings::apply_mode(&mut merged, &layers);
     permission_setup::mode(common, &merged)?;
     let rules = permission_setup::rules(&layers, common)?;
-    let env: Vec<(String, String)> = ENV_KEYS
-        .iter()
-        .filter_map(|(var, key)| {
-            let value = std::env::var(var)
-                .ok()
-                .filter(|value| !value.trim().is_empty())?;
-            Some((format!("env {var}"), format!("{key}={value}")))
+    let env: Vec<(String, String)> = crate::env_settings::values()
+        .into_iter()
+        .map(|(setting, value)| {
+            (
+                format!("env {}", setting.var),
+                format!("{}={value}", setting.key),
+            )
         })
         .collect();
     print!(
@@ -121,11 +113,7 @@ pub(crate) async fn run(common: &CommonArgs, args: &ConfigArgs) -> anyhow::Resul
 /// The model's context window and compaction threshold, and where the
 /// window figure came from, as comments (they are derived, not set).
 async fn context_lines(common: &CommonArgs, config: &config::Config) -> anyhow::Result<String> {
-    let spec = common
-        .model
-        .clone()
-        .or_else(|| std::env::var("ALCOVE_MODEL").ok().filter(|m| !m.is_empty()))
-        .or_else(|| config.model.clone());
+    let spec = common.model.clone().or_else(|| config.model.clone());
     let Some(spec) = spec else {
         return Ok(
             "# context window: no model is configured (one is found when a session starts)
@@ -356,7 +344,7 @@ fn render(
     }
 
     let mut out = format!(
-        "# alcove configuration for {}\n# layers, later wins: default < user file < project file < env < flags\n",
+        "# alcove configuration for {}\n# layers, later wins: default < user file < project file < env < -c < flags\n",
         workspace.display()
     );
     let width = values

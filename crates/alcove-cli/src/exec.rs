@@ -239,10 +239,9 @@ pub(crate) async fn run(common: &CommonArgs, mut args: ExecArgs) -> anyhow::Resu
             Ok(signal_code.unwrap_or(130))
         }
         RunStatus::Failed | RunStatus::Budget => {
-            eprintln!(
-                "alcove: the model failed: {}",
-                outcome.error.unwrap_or_default()
-            );
+            let error = outcome.error.unwrap_or_default();
+            let error = crate::error_advice::explain(&error, &session.model_name, &session.config);
+            eprintln!("alcove: the model failed: {error}");
             Ok(1)
         }
     }

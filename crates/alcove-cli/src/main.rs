@@ -15,6 +15,8 @@ mod config;
 mod config_check;
 mod config_show;
 mod context_setup;
+mod env_settings;
+mod error_advice;
 mod exec;
 mod familiar_flags;
 mod heap;

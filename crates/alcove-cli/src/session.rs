@@ -240,7 +240,7 @@ impl Session {
         .with_redactions(chosen.redactions)
         .with_observers(observers)
         .with_first_child_number(next_child_number(&dirs.data.join("sessions").join(&id)))
-        .with_command(env_var("ALCOVE_SUBAGENT_COMMAND").or_else(|| config.agents.command.clone()))
+        .with_command(config.agents.command.clone())
         .with_batch_runner(batch_runner);
         // With traces on, a process-runner child continues this trace.
         if let Some(telemetry) = &telemetry {
