@@ -17,6 +17,8 @@
 //! - `real_models`: what real servers and small local models do (issue 17).
 //! - `report`: `alcove report`'s page, opened in headless Chromium (issue 40).
 //! - `small_models`: what a real small model still did to a session (issue 39).
+//! - `settings`: typos named, `.claude/settings.json` permissions, Claude Code's
+//!   and Codex's flags, one precedence, errors that say what to do (issue 46).
 //! - `responses`: the OpenAI Responses wire with tools, reasoning, delegation,
 //!   compaction and resume (issue 36).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -45,6 +47,7 @@ mod reliability;
 mod report;
 mod responses;
 mod roles;
+mod settings;
 mod skills;
 mod small_models;
 mod support;
