@@ -341,7 +341,9 @@ fn top_level_max_turns_and_append_system_prompt_apply() {
     let requests = server.requests_for("keep going");
     assert_eq!(requests.len(), 1);
     assert!(
-        requests[0].system_prompt().contains("\n\nAnswer in haiku.\n"),
+        requests[0]
+            .system_prompt()
+            .contains("\n\nAnswer in haiku.\n"),
         "{}",
         requests[0].system_prompt()
     );
@@ -438,4 +440,39 @@ fn session_flags_are_listed_only_where_they_act() {
     ] {
         assert!(text.contains(flag), "`exec --help` lacks {flag}:\n{text}");
     }
+}
+
+#[test]
+fn worktrees_clean_names_the_branches_it_kept() {
+    let (env, server) = setup(Script::new());
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(env.workspace())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    env.write_file("a.txt", "a\n");
+    git(&["init", "-q"]);
+    git(&["add", "."]);
+    git(&["commit", "-qm", "a"]);
+    git(&["branch", "alcove/s1/agent-1"]);
+    let out = run(&env, &server, &["worktrees", "--clean"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("kept alcove/s1/agent-1"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stderr.contains("kept 1 branch(es)") && out.stderr.contains("alcove/s1/agent-1"),
+        "{}",
+        out.stderr
+    );
 }
