@@ -57,13 +57,34 @@ fn files(dirs: &Dirs, workspace: &Path) -> [PathBuf; 2] {
 /// A file that cannot be read or parsed is left to `config::load`, which
 /// reports it.
 pub(crate) fn check(dirs: &Dirs, workspace: &Path, overrides: &[String]) -> Vec<Finding> {
+    findings(dirs, workspace, overrides, true)
+}
+
+/// The unknown keys a session warns about, computed on a thread of their
+/// own so that start-up does not wait for them (`config::load` has already
+/// refused wrong types).
+pub(crate) fn session_warnings(
+    dirs: &Dirs,
+    workspace: &Path,
+    overrides: &[String],
+) -> std::thread::JoinHandle<Vec<String>> {
+    let (dirs, workspace, overrides) = (dirs.clone(), workspace.to_owned(), overrides.to_vec());
+    std::thread::spawn(move || {
+        findings(&dirs, &workspace, &overrides, false)
+            .into_iter()
+            .map(|finding| format!("{}: {}", finding.place, finding.message))
+            .collect()
+    })
+}
+
+fn findings(dirs: &Dirs, workspace: &Path, overrides: &[String], with_types: bool) -> Vec<Finding> {
     let tree = known_keys();
     let mut findings = Vec::new();
     for path in files(dirs, workspace) {
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
         };
-        findings.extend(check_file(&tree, &path, &text));
+        findings.extend(check_file(&tree, &path, &text, with_types));
     }
     for item in overrides {
         let Ok(table) = config::parse_override(item) else {
@@ -74,6 +95,9 @@ pub(crate) fn check(dirs: &Dirs, workspace: &Path, overrides: &[String]) -> Vec<
         walk_table(&tree, &table, &mut path, &mut |key, _| {
             findings.push(unknown(place.clone(), &key));
         });
+        if !with_types {
+            continue;
+        }
         if let Err(err) = Config::deserialize(toml::Value::Table(table)) {
             findings.push(Finding {
                 place,
@@ -86,7 +110,7 @@ pub(crate) fn check(dirs: &Dirs, workspace: &Path, overrides: &[String]) -> Vec<
 }
 
 /// The findings of one file's text.
-fn check_file(tree: &KeyTree, path: &Path, text: &str) -> Vec<Finding> {
+fn check_file(tree: &KeyTree, path: &Path, text: &str, with_types: bool) -> Vec<Finding> {
     let mut findings = Vec::new();
     let Ok(document) = toml::de::DeTable::parse(text) else {
         return findings;
@@ -107,6 +131,9 @@ fn check_file(tree: &KeyTree, path: &Path, text: &str) -> Vec<Finding> {
             format!("{}:{}", path.display(), line(offset)),
             &key,
         ));
+    }
+    if !with_types {
+        return findings;
     }
     if let Err(err) = toml::from_str::<Config>(text) {
         let place = match err.span() {
@@ -241,7 +268,7 @@ mod tests {
     use super::*;
 
     fn messages(text: &str) -> Vec<String> {
-        check_file(&known_keys(), Path::new("/u/config.toml"), text)
+        check_file(&known_keys(), Path::new("/u/config.toml"), text, true)
             .iter()
             .map(ToString::to_string)
             .collect()

@@ -148,7 +148,8 @@ impl Session {
         };
         let mut chosen = ModelChoice::connect(common, &config, &id).await?;
 
-        let mut setup_warnings = settings_warnings;
+        let mut setup_warnings = settings_warnings.join().unwrap_or_default();
+        setup_warnings.extend(crate::claude_settings::warnings(workspace.root()));
         let (hook_config, hook_warnings) = hook_setup::load(&layers, workspace.root())?;
         setup_warnings.extend(hook_warnings);
         setup_warnings.extend(permissions.sandbox.warnings.iter().cloned());

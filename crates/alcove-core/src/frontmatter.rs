@@ -106,14 +106,14 @@ pub(crate) fn parse<T: DeserializeOwned + Default>(yaml: &str) -> Result<T, Defi
     }
 }
 
-/// One warning per top-level key of the front matter that `T` does not
-/// read (other than `quiet` ones, which other tools' files carry), naming
+/// One warning per top-level key of the front matter that `tree` (the
+/// front matter type's keys) does not know (other than `quiet` ones, which other tools' files carry), naming
 /// its line and the nearest key `T` knows.
-pub(crate) fn unknown_keys<T: DeserializeOwned>(
+pub(crate) fn unknown_keys(
+    tree: &crate::known_keys::KeyTree,
     document: &Document<'_>,
     quiet: &[&str],
 ) -> Vec<String> {
-    let tree = crate::known_keys::KeyTree::of::<T>();
     let mut warnings = Vec::new();
     for (idx, line) in document.yaml.lines().enumerate() {
         if line.starts_with([' ', '\t', '#', '-']) {

@@ -285,7 +285,12 @@ fn load_skill(folder: &Path) -> Result<(Skill, Vec<String>), String> {
     })?;
     skill.dir = folder.to_owned();
     let notes = frontmatter::split(&text, true)
-        .map(|document| frontmatter::unknown_keys::<SkillFront>(&document, SKILL_KEYS_OF_OTHERS))
+        .map(|document| {
+            static KNOWN: std::sync::OnceLock<crate::known_keys::KeyTree> =
+                std::sync::OnceLock::new();
+            let known = KNOWN.get_or_init(crate::known_keys::KeyTree::of::<SkillFront>);
+            frontmatter::unknown_keys(known, &document, SKILL_KEYS_OF_OTHERS)
+        })
         .unwrap_or_default();
     Ok((skill, notes))
 }

@@ -32,8 +32,9 @@ pub(super) struct Settings {
     /// The config layers, each with its source: rules, hooks, MCP servers
     /// and the sandbox read them.
     pub(super) layers: Vec<config_show::Layer>,
-    /// Unknown config keys, each with its file and line (`config_check`).
-    pub(super) warnings: Vec<String>,
+    /// Unknown config keys, each with its file and line (`config_check`),
+    /// found off the start-up path.
+    pub(super) warnings: std::thread::JoinHandle<Vec<String>>,
 }
 
 impl Settings {
@@ -45,13 +46,8 @@ impl Settings {
         let layers = config_show::layers(&dirs, workspace.root(), &common.overrides)
             .map_err(|err| UsageError(format!("{err:#}")))?;
         crate::claude_settings::apply_mode(&mut config, &layers);
-        let mut warnings: Vec<String> =
-            crate::config_check::check(&dirs, workspace.root(), &common.overrides)
-                .into_iter()
-                .filter(|finding| !finding.error)
-                .map(|finding| format!("{}: {}", finding.place, finding.message))
-                .collect();
-        warnings.extend(crate::claude_settings::warnings(workspace.root()));
+        let warnings =
+            crate::config_check::session_warnings(&dirs, workspace.root(), &common.overrides);
         Ok(Settings {
             workspace,
             dirs,

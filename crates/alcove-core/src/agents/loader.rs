@@ -187,7 +187,9 @@ pub fn parse_definition(
     // `haiku`) is kept as written and resolved per session (the provider
     // decides what it means: see the CLI's `model_aliases`).
     // Claude Code's `color` only colours its own UI.
-    let notes = frontmatter::unknown_keys::<FrontMatter>(&document, &["color"]);
+    static KNOWN: std::sync::OnceLock<crate::known_keys::KeyTree> = std::sync::OnceLock::new();
+    let known = KNOWN.get_or_init(crate::known_keys::KeyTree::of::<FrontMatter>);
+    let notes = frontmatter::unknown_keys(known, &document, &["color"]);
     let model = front
         .model
         .map(|model| model.trim().to_owned())
