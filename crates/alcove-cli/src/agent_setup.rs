@@ -7,7 +7,6 @@ use alcove_core::AgentLimits;
 
 use crate::UsageError;
 use crate::config::{self, Config};
-use crate::session::env_var;
 
 /// Which tools the main agent is offered by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,21 +29,17 @@ pub(crate) fn tool_profile(config: &Config) -> Result<ToolProfile, UsageError> {
     }
 }
 
-/// `[agents]`, with `ALCOVE_SUBAGENT_MAX_AGENTS` and
-/// `ALCOVE_ENABLE_COLLAB_TOOLS` (seed 001's switches) on top.
+/// `[agents]` (seed 001's `ALCOVE_SUBAGENT_MAX_AGENTS` and
+/// `ALCOVE_ENABLE_COLLAB_TOOLS` included, as the environment layer).
 pub(crate) fn agent_limits(settings: &config::AgentsEntry, profile: ToolProfile) -> AgentLimits {
     let defaults = AgentLimits::default();
     let collab_default = match profile {
         ToolProfile::Full => defaults.collab,
         ToolProfile::Lean => false,
     };
-    let env_max =
-        env_var("ALCOVE_SUBAGENT_MAX_AGENTS").and_then(|value| value.trim().parse::<usize>().ok());
-    let collab = match env_var("ALCOVE_ENABLE_COLLAB_TOOLS").as_deref() {
-        Some("0") => false,
-        Some(_) => true,
-        None => settings.collab.unwrap_or(collab_default),
-    };
+    // `ALCOVE_SUBAGENT_MAX_AGENTS` and `ALCOVE_ENABLE_COLLAB_TOOLS` are in
+    // `settings` already, below `-c` (`env_settings`).
+    let collab = settings.collab.unwrap_or(collab_default);
     AgentLimits {
         collab,
         wait_min: settings
@@ -57,9 +52,9 @@ pub(crate) fn agent_limits(settings: &config::AgentsEntry, profile: ToolProfile)
             .unwrap_or(defaults.wait_max),
         max_depth: settings.max_depth.unwrap_or(defaults.max_depth),
         max_turns: settings.max_turns.unwrap_or(defaults.max_turns),
-        max_concurrent: env_max
+        max_concurrent: settings
+            .max_concurrent
             .filter(|max| *max > 0)
-            .or(settings.max_concurrent)
             .unwrap_or(defaults.max_concurrent),
         max_parallel: settings
             .max_parallel

@@ -230,10 +230,11 @@ struct Runners {
 impl Runners {
     fn new(common: &CommonArgs, config: &Config) -> anyhow::Result<Runners> {
         let alcove = alcove_exec(common)?;
-        let command = std::env::var("ALCOVE_SUBAGENT_COMMAND")
-            .ok()
-            .filter(|command| !command.trim().is_empty())
-            .or_else(|| config.agents.command.clone())
+        // `ALCOVE_SUBAGENT_COMMAND` is in `config.agents.command` (`env_settings`).
+        let command = config
+            .agents
+            .command
+            .clone()
             .unwrap_or_else(|| alcove.clone());
         Ok(Runners {
             command,
@@ -347,6 +348,9 @@ mod tests {
             parent_policy: None,
             sandbox: None,
             trust: false,
+            dangerously_skip_permissions: false,
+            append_system_prompt: None,
+            max_turns: None,
         };
         let command = alcove_exec(&common).unwrap();
         assert!(

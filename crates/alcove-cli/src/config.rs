@@ -2,9 +2,9 @@
 //!
 //! Layers, later wins: user file (`$ALCOVE_HOME/config.toml`, else
 //! `$XDG_CONFIG_HOME/alcove/config.toml`, else `~/.config/alcove/config.toml`)
-//! < project file (`.alcove/config.toml` in the workspace) < `-c key=value`
-//! flags. Environment variables and dedicated flags are applied by their
-//! consumers on top. A file that does not parse is an error naming the file,
+//! < project file (`.alcove/config.toml` in the workspace) < the
+//! environment variables that set keys (`env_settings`) < `-c key=value`
+//! flags; dedicated flags (`--model`, …) win over all. A file that does not parse is an error naming the file,
 //! line and column. A project file counts only as far as the folder's
 //! trust lets it (`trust.rs` filters the layers before they merge).
 
@@ -244,7 +244,12 @@ impl Dirs {
 /// folder's trust left them (`trust.rs`).
 pub(crate) fn from_layers(layers: &[crate::config_show::Layer]) -> anyhow::Result<Config> {
     let mut merged = toml::Table::new();
-    for layer in layers {
+    // One precedence: flags > `-c` > environment > project > user > defaults.
+    for layer in layers.iter().filter(|layer| layer.kind != crate::config_show::LayerKind::Flag) {
+        merge(&mut merged, layer.table.clone());
+    }
+    merge(&mut merged, crate::env_settings::table());
+    for layer in layers.iter().filter(|layer| layer.kind == crate::config_show::LayerKind::Flag) {
         merge(&mut merged, layer.table.clone());
     }
     Config::deserialize(toml::Value::Table(merged)).map_err(|err| {

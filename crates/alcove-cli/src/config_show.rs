@@ -26,6 +26,9 @@ pub(crate) struct ConfigArgs {
 enum ConfigCommand {
     /// Print the merged configuration and where each value came from.
     Show,
+    /// List unknown keys and wrong values in the config files, `-c` flags,
+    /// agent definitions and skills; exit 1 when there is any.
+    Check,
 }
 
 /// One config file, or one `-c` flag, as a table.
@@ -67,16 +70,28 @@ pub(crate) fn layers(
     overrides: &[String],
 ) -> anyhow::Result<Vec<Layer>> {
     let mut layers = Vec::new();
+    // Claude Code's settings files sit just below alcove's of the same kind
+    // (their warnings are the session's: `claude_settings::warnings`).
+    let mut ignored = Vec::new();
     for kind in [
         LayerKind::User(dirs.config.join("config.toml")),
         LayerKind::Project(workspace.join(".alcove/config.toml")),
     ] {
         let Some(path) = kind.file() else { continue };
+        let whose = match kind {
+            LayerKind::User(_) => {
+                layers.extend(crate::claude_settings::user_layer(&mut ignored));
+                "user"
+            }
+            _ => {
+                layers.extend(crate::claude_settings::project_layers(
+                    workspace,
+                    &mut ignored,
+                ));
+                "project"
+            }
+        };
         if let Some(table) = config::read_table(path)? {
-            let whose = match kind {
-                LayerKind::User(_) => "user",
-                _ => "project",
-            };
             layers.push(Layer {
                 source: format!("{whose} {}", path.display()),
                 kind,
@@ -94,33 +109,32 @@ pub(crate) fn layers(
     Ok(layers)
 }
 
-/// Environment variables that set a config key, and the key.
-const ENV_KEYS: [(&str, &str); 4] = [
-    ("ALCOVE_MODEL", "model"),
-    ("ALCOVE_SUBAGENT_MAX_AGENTS", "agents.max_concurrent"),
-    ("ALCOVE_SUBAGENT_COMMAND", "agents.command"),
-    ("ALCOVE_ENABLE_COLLAB_TOOLS", "agents.collab"),
-];
-
 pub(crate) async fn run(common: &CommonArgs, args: &ConfigArgs) -> anyhow::Result<u8> {
-    let ConfigCommand::Show = args.command;
     let workspace = common.workspace()?;
     let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
+    if let ConfigCommand::Check = args.command {
+        return Ok(crate::config_check::run(
+            &dirs,
+            workspace.root(),
+            &common.overrides,
+        ));
+    }
     let usage = |err: anyhow::Error| UsageError(format!("{err:#}"));
     // The same checks a session makes: a broken file or rule is exit 2 here too.
     let settings =
         crate::trust::ProjectSettings::of(common, &dirs, workspace.root()).map_err(usage)?;
-    let merged = settings.config().map_err(usage)?;
-    permission_setup::mode(common, &merged)?;
+    let mut merged = settings.config().map_err(usage)?;
     let layers = settings.layers.clone();
+    crate::claude_settings::apply_mode(&mut merged, &layers);
+    permission_setup::mode(common, &merged)?;
     let rules = permission_setup::rules(&layers, common)?;
-    let env: Vec<(String, String)> = ENV_KEYS
-        .iter()
-        .filter_map(|(var, key)| {
-            let value = std::env::var(var)
-                .ok()
-                .filter(|value| !value.trim().is_empty())?;
-            Some((format!("env {var}"), format!("{key}={value}")))
+    let env: Vec<(String, String)> = crate::env_settings::values()
+        .into_iter()
+        .map(|(setting, value)| {
+            (
+                format!("env {}", setting.var),
+                format!("{}={value}", setting.key),
+            )
         })
         .collect();
     print!(
@@ -137,11 +151,7 @@ pub(crate) async fn run(common: &CommonArgs, args: &ConfigArgs) -> anyhow::Resul
 /// The model's context window and compaction threshold, and where the
 /// window figure came from, as comments (they are derived, not set).
 async fn context_lines(common: &CommonArgs, config: &config::Config) -> anyhow::Result<String> {
-    let spec = common
-        .model
-        .clone()
-        .or_else(|| std::env::var("ALCOVE_MODEL").ok().filter(|m| !m.is_empty()))
-        .or_else(|| config.model.clone());
+    let spec = common.model.clone().or_else(|| config.model.clone());
     let Some(spec) = spec else {
         return Ok(
             "# context window: no model is configured (one is found when a session starts)
@@ -318,8 +328,20 @@ fn render(
 ) -> String {
     let mut values = BTreeMap::new();
     flatten("", &defaults(), "default", &mut values);
+    // Unknown keys are not settings: they are listed apart, at the end.
+    let known = crate::config_check::known_keys();
+    let mut ignored = Vec::new();
+    for layer in layers {
+        for path in crate::config_check::unknown_paths(&known, &layer.table) {
+            ignored.push(format!(
+                "# ignored (unknown key): {}  # {}\n",
+                path.join("."),
+                layer.source
+            ));
+        }
+    }
     for layer in layers.iter().filter(|layer| layer.kind != LayerKind::Flag) {
-        flatten("", &layer.table, &layer.source, &mut values);
+        flatten_known(&known, layer, &mut values);
     }
     for (source, assignment) in env {
         if let Some((key, value)) = assignment.split_once('=') {
@@ -332,7 +354,7 @@ fn render(
         }
     }
     for layer in layers.iter().filter(|layer| layer.kind == LayerKind::Flag) {
-        flatten("", &layer.table, &layer.source, &mut values);
+        flatten_known(&known, layer, &mut values);
     }
     if let Some(model) = &common.model {
         values.insert(
@@ -354,7 +376,7 @@ fn render(
     }
 
     let mut out = format!(
-        "# alcove configuration for {}\n# layers, later wins: default < user file < project file < env < flags\n",
+        "# alcove configuration for {}\n# layers, later wins: default < user file < project file < env < -c < flags\n",
         workspace.display()
     );
     let width = values
@@ -385,7 +407,38 @@ fn render(
         }
         out.push_str("]\n");
     }
+    out.extend(ignored);
     out
+}
+
+/// The leaves of a layer that are settings alcove knows.
+fn flatten_known(
+    known: &alcove_core::known_keys::KeyTree,
+    layer: &Layer,
+    values: &mut BTreeMap<String, (toml::Value, String)>,
+) {
+    let mut table = layer.table.clone();
+    for path in crate::config_check::unknown_paths(known, &layer.table) {
+        remove_path(&mut table, &path);
+    }
+    flatten("", &table, &layer.source, values);
+}
+
+/// Removes the key at `path` from `table`, and the tables it leaves empty.
+fn remove_path(table: &mut toml::Table, path: &[String]) {
+    let Some((first, rest)) = path.split_first() else {
+        return;
+    };
+    if rest.is_empty() {
+        table.remove(first.as_str());
+        return;
+    }
+    if let Some(toml::Value::Table(inner)) = table.get_mut(first.as_str()) {
+        remove_path(inner, rest);
+        if inner.is_empty() {
+            table.remove(first.as_str());
+        }
+    }
 }
 
 #[cfg(test)]

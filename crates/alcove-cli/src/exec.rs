@@ -14,6 +14,7 @@ use clap::Args;
 use tokio_util::sync::CancellationToken;
 
 use crate::output::{JsonLines, Progress, Trace};
+use crate::output_format::OutputFormat;
 use crate::session::{FrontEnd, Session};
 use crate::{CommonArgs, UsageError};
 
@@ -28,9 +29,20 @@ pub(crate) struct ExecArgs {
     /// The most model requests the main agent may make (default 100).
     #[arg(long, value_name = "N")]
     max_turns: Option<u32>,
-    /// Continue session ID (its transcript is read back and appended to).
+    /// Continue session ID, or the first characters of it (its transcript
+    /// is read back and appended to).
     #[arg(long, value_name = "ID")]
     resume: Option<String>,
+    /// Continue the last session in this folder.
+    #[arg(long = "continue", conflicts_with = "resume")]
+    continue_last: bool,
+    /// What stdout gets: text (the answer), json (one result object at the
+    /// end) or stream-json (the event lines, as --json).
+    #[arg(long, value_name = "FORMAT", conflicts_with = "json")]
+    output_format: Option<crate::output_format::OutputFormat>,
+    /// Text added to the end of the system prompt.
+    #[arg(long, value_name = "TEXT")]
+    append_system_prompt: Option<String>,
     /// With --resume: compact the session's history first (old tool results
     /// cleared, the rest summarised), optionally with a focus for the
     /// summary; with no prompt, only compact.
@@ -38,14 +50,44 @@ pub(crate) struct ExecArgs {
     compact: Option<String>,
 }
 
-pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u8> {
+impl ExecArgs {
+    /// `alcove -p …`: the top-level flags as `exec`'s.
+    pub(crate) fn print(
+        prompt: Option<String>,
+        flags: crate::familiar_flags::PrintFlags,
+    ) -> ExecArgs {
+        ExecArgs {
+            prompt,
+            json: false,
+            max_turns: flags.max_turns,
+            resume: flags.resume.filter(|id| !id.is_empty()),
+            compact: None,
+            continue_last: flags.continue_last,
+            output_format: flags.output_format,
+            append_system_prompt: flags.append_system_prompt,
+        }
+    }
+}
+
+pub(crate) async fn run(common: &CommonArgs, mut args: ExecArgs) -> anyhow::Result<u8> {
+    let started = std::time::Instant::now();
+    let common =
+        &crate::familiar_flags::with_system_prompt(common, args.append_system_prompt.take());
+    args.resume =
+        crate::familiar_flags::session_to_continue(common, args.resume, args.continue_last)?;
+    let format = args.output_format.unwrap_or(if args.json {
+        OutputFormat::StreamJson
+    } else {
+        OutputFormat::Text
+    });
+    args.json = format != OutputFormat::Text;
     let compact_only = args.compact.is_some() && args.prompt.is_none();
     let prompt = if compact_only {
         String::new()
     } else {
         read_prompt(args.prompt)?
     };
-    let mut sinks: Vec<Arc<dyn EventSink>> = vec![if args.json {
+    let mut sinks: Vec<Arc<dyn EventSink>> = vec![if format == OutputFormat::StreamJson {
         Arc::new(JsonLines)
     } else {
         Arc::new(Progress)
@@ -171,6 +213,12 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
     if let Some(failure) = session.transcript.failure() {
         eprintln!("alcove: warning: {failure}");
     }
+    if format == OutputFormat::Json {
+        let cost = crate::context_setup::cost(&session.config, &session.model_name, &outcome.usage);
+        let result =
+            crate::output_format::result_object(&session.id, &outcome, cost, started.elapsed());
+        println!("{result}");
+    }
     let final_text = outcome.last_text().unwrap_or_default();
     match outcome.status {
         RunStatus::Completed => {
@@ -197,10 +245,9 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
             Ok(signal_code.unwrap_or(130))
         }
         RunStatus::Failed | RunStatus::Budget => {
-            eprintln!(
-                "alcove: the model failed: {}",
-                outcome.error.unwrap_or_default()
-            );
+            let error = outcome.error.unwrap_or_default();
+            let error = crate::error_advice::explain(&error, &session.model_name, &session.config);
+            eprintln!("alcove: the model failed: {error}");
             Ok(1)
         }
     }
@@ -295,6 +342,11 @@ fn read_prompt(argument: Option<String>) -> anyhow::Result<String> {
     let prompt = match argument {
         Some(prompt) if prompt != "-" => prompt,
         _ => {
+            if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                eprintln!(
+                    "alcove: reading the prompt from stdin; end it with Ctrl-D (or pass it as an argument)"
+                );
+            }
             let mut prompt = String::new();
             std::io::stdin()
                 .read_to_string(&mut prompt)

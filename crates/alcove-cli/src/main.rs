@@ -10,10 +10,15 @@ mod agents_cmd;
 mod attachments;
 mod batch_cmd;
 mod batch_progress;
+mod claude_settings;
 mod config;
+mod config_check;
 mod config_show;
 mod context_setup;
+mod env_settings;
+mod error_advice;
 mod exec;
+mod familiar_flags;
 mod heap;
 mod hook_setup;
 mod mcp_cmd;
@@ -22,6 +27,7 @@ mod model_aliases;
 mod model_options;
 mod openai_wire;
 mod output;
+mod output_format;
 mod permission_setup;
 mod prompt_commands;
 mod provider;
@@ -50,6 +56,8 @@ use clap::{Args, Parser, Subcommand};
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
+    #[command(flatten)]
+    print: familiar_flags::PrintFlags,
     /// Start the interactive session with this prompt (no subcommand: interactive UI).
     prompt: Option<String>,
     #[command(subcommand)]
@@ -71,13 +79,23 @@ struct CommonArgs {
     /// Set a config value, e.g. -c max_turns=20 (repeatable).
     #[arg(short = 'c', long = "config", global = true, value_name = "KEY=VALUE")]
     overrides: Vec<String>,
-    /// Allow calls matching a permission rule, e.g. --allow 'Bash(git diff:*)' (repeatable).
-    #[arg(long, global = true, value_name = "RULE")]
+    /// Allow calls matching a permission rule, e.g. --allow 'Bash(git diff:*)' (repeatable;
+    /// also --allowedTools).
+    #[arg(long, global = true, value_name = "RULE", aliases = ["allowedTools", "allowed-tools"])]
     allow: Vec<String>,
     /// Deny calls matching a permission rule, e.g. --deny 'Bash(rm:*)'; a bare tool name
-    /// also hides the tool (repeatable).
-    #[arg(long, global = true, value_name = "RULE")]
+    /// also hides the tool (repeatable; also --disallowedTools).
+    #[arg(long, global = true, value_name = "RULE", aliases = ["disallowedTools", "disallowed-tools"])]
     deny: Vec<String>,
+    /// Run every tool call without asking: --permission-mode bypassPermissions.
+    #[arg(long, global = true)]
+    dangerously_skip_permissions: bool,
+    /// `--append-system-prompt` (set by the front end that read it).
+    #[arg(skip)]
+    append_system_prompt: Option<String>,
+    /// The interactive UI's `--max-turns` (set by the front end that read it).
+    #[arg(skip)]
+    max_turns: Option<u32>,
     /// The permissions of the agent that started this process (set by a
     /// parent alcove's process runner); this session narrows them, never loosens them.
     #[arg(long, global = true, value_name = "POLICY", hide = true)]
@@ -116,7 +134,7 @@ enum Command {
     Agents(agents_cmd::AgentsArgs),
     /// List the skills and custom commands with their source files.
     Skills(skills_cmd::SkillsArgs),
-    /// Inspect the configuration (`alcove config show`).
+    /// Inspect the configuration (`alcove config show`, `alcove config check`).
     Config(config_show::ConfigArgs),
     /// MCP servers: `alcove mcp list`, `alcove mcp add`, `alcove mcp remove`.
     Mcp(mcp_cmd::McpArgs),
@@ -153,7 +171,7 @@ struct ExecOnly {
 /// anything else (another command, `--help`, a mistake) goes to the whole
 /// parser, which says what `alcove` says.
 fn parse_cli() -> Cli {
-    parse_exec_alone(std::env::args_os()).unwrap_or_else(Cli::parse)
+    parse_exec_alone(std::env::args_os()).unwrap_or_else(familiar_flags::parse_full)
 }
 
 fn parse_exec_alone(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cli> {
@@ -164,6 +182,7 @@ fn parse_exec_alone(args: impl IntoIterator<Item = std::ffi::OsString>) -> Optio
     let only = ExecOnly::try_parse_from(args).ok()?;
     Some(Cli {
         common: only.common,
+        print: familiar_flags::PrintFlags::default(),
         prompt: None,
         command: Some(Command::Exec(only.args)),
     })
@@ -193,7 +212,11 @@ fn main() -> ExitCode {
     // What a command leaves running outside its process group is alcove's
     // to end when it exits (`end_children` below).
     alcove_tools::adopt_orphans();
-    let cli = parse_cli();
+    let mut cli = parse_cli();
+    if let Err(err) = familiar_flags::normalize(&mut cli.common) {
+        eprintln!("alcove: {err}");
+        return ExitCode::from(2);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -223,7 +246,7 @@ fn main() -> ExitCode {
             Some(Command::Report(args)) => report::run(&cli.common, &args),
             Some(Command::Trust(args)) => trust_cmd::run(&cli.common, &args),
             Some(Command::Workflow(args)) => workflow_cmd::run(&cli.common, args).await,
-            None => tui::run(&cli.common, cli.prompt).await,
+            None => familiar_flags::run_top_level(cli.common, cli.print, cli.prompt).await,
         }
     });
     let result = match runtime.block_on(command) {

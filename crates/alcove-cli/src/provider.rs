@@ -34,10 +34,8 @@ pub(crate) async fn resolve(
     flag: Option<&str>,
     config: &Config,
 ) -> Result<ProviderConfig, UsageError> {
-    let spec = flag
-        .map(str::to_owned)
-        .or_else(|| env("ALCOVE_MODEL"))
-        .or_else(|| config.model.clone());
+    // `ALCOVE_MODEL` is in `config.model` (below `-c`): `env_settings`.
+    let spec = flag.map(str::to_owned).or_else(|| config.model.clone());
     match spec {
         Some(spec) => resolve_spec(&spec, config),
         None => discover().await,

@@ -51,7 +51,7 @@ enum SandboxEntry {
 
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-struct SandboxTable {
+pub(crate) struct SandboxTable {
     mode: Option<String>,
     network: Option<bool>,
     allow_loopback: Option<bool>,
@@ -62,7 +62,7 @@ struct SandboxTable {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-struct LimitsTable {
+pub(crate) struct LimitsTable {
     cpu_secs: Option<u64>,
     address_space_mb: Option<u64>,
     processes: Option<u64>,

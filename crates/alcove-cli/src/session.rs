@@ -139,13 +139,14 @@ impl Session {
             layers,
             files_root,
             notice,
+            warnings: settings_warnings,
         } = Settings::read(common)?;
         let permissions = Permissions::resolve(
             common,
             &config,
             &layers,
             workspace.root(),
-            front_end.max_turns,
+            front_end.max_turns.or(common.max_turns),
         )?;
         let (id, resumed) = match &front_end.resume {
             Some(id) => (id.clone(), resumed_history(&dirs, id)?),
@@ -154,6 +155,8 @@ impl Session {
         let mut chosen = ModelChoice::connect(common, &config, &id).await?;
 
         let mut setup_warnings: Vec<String> = notice.iter().cloned().collect();
+        setup_warnings.extend(settings_warnings.join().unwrap_or_default());
+        setup_warnings.extend(crate::claude_settings::warnings(workspace.root()));
         let (hook_config, hook_warnings) = hook_setup::load(&layers, files_root.as_deref())?;
         setup_warnings.extend(hook_warnings);
         setup_warnings.extend(permissions.sandbox.warnings.iter().cloned());
@@ -245,7 +248,7 @@ impl Session {
         .with_redactions(chosen.redactions)
         .with_observers(observers)
         .with_first_child_number(next_child_number(&dirs.data.join("sessions").join(&id)))
-        .with_command(env_var("ALCOVE_SUBAGENT_COMMAND").or_else(|| config.agents.command.clone()))
+        .with_command(config.agents.command.clone())
         .with_batch_runner(batch_runner);
         // With traces on, a process-runner child continues this trace.
         if let Some(telemetry) = &telemetry {
@@ -278,6 +281,10 @@ impl Session {
         // (see `main_run`), so its changes leave the rest of the prefix as it was.
         let mut prompt = system_prompt(runtime.workspace.root(), &project);
         prompt.push_str(&skills.catalog());
+        if let Some(text) = &common.append_system_prompt {
+            prompt.push_str("\n\n");
+            prompt.push_str(text);
+        }
         Ok(Session {
             id,
             system_prompt: prompt,

@@ -65,6 +65,7 @@ pub(crate) fn worktrees(common: &CommonArgs, args: &WorktreesArgs) -> anyhow::Re
         return Ok(0);
     }
     let mut failed = false;
+    let mut kept = Vec::new();
     for leftover in &leftovers {
         let state = match &leftover.path {
             Some(path) => format!("worktree left at {}", path.display()),
@@ -79,9 +80,20 @@ pub(crate) fn worktrees(common: &CommonArgs, args: &WorktreesArgs) -> anyhow::Re
                     eprintln!("alcove: cannot remove {}: {reason}", leftover.branch);
                 }
             }
+        } else if args.clean {
+            kept.push(leftover.branch.as_str());
+            println!("kept {} ({state})", leftover.branch);
         } else {
             println!("{} ({state})", leftover.branch);
         }
+    }
+    if !kept.is_empty() {
+        eprintln!(
+            "alcove: kept {} branch(es) with no worktree, whose work may not be merged: {}. \
+             `alcove merge <branch>` applies one; `alcove worktrees --clean --all` removes them",
+            kept.len(),
+            kept.join(", ")
+        );
     }
     Ok(u8::from(failed))
 }

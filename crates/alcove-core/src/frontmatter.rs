@@ -106,6 +106,41 @@ pub(crate) fn parse<T: DeserializeOwned + Default>(yaml: &str) -> Result<T, Defi
     }
 }
 
+/// One warning per top-level key of the front matter that `tree` (the
+/// front matter type's keys) does not know (other than `quiet` ones, which other tools' files carry), naming
+/// its line and the nearest key `T` knows.
+pub(crate) fn unknown_keys(
+    tree: &crate::known_keys::KeyTree,
+    document: &Document<'_>,
+    quiet: &[&str],
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for (idx, line) in document.yaml.lines().enumerate() {
+        if line.starts_with([' ', '\t', '#', '-']) {
+            continue;
+        }
+        let Some((key, _)) = line.split_once(':') else {
+            continue;
+        };
+        let key = key.trim().trim_matches(['"', '\'']);
+        if key.is_empty() || quiet.contains(&key) {
+            continue;
+        }
+        if let Some(unknown) = tree.check(&[key]) {
+            let hint = unknown
+                .suggestion
+                .map(|known| format!("; did you mean `{known}`?"))
+                .unwrap_or_default();
+            // Line 1 is the opening `---`.
+            warnings.push(format!(
+                "line {}: unknown front matter key `{key}`, ignored{hint}",
+                idx + 2
+            ));
+        }
+    }
+    warnings
+}
+
 /// The 1-based line of the front matter where top-level `key:` is written.
 fn key_line(yaml: &str, key: &str) -> Option<usize> {
     yaml.lines()

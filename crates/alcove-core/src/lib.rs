@@ -40,6 +40,7 @@ pub mod fuzzing;
 mod gate;
 mod hooks;
 pub mod isolation;
+pub mod known_keys;
 mod memory;
 mod plan;
 mod repair;

@@ -251,7 +251,13 @@ pub fn load_skills(dirs: &[PathBuf]) -> (Skills, Vec<String>) {
         folders.sort();
         for folder in folders {
             match load_skill(&folder) {
-                Ok(skill) => skills.insert(skill),
+                Ok((skill, notes)) => {
+                    let file = folder.join("SKILL.md");
+                    for note in notes {
+                        warnings.push(format!("{}: {note}", file.display()));
+                    }
+                    skills.insert(skill)
+                }
                 Err(warning) => warnings.push(warning),
             }
         }
@@ -259,7 +265,9 @@ pub fn load_skills(dirs: &[PathBuf]) -> (Skills, Vec<String>) {
     (skills, warnings)
 }
 
-fn load_skill(folder: &Path) -> Result<Skill, String> {
+/// One skill folder, and warnings about keys of its front matter that are
+/// ignored.
+fn load_skill(folder: &Path) -> Result<(Skill, Vec<String>), String> {
     let file = folder.join("SKILL.md");
     let text = std::fs::read_to_string(&file)
         .map_err(|err| format!("{}: cannot read the skill: {err}", file.display()))?;
@@ -276,8 +284,19 @@ fn load_skill(folder: &Path) -> Result<Skill, String> {
         )
     })?;
     skill.dir = folder.to_owned();
-    Ok(skill)
+    let notes = frontmatter::split(&text, true)
+        .map(|document| {
+            static KNOWN: std::sync::OnceLock<crate::known_keys::KeyTree> =
+                std::sync::OnceLock::new();
+            let known = KNOWN.get_or_init(crate::known_keys::KeyTree::of::<SkillFront>);
+            frontmatter::unknown_keys(known, &document, SKILL_KEYS_OF_OTHERS)
+        })
+        .unwrap_or_default();
+    Ok((skill, notes))
 }
+
+/// Keys of the Agent Skills format alcove has no use for: not warned about.
+const SKILL_KEYS_OF_OTHERS: &[&str] = &["license", "metadata", "version", "compatibility"];
 
 /// Arguments of a `Skill` call.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -82,6 +82,9 @@ impl TestEnv {
         cmd.current_dir(self.workspace())
             .env("ALCOVE_HOME", self.home())
             .env("ALCOVE_TRUST", "1")
+            // Claude Code's user settings (`~/.claude`), whose permissions
+            // alcove reads: the test home's, not the developer's.
+            .env("CLAUDE_CONFIG_DIR", self.home().join(".claude"))
             .env("ANTHROPIC_BASE_URL", server.url())
             .env("ANTHROPIC_API_KEY", "test-key")
             .env("ALCOVE_MODEL", "anthropic/fake-model")

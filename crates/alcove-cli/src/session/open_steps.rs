@@ -38,6 +38,9 @@ pub(super) struct Settings {
     pub(super) files_root: Option<PathBuf>,
     /// What an untrusted folder's settings asked for and did not get.
     pub(super) notice: Option<String>,
+    /// Unknown config keys, each with its file and line (`config_check`),
+    /// found off the start-up path.
+    pub(super) warnings: std::thread::JoinHandle<Vec<String>>,
 }
 
 impl Settings {
@@ -46,7 +49,10 @@ impl Settings {
         let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
         let usage = |err: anyhow::Error| UsageError(format!("{err:#}"));
         let project = ProjectSettings::of(common, &dirs, workspace.root()).map_err(usage)?;
-        let config = project.config().map_err(usage)?;
+        let mut config = project.config().map_err(usage)?;
+        crate::claude_settings::apply_mode(&mut config, &project.layers);
+        let warnings =
+            crate::config_check::session_warnings(&dirs, workspace.root(), &common.overrides);
         Ok(Settings {
             files_root: project.files_root().map(ToOwned::to_owned),
             notice: project.notice(),
@@ -54,6 +60,7 @@ impl Settings {
             dirs,
             config,
             layers: project.layers,
+            warnings,
         })
     }
 }

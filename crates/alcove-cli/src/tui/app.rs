@@ -491,6 +491,26 @@ impl App {
                 let lines = ui_commands::status_lines(self);
                 self.commit(Cell::Lines(lines), now);
             }
+            Command::Permissions => {
+                let rules = self.rules.list();
+                let added = if rules.is_empty() {
+                    "none".to_owned()
+                } else {
+                    rules.join(", ")
+                };
+                let text = format!(
+                    "Permission mode: {}. Allowed for this session: {added}. \
+                     `alcove config show` lists every rule with its file.",
+                    self.facts.mode
+                );
+                self.notice(NoticeKind::Info, text, now);
+            }
+            Command::Resume => {
+                let text = "To continue another session: /exit, then `alcove resume` (pick one), \
+                            `alcove --continue` (the last one here) or `alcove --resume <id>`."
+                    .to_owned();
+                self.notice(NoticeKind::Info, text, now);
+            }
             Command::Model(None) => {
                 let text = format!(
                     "Model: {}. `/model provider/name` switches for the next turns (same conversation).",

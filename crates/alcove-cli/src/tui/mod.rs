@@ -57,6 +57,13 @@ pub(crate) struct ResumeArgs {
     last: bool,
 }
 
+impl ResumeArgs {
+    /// `alcove --resume [ID]` / `alcove --continue`, as `alcove resume`.
+    pub(crate) fn new(id: Option<String>, last: bool) -> ResumeArgs {
+        ResumeArgs { id, last }
+    }
+}
+
 /// Where an interactive session starts.
 pub(crate) enum Start {
     /// A new conversation, maybe with a first prompt.

@@ -29,6 +29,10 @@ pub(crate) enum Command {
     Compact(Option<String>),
     /// `/mcp`: the MCP servers, live.
     Mcp,
+    /// `/permissions`: the mode and the rules this session added.
+    Permissions,
+    /// `/resume`: how to continue another session.
+    Resume,
     Exit,
     /// Something that looks like a command but is none.
     Unknown(String),
@@ -50,6 +54,12 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
         "show the model; /model provider/name switches for the next turns",
     ),
     ("/status", "model, permission mode, session, tokens used"),
+    ("/cost", "tokens and cost so far (as /status)"),
+    (
+        "/permissions",
+        "the permission mode and the rules allowed for this session",
+    ),
+    ("/resume", "how to continue another session"),
     (
         "/mcp",
         "MCP servers: state, tools, where each is configured",
@@ -111,7 +121,9 @@ pub(crate) fn parse(input: &str) -> Option<Command> {
         "agents" => Command::Agents,
         "clear" | "new" => Command::Clear,
         "model" => Command::Model((!argument.is_empty()).then(|| argument.to_owned())),
-        "status" => Command::Status,
+        "status" | "cost" => Command::Status,
+        "permissions" => Command::Permissions,
+        "resume" | "continue" => Command::Resume,
         "memory" => Command::Memory,
         "init" => Command::Init,
         "compact" => Command::Compact((!argument.is_empty()).then(|| argument.to_owned())),

@@ -18,6 +18,8 @@
 //! - `report`: `alcove report`'s page, opened in headless Chromium (issue 40).
 //! - `small_models`: what a real small model still did to a session (issue 39).
 //! - `trust`: folder trust, played by a cloned repository (issue 44).
+//! - `settings`: typos named, `.claude/settings.json` permissions, Claude Code's
+//!   and Codex's flags, one precedence, errors that say what to do (issue 46).
 //! - `responses`: the OpenAI Responses wire with tools, reasoning, delegation,
 //!   compaction and resume (issue 36).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -46,6 +48,7 @@ mod reliability;
 mod report;
 mod responses;
 mod roles;
+mod settings;
 mod skills;
 mod small_models;
 mod support;

@@ -186,7 +186,10 @@ pub fn parse_definition(
     // `inherit` is the parent's model; a family alias (`sonnet`, `opus`,
     // `haiku`) is kept as written and resolved per session (the provider
     // decides what it means: see the CLI's `model_aliases`).
-    let notes = Vec::new();
+    // Claude Code's `color` only colours its own UI.
+    static KNOWN: std::sync::OnceLock<crate::known_keys::KeyTree> = std::sync::OnceLock::new();
+    let known = KNOWN.get_or_init(crate::known_keys::KeyTree::of::<FrontMatter>);
+    let notes = frontmatter::unknown_keys(known, &document, &["color"]);
     let model = front
         .model
         .map(|model| model.trim().to_owned())
