@@ -165,7 +165,9 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
     if let Some(failure) = session.transcript.failure() {
         eprintln!("alcove: warning: {failure}");
     }
+    // The answer on stdout goes through the same redaction as every sink.
     let final_text = outcome.last_text().unwrap_or_default();
+    let final_text = session.transcript.redactor().redact(&final_text);
     match outcome.status {
         RunStatus::Completed => {
             if !args.json {
