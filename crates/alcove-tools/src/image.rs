@@ -255,8 +255,8 @@ mod tests {
         assert_eq!(prepared.image.media_type, "image/jpeg");
     }
 
-    /// A PNG header declaring `width`x`height` and no pixel data: decoding
-    /// it would fail, so a refusal can only come from the header.
+    /// A PNG declaring `width`x`height` with an empty image stream:
+    /// decoding it would fail, so a refusal can only come from the header.
     fn declared_png(width: u32, height: u32) -> Vec<u8> {
         let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
         let mut ihdr = b"IHDR".to_vec();
@@ -266,6 +266,11 @@ mod tests {
         bytes.extend_from_slice(&13u32.to_be_bytes());
         bytes.extend_from_slice(&ihdr);
         bytes.extend_from_slice(&crc32(&ihdr).to_be_bytes());
+        for kind in [b"IDAT", b"IEND"] {
+            bytes.extend_from_slice(&0u32.to_be_bytes());
+            bytes.extend_from_slice(kind);
+            bytes.extend_from_slice(&crc32(kind).to_be_bytes());
+        }
         bytes
     }
 
