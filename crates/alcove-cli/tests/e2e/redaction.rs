@@ -106,7 +106,7 @@ fn a_provider_key_read_delegated_and_answered_reaches_no_sink_and_no_command() {
     std::fs::write(
         env.home().join("config.toml"),
         format!(
-            "{config}model = \"lab/fake-model\"\n\
+            "model = \"lab/fake-model\"\n{config}\
              [providers.lab]\nkind = \"anthropic\"\nbase_url = \"{}\"\napi_key_env = \"LAB_CREDENTIAL\"\n\
              [providers.other]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"OTHER_LLM_CREDENTIAL\"\n\
              [telemetry]\notlp_endpoint = \"{collector_url}\"\nlog_content = true\n",
@@ -125,6 +125,10 @@ fn a_provider_key_read_delegated_and_answered_reaches_no_sink_and_no_command() {
     }
     let out = finish(command.spawn().unwrap());
     assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("\"model\":\"lab/fake-model\""),
+        "the custom provider was not used"
+    );
 
     // The model got what it asked for: the key is in what it read.
     let requests = server.requests_for("check the deployment settings");
@@ -136,19 +140,24 @@ fn a_provider_key_read_delegated_and_answered_reaches_no_sink_and_no_command() {
         .map(|(_, content, _)| content)
         .collect();
     assert!(results[0].contains(KEY), "{results:?}");
+    // Every leak found, so a failure names them all.
+    let mut leaks = Vec::new();
     // A command saw none of the secrets, by name or value.
     let env_output = &results[2];
     assert!(env_output.contains("PATH="), "{env_output}");
     for (name, value) in HIDDEN.iter().chain(&[("LAB_CREDENTIAL", KEY)]) {
-        assert!(
-            !env_output.contains(name) && !env_output.contains(value),
-            "{name} reached a command: {env_output}"
-        );
+        if env_output.contains(name) || env_output.contains(value) {
+            leaks.push(format!("{name} reached a command"));
+        }
     }
 
     // --json stdout.
-    assert!(!out.stdout.contains(KEY), "the key is in --json output");
-    assert!(out.stdout.contains("[REDACTED]"), "{}", out.stdout);
+    if out.stdout.contains(KEY) {
+        leaks.push("the key is in --json output".to_owned());
+    }
+    if !out.stdout.contains("[REDACTED]") {
+        leaks.push("--json output redacts nothing".to_owned());
+    }
     // Every transcript, the session's and the child's.
     let sessions = env.home().join("sessions");
     let mut transcripts = Vec::new();
@@ -160,16 +169,20 @@ fn a_provider_key_read_delegated_and_answered_reaches_no_sink_and_no_command() {
     assert!(transcripts.len() >= 2, "{transcripts:?}");
     for path in &transcripts {
         let text = std::fs::read_to_string(path).unwrap();
-        assert!(!text.contains(KEY), "the key is in {}", path.display());
+        if text.contains(KEY) {
+            leaks.push(format!("the key is in {}", path.display()));
+        }
     }
     // The OTLP export (with log_content on, so contents are exported).
     let exported = exported.lock().unwrap().clone();
     assert!(
-        contains(&exported, "[REDACTED]"),
+        contains(&exported, "DEBUG=1"),
         "the collector got no content ({} bytes)",
         exported.len()
     );
-    assert!(!contains(&exported, KEY), "the key is in the OTLP export");
+    if contains(&exported, KEY) {
+        leaks.push("the key is in the OTLP export".to_owned());
+    }
     // The report.
     let id = transcripts
         .iter()
@@ -192,8 +205,14 @@ fn a_provider_key_read_delegated_and_answered_reaches_no_sink_and_no_command() {
         String::from_utf8_lossy(&report.stderr)
     );
     let html = std::fs::read_to_string(&page).unwrap();
-    assert!(html.contains("REDACTED"), "the report shows no content");
-    assert!(!html.contains(KEY), "the key is in the report");
+    assert!(
+        html.contains("check the deployment settings"),
+        "the report shows no content"
+    );
+    if html.contains(KEY) {
+        leaks.push("the key is in the report".to_owned());
+    }
+    assert!(leaks.is_empty(), "{leaks:#?}");
 }
 
 /// Every file under `dir`.
