@@ -213,13 +213,15 @@ pub(crate) async fn run(common: &CommonArgs, mut args: ExecArgs) -> anyhow::Resu
     if let Some(failure) = session.transcript.failure() {
         eprintln!("alcove: warning: {failure}");
     }
+    // The answer on stdout goes through the same redaction as every sink.
     if format == OutputFormat::Json {
         let cost = crate::context_setup::cost(&session.config, &session.model_name, &outcome.usage);
         let result =
             crate::output_format::result_object(&session.id, &outcome, cost, started.elapsed());
-        println!("{result}");
+        println!("{}", session.transcript.redactor().redact(&result.to_string()));
     }
     let final_text = outcome.last_text().unwrap_or_default();
+    let final_text = session.transcript.redactor().redact(&final_text);
     match outcome.status {
         RunStatus::Completed => {
             if !args.json {

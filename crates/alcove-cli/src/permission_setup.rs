@@ -139,22 +139,27 @@ pub(crate) fn layer_rules(layer: &Layer) -> Result<Vec<(RuleKind, Vec<String>)>,
     Ok(lists)
 }
 
-/// What Bash commands' environment keeps, from `[env]`.
+/// What commands' environment keeps, from `[env]`; every configured
+/// provider's `api_key_env` is a secret whatever its name.
 pub(crate) fn env_policy(config: &Config) -> EnvPolicy {
     EnvPolicy {
         scrub: config.env.scrub.unwrap_or(true),
         keep: config.env.keep.clone(),
+        secret_names: config
+            .providers
+            .values()
+            .filter_map(|entry| entry.api_key_env.clone())
+            .collect(),
     }
 }
 
-/// Values never written to transcripts: those of secret-looking variables
-/// (8 characters or more) and the model's API key, collected once.
-pub(crate) fn redactions(api_key: Option<&str>) -> Vec<String> {
-    let mut values = alcove_tools::secret_values(std::env::vars_os());
-    if let Some(key) = api_key.filter(|key| key.chars().count() >= 8) {
-        values.push(key.to_owned());
-    }
-    values
+/// The session's one redactor, for every sink: the values of the variables
+/// `env` treats as secrets (8 characters or more) and the model's API key,
+/// collected once.
+pub(crate) fn redactor(env: &EnvPolicy, api_key: Option<&str>) -> alcove_core::Redactor {
+    let mut values = env.secret_values(std::env::vars_os());
+    values.extend(api_key.map(str::to_owned));
+    alcove_core::Redactor::new(values)
 }
 
 #[cfg(test)]

@@ -152,7 +152,7 @@ impl Session {
             Some(id) => (id.clone(), resumed_history(&dirs, id)?),
             None => (uuid::Uuid::new_v4().to_string(), Resumed::default()),
         };
-        let mut chosen = ModelChoice::connect(common, &config, &id).await?;
+        let mut chosen = ModelChoice::connect(common, &config, &permissions.env, &id).await?;
 
         let mut setup_warnings: Vec<String> = notice.iter().cloned().collect();
         setup_warnings.extend(settings_warnings.join().unwrap_or_default());
@@ -176,7 +176,7 @@ impl Session {
                 .with_context(|| {
                     format!("cannot create the transcript {}", transcript_path.display())
                 })?
-                .with_redactions(chosen.redactions.clone()),
+                .with_redactor(chosen.redactor.clone()),
         );
         // MCP servers start now, in the background; the first model request
         // waits for them at most their startup timeout (`ready`).
@@ -245,7 +245,7 @@ impl Session {
         .with_model_factory(model_factory.clone())
         .with_project_instructions(project.text.clone())
         .with_skills(skills.clone())
-        .with_redactions(chosen.redactions)
+        .with_redactor(chosen.redactor.clone())
         .with_observers(observers)
         .with_first_child_number(next_child_number(&dirs.data.join("sessions").join(&id)))
         .with_command(config.agents.command.clone())

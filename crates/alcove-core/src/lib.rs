@@ -43,6 +43,7 @@ pub mod isolation;
 pub mod known_keys;
 mod memory;
 mod plan;
+mod redact;
 mod repair;
 mod repeats;
 mod schema_fit;
@@ -88,6 +89,7 @@ pub use hooks::{
 pub use hooks::{HookCall, HookScope, Hooks, NoHooks, PostToolNote, PreToolVerdict};
 pub use memory::{MEMORY_CAP, MEMORY_FILE, Memory};
 pub use plan::latest_plan;
+pub use redact::{REDACTED, RedactingSink, Redactor};
 pub use skills::{SKILL_BODY_CAP, Skill, SkillTool, Skills, load_skills, parse_skill};
 pub use transcript::{Transcript, read_transcript};
 pub use web::{WEB_FETCH, WEB_SEARCH, WebFetch, WebSearch};

@@ -14,18 +14,19 @@
 //! ([`EventSink::emit_all`]: a reply's tool calls, announced before any
 //! runs) go out in one `write` too. Lines
 //! carry a `ts` (Unix milliseconds) beside the event's own fields. Replaying
-//! the `message` events of an agent rebuilds its conversation. Secret values
-//! given with [`Transcript::with_redactions`] are written as `[REDACTED]`.
+//! the `message` events of an agent rebuilds its conversation. The secrets
+//! of the session's [`Redactor`] (given with [`Transcript::with_redactor`])
+//! are written as `[REDACTED]`.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use alcove_protocol::{AgentEvent, EventKind};
 
-use crate::EventSink;
+use crate::{EventSink, Redactor};
 
 /// The file and a line buffer reused from event to event.
 #[derive(Default)]
@@ -61,8 +62,8 @@ pub struct Transcript {
     /// The open file and the buffer each line is built in.
     writer: Mutex<Writer>,
     failure: Mutex<Option<String>>,
-    /// Secret values never written, longest first, as they appear in JSON.
-    redactions: Vec<String>,
+    /// The session's secrets, never written.
+    redactor: Arc<Redactor>,
 }
 
 impl Transcript {
@@ -79,29 +80,20 @@ impl Transcript {
                 line: Vec::new(),
             }),
             failure: Mutex::new(None),
-            redactions: Vec::new(),
+            redactor: Arc::default(),
         })
     }
 
-    /// The same transcript writing `[REDACTED]` wherever one of `secrets`
-    /// would appear (values shorter than 8 characters are ignored: too
-    /// likely to occur by chance).
-    pub fn with_redactions(mut self, secrets: Vec<String>) -> Transcript {
-        let mut redactions: Vec<String> = secrets
-            .iter()
-            .filter(|secret| secret.chars().count() >= 8)
-            .filter_map(|secret| serde_json::to_string(secret).ok())
-            .map(|quoted| quoted[1..quoted.len() - 1].to_owned())
-            .collect();
-        redactions.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
-        redactions.dedup();
-        self.redactions = redactions;
+    /// The same transcript writing `[REDACTED]` wherever one of
+    /// `redactor`'s secrets would appear.
+    pub fn with_redactor(mut self, redactor: Arc<Redactor>) -> Transcript {
+        self.redactor = redactor;
         self
     }
 
-    /// The secret values this transcript redacts (as JSON-escaped text).
-    pub fn redactions(&self) -> &[String] {
-        &self.redactions
+    /// The session's redactor, which this transcript writes through.
+    pub fn redactor(&self) -> &Arc<Redactor> {
+        &self.redactor
     }
 
     /// Where it is written.
@@ -184,13 +176,9 @@ impl Transcript {
             }
             write!(line, "\"ts\":{ts}}}")?;
         }
-        for secret in &self.redactions {
-            if memchr::memmem::find(&line[start..], secret.as_bytes()).is_some() {
-                let redacted =
-                    String::from_utf8_lossy(&line[start..]).replace(secret.as_str(), "[REDACTED]");
-                line.truncate(start);
-                line.extend_from_slice(redacted.as_bytes());
-            }
+        if let Some(redacted) = self.redactor.redact_json(&line[start..]) {
+            line.truncate(start);
+            line.extend_from_slice(redacted.as_bytes());
         }
         line.push(b'\n');
         Ok(())
@@ -406,11 +394,13 @@ mod tests {
     fn secret_values_are_redacted() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
-        let transcript = Transcript::create(&path).unwrap().with_redactions(vec![
-            "supersecretvalue".to_owned(),
-            "short".to_owned(),
-            "q\"uoted\\secret".to_owned(),
-        ]);
+        let transcript = Transcript::create(&path)
+            .unwrap()
+            .with_redactor(Arc::new(Redactor::new(vec![
+                "supersecretvalue".to_owned(),
+                "short".to_owned(),
+                "q\"uoted\\secret".to_owned(),
+            ])));
         transcript.emit(&AgentEvent {
             agent: AgentPath::main(),
             kind: EventKind::Message {

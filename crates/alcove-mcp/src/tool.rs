@@ -87,7 +87,15 @@ impl TypedTool for McpTool {
             .call_tool(&self.remote, arguments, &context.cancel)
             .await
         {
-            Ok(result) => output(&result),
+            Ok(result) => {
+                // What a server answers is data from it, never instructions.
+                let mut output = output(&result);
+                output.content = alcove_tools::frame_untrusted(
+                    &format!("MCP server {}", self.server.config().name),
+                    &output.content,
+                );
+                output
+            }
             Err(err) => call_error(&self.server, err),
         }
     }

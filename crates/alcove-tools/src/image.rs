@@ -9,6 +9,12 @@
 //! animated GIF stays animated); a larger one is scaled to fit
 //! [`MAX_EDGE`] and re-encoded (PNG when it has transparency, else JPEG),
 //! at lower JPEG qualities and sizes until it fits [`MAX_BASE64`].
+//!
+//! Decoding is bounded: a small file can declare a huge image (a 380 KB PNG
+//! of 20000x20000 took 1 GB to decode). An image whose header declares
+//! more than [`MAX_DECLARED_EDGE`] on a side or [`MAX_PIXELS`] in all is
+//! refused from its header, before anything is decoded, and a decode never
+//! allocates more than [`MAX_DECODE_BYTES`].
 
 use std::io::Cursor;
 
@@ -21,6 +27,14 @@ pub const MAX_EDGE: u32 = 2000;
 pub const MAX_BASE64: usize = 5 * 1024 * 1024;
 /// The largest image file read at all.
 pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// The longest side an image may declare: Anthropic refuses an image past
+/// 8,000 px on a side whatever else it holds.
+pub const MAX_DECLARED_EDGE: u32 = 8000;
+/// The most pixels an image may declare (width × height): 8K UHD, 7680 ×
+/// 4320. Decoded as 8-bit RGBA it takes 133 MB.
+pub const MAX_PIXELS: u64 = 7680 * 4320;
+/// The most memory one decode may allocate (the `image` crate's limit).
+pub const MAX_DECODE_BYTES: u64 = 320 * 1024 * 1024;
 
 /// An image ready for a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,10 +74,21 @@ pub fn prepare(bytes: &[u8]) -> Result<Prepared, String> {
             .with_guessed_format()
             .map_err(|e| format!("cannot read the {name} image: {e}"))
     };
+    // The header only: nothing is decoded yet.
     let (width, height) = reader()?
         .into_dimensions()
         .map_err(|e| format!("cannot read the {name} image: {e}"))?;
     let original = format!("{name}, {width}x{height}, {}", size(bytes.len()));
+    let pixels = u64::from(width) * u64::from(height);
+    if width.max(height) > MAX_DECLARED_EDGE || pixels > MAX_PIXELS {
+        return Err(format!(
+            "{original}: the image declares {:.1} megapixels, more than the model APIs take \
+             (at most {MAX_DECLARED_EDGE} px a side and {:.1} megapixels); it was not decoded. \
+             Scale it down first (e.g. `convert in.png -resize 2000x2000 out.png`) and read that",
+            pixels as f64 / 1e6,
+            MAX_PIXELS as f64 / 1e6
+        ));
+    }
     let fits = width.max(height) <= MAX_EDGE && base64_len(bytes.len()) <= MAX_BASE64;
     if fits {
         return Ok(Prepared {
@@ -74,7 +99,9 @@ pub fn prepare(bytes: &[u8]) -> Result<Prepared, String> {
             description: original,
         });
     }
-    let decoded = reader()?
+    let mut reader = reader()?;
+    reader.limits(decode_limits());
+    let decoded = reader
         .decode()
         .map_err(|e| format!("cannot decode the {name} image: {e}"))?;
     let (bytes, media_type, shown) = shrink(&decoded)?;
@@ -91,6 +118,17 @@ pub fn prepare(bytes: &[u8]) -> Result<Prepared, String> {
             data: encode(&bytes),
         },
     })
+}
+
+/// What one decode may take: the declared-size caps again (a format whose
+/// dimensions the header check could not see still meets them) and the
+/// memory ceiling.
+fn decode_limits() -> image::Limits {
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(MAX_DECLARED_EDGE);
+    limits.max_image_height = Some(MAX_DECLARED_EDGE);
+    limits.max_alloc = Some(MAX_DECODE_BYTES);
+    limits
 }
 
 /// Base64 `data` decoded and made to fit (an MCP server's image).
@@ -215,6 +253,55 @@ mod tests {
         let prepared = prepare(&noisy).unwrap();
         assert!(prepared.image.data.len() <= MAX_BASE64);
         assert_eq!(prepared.image.media_type, "image/jpeg");
+    }
+
+    /// A PNG declaring `width`x`height` with an empty image stream:
+    /// decoding it would fail, so a refusal can only come from the header.
+    fn declared_png(width: u32, height: u32) -> Vec<u8> {
+        let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
+        let mut ihdr = b"IHDR".to_vec();
+        ihdr.extend_from_slice(&width.to_be_bytes());
+        ihdr.extend_from_slice(&height.to_be_bytes());
+        ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+        bytes.extend_from_slice(&13u32.to_be_bytes());
+        bytes.extend_from_slice(&ihdr);
+        bytes.extend_from_slice(&crc32(&ihdr).to_be_bytes());
+        for kind in [b"IDAT", b"IEND"] {
+            bytes.extend_from_slice(&0u32.to_be_bytes());
+            bytes.extend_from_slice(kind);
+            bytes.extend_from_slice(&crc32(kind).to_be_bytes());
+        }
+        bytes
+    }
+
+    #[test]
+    fn an_image_declaring_too_many_pixels_is_refused_from_its_header() {
+        let reason = prepare(&declared_png(20_000, 20_000)).unwrap_err();
+        assert!(
+            reason.starts_with("PNG, 20000x20000, ") && reason.contains("was not decoded"),
+            "{reason}"
+        );
+        // Within a side's limit, past the total.
+        let reason = prepare(&declared_png(7000, 6000)).unwrap_err();
+        assert!(reason.contains("42.0 megapixels"), "{reason}");
+        // Within both: decoded (and here found to hold no pixels).
+        let reason = prepare(&declared_png(3000, 3000)).unwrap_err();
+        assert!(reason.starts_with("cannot decode"), "{reason}");
+    }
+
+    fn crc32(bytes: &[u8]) -> u32 {
+        let mut crc = 0xffff_ffffu32;
+        for &byte in bytes {
+            crc ^= u32::from(byte);
+            for _ in 0..8 {
+                crc = if crc & 1 == 1 {
+                    (crc >> 1) ^ 0xedb8_8320
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
     }
 
     #[test]

@@ -43,6 +43,7 @@ mod process_group;
 mod read;
 mod schema;
 mod todo_write;
+mod untrusted;
 mod workspace;
 mod write;
 
@@ -54,7 +55,10 @@ pub use background::{
 pub use bash::Bash;
 pub use bash_output::{BASH_OUTPUT, BashOutput};
 pub use edit::Edit;
-pub use env_policy::{EnvPolicy, is_sensitive_env_name, secret_values};
+pub use env_policy::{
+    EnvPolicy, MIN_SECRET_CHARS, is_sensitive_env, is_sensitive_env_name, secret_values,
+    url_password,
+};
 pub use file_source::FileSource;
 pub use glob::Glob;
 pub use grep::Grep;
@@ -63,6 +67,7 @@ pub use kill_shell::{KILL_SHELL, KillShell};
 pub use process_group::{ProcessGroup, adopt_orphans, end_children};
 pub use read::Read;
 pub use todo_write::{TODO_WRITE, TodoWrite, parse_todos};
+pub use untrusted::{FRAME_END, frame_untrusted};
 pub use workspace::Workspace;
 pub use write::Write;
 

@@ -130,7 +130,8 @@ impl Permissions {
 }
 
 /// The main agent's model, connected: its options, window and the
-/// context limits from it, the secrets to redact, and the aliases the
+/// context limits from it, the session's redactor (the secrets no sink
+/// writes), and the aliases the
 /// catalogs resolve their `model:` fields with.
 pub(super) struct ModelChoice {
     pub(super) model: Arc<dyn alcove_model::Model>,
@@ -138,7 +139,7 @@ pub(super) struct ModelChoice {
     pub(super) name: String,
     pub(super) window: WindowChoice,
     pub(super) limits: alcove_core::ContextLimits,
-    pub(super) redactions: Vec<String>,
+    pub(super) redactor: Arc<alcove_core::Redactor>,
     pub(super) aliases: Aliases,
 }
 
@@ -146,6 +147,7 @@ impl ModelChoice {
     pub(super) async fn connect(
         common: &CommonArgs,
         config: &Config,
+        env: &EnvPolicy,
         session_id: &str,
     ) -> anyhow::Result<ModelChoice> {
         let mut provider_config = provider::resolve(common.model.as_deref(), config).await?;
@@ -156,7 +158,10 @@ impl ModelChoice {
             provider_config.protocol,
             &config.model_aliases,
         );
-        let redactions = permission_setup::redactions(provider_config.api_key.as_deref());
+        let redactor = Arc::new(permission_setup::redactor(
+            env,
+            provider_config.api_key.as_deref(),
+        ));
         let window = context_setup::window(config, &provider_config).await;
         let limits = context_setup::limits(config, window.tokens)?;
         provider_config.context_window = Some(window.tokens);
@@ -167,7 +172,7 @@ impl ModelChoice {
             name,
             window,
             limits,
-            redactions,
+            redactor,
             aliases,
         })
     }
@@ -244,7 +249,10 @@ impl Sinks {
         for sink in front_end {
             observers = observers.with(sink);
         }
-        let observers: Arc<dyn EventSink> = Arc::new(observers);
+        // Every sink but the transcripts (which redact their lines with the
+        // same redactor) sees the stream through the one redaction.
+        let observers =
+            alcove_core::RedactingSink::wrap(transcript.redactor().clone(), Arc::new(observers));
         let probe_start = Arc::new(sandbox_setup::ProbeStart::default());
         let events: Arc<dyn EventSink> = Arc::new(
             FanOut::default()

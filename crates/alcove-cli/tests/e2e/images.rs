@@ -169,3 +169,163 @@ fn an_at_image_in_the_prompt_is_attached_to_the_message() {
     assert_eq!(content[1]["type"], "image");
     assert_eq!(content[1]["source"]["media_type"], "image/png");
 }
+
+/// A grayscale PNG of `edge`x`edge` black pixels: a couple of MB on disk
+/// for 20000x20000, 400 MB once decoded. Its zlib stream is written by
+/// hand (one literal zero, then matches of 258 bytes at distance 1, in
+/// deflate's fixed codes): the `png` crate's encoder, unoptimized in a
+/// test build, took a minute to compress 400 MB.
+fn huge_png(edge: u32) -> Vec<u8> {
+    let raw = u64::from(edge) * (u64::from(edge) + 1); // a filter byte per row
+    let mut bits = BitWriter::default();
+    bits.push(1, 1); // the final block
+    bits.push(1, 2); // fixed codes
+    bits.push_code(0x30, 8); // literal 0
+    let mut left = raw - 1;
+    while left >= 258 + 3 {
+        bits.push_code(0xc5, 8); // length 258 (symbol 285)
+        bits.push_code(0, 5); // distance 1
+        left -= 258;
+    }
+    for _ in 0..left {
+        bits.push_code(0x30, 8);
+    }
+    bits.push_code(0, 7); // end of block
+    let mut zlib = vec![0x78, 0x01];
+    zlib.extend(bits.finish());
+    let adler = (((raw % 65_521) as u32) << 16) | 1;
+    zlib.extend_from_slice(&adler.to_be_bytes());
+
+    let mut ihdr = Vec::new();
+    ihdr.extend_from_slice(&edge.to_be_bytes());
+    ihdr.extend_from_slice(&edge.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 0, 0, 0, 0]); // 8-bit grayscale
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    for (kind, data) in [(&b"IHDR"[..], &ihdr[..]), (b"IDAT", &zlib), (b"IEND", &[])] {
+        png.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        let mut chunk = kind.to_vec();
+        chunk.extend_from_slice(data);
+        png.extend_from_slice(&chunk);
+        png.extend_from_slice(&crc32(&chunk).to_be_bytes());
+    }
+    png
+}
+
+/// Deflate's bit order: fields least significant bit first, Huffman codes
+/// most significant bit first.
+#[derive(Default)]
+struct BitWriter {
+    bytes: Vec<u8>,
+    current: u32,
+    used: u32,
+}
+
+impl BitWriter {
+    fn push(&mut self, value: u32, count: u32) {
+        for bit in 0..count {
+            self.current |= ((value >> bit) & 1) << self.used;
+            self.used += 1;
+            if self.used == 8 {
+                self.bytes.push(self.current as u8);
+                self.current = 0;
+                self.used = 0;
+            }
+        }
+    }
+
+    fn push_code(&mut self, code: u32, count: u32) {
+        for bit in (0..count).rev() {
+            self.push((code >> bit) & 1, 1);
+        }
+    }
+
+    fn finish(mut self) -> Vec<u8> {
+        if self.used > 0 {
+            self.bytes.push(self.current as u8);
+        }
+        self.bytes
+    }
+}
+
+fn crc32(bytes: &[u8]) -> u32 {
+    let table: Vec<u32> = (0..256u32)
+        .map(|n| {
+            (0..8).fold(n, |c, _| {
+                if c & 1 == 1 {
+                    (c >> 1) ^ 0xedb8_8320
+                } else {
+                    c >> 1
+                }
+            })
+        })
+        .collect();
+    !bytes.iter().fold(0xffff_ffffu32, |crc, &byte| {
+        table[((crc ^ u32::from(byte)) & 0xff) as usize] ^ (crc >> 8)
+    })
+}
+
+/// The `VmHWM` (peak resident set) of a live process, in KiB.
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[test]
+fn four_huge_images_in_one_reply_are_refused_from_their_headers_within_400_mb() {
+    let prompt = "look at the four scans";
+    let names = ["a.png", "b.png", "c.png", "d.png"];
+    let (env, server) = setup(Script::new().conversation(
+        prompt,
+        vec![
+                Step::reply(
+                    names
+                        .iter()
+                        .map(|name| {
+                            alcove_testkit::Block::tool_call("Read", json!({"file_path": name}))
+                        })
+                        .collect(),
+                ),
+                // Answered late, so the peak is read while alcove still runs.
+                Step::text("Too large.").delay(1500),
+            ],
+    ));
+    // The hand-written stream is a valid PNG: a small one decodes.
+    let small = image::load_from_memory(&huge_png(300)).unwrap().to_luma8();
+    assert_eq!(small.dimensions(), (300, 300));
+    assert!(small.pixels().all(|pixel| pixel.0 == [0]));
+    let bytes = huge_png(20_000);
+    assert!(bytes.len() < 4 * 1024 * 1024, "{} bytes", bytes.len());
+    for name in names {
+        std::fs::write(env.path(name), &bytes).unwrap();
+    }
+    let child = exec_command(&env, &server, &[prompt]).spawn().unwrap();
+    let pid = child.id();
+    let watcher = std::thread::spawn(move || {
+        let mut peak = 0;
+        while let Some(kib) = peak_rss_kib(pid) {
+            peak = peak.max(kib);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        peak
+    });
+    let out = finish(child);
+    let peak_kib = watcher.join().unwrap();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(peak_kib > 0, "the peak was never read");
+    assert!(
+        peak_kib < 400 * 1024,
+        "alcove's peak RSS was {} MB",
+        peak_kib / 1024
+    );
+    let requests = server.requests_for(prompt);
+    let results = requests[1].tool_results();
+    assert_eq!(results.len(), 4);
+    for (_, content, is_error) in results {
+        assert!(is_error, "{content}");
+        assert!(
+            content.contains("20000x20000") && content.contains("was not decoded"),
+            "{content}"
+        );
+    }
+}

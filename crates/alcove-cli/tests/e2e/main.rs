@@ -44,6 +44,7 @@ mod memory;
 mod permissions;
 mod plan;
 mod real_models;
+mod redaction;
 mod reliability;
 mod report;
 mod responses;

@@ -179,7 +179,7 @@ impl Supervisor {
             .as_ref()
             .map(|dir| dir.join(format!("{}.jsonl", path.as_str().replace('/', "--"))))
             .and_then(|file| Transcript::create(&file).ok())
-            .map(|transcript| transcript.with_redactions(self.redactions.clone()))
+            .map(|transcript| transcript.with_redactor(self.redactor.clone()))
             .map(Arc::new);
         // The one place a child's workspace is chosen.
         let worktree = match definition.worktree {

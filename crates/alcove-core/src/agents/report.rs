@@ -1,7 +1,8 @@
 //! What goes back to the parent: the child's summary and the harness's own
 //! evidence.
 //!
-//! The summary is the child's words; the footer line is alcove's, built from
+//! The summary is the child's words, framed as data like a fetched page
+//! (`alcove_tools::frame_untrusted`); the footer line is alcove's, built from
 //! the events it observed (status, turns, tokens, wall time, files written,
 //! commands and their exit codes, the transcript). A run that was cut short
 //! says so in the first line and in the footer, whatever the child claims.
@@ -173,9 +174,10 @@ pub(crate) fn report(input: &ReportInput<'_>, evidence: &Evidence) -> ToolOutput
                     input.budget_note.as_deref().unwrap_or("a budget ran out")
                 ),
             };
+            let source = format!("agent \"{}\"", input.description);
             ToolOutput::ok(format!(
                 "{first_line}\n{}\n\n{footer}",
-                tail(&summary, SUMMARY_BUDGET)
+                alcove_tools::frame_untrusted(&source, &tail(&summary, SUMMARY_BUDGET))
             ))
         }
     }

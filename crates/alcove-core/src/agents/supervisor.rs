@@ -106,7 +106,7 @@ pub struct Supervisor {
     /// process runner) instead of an in-process task.
     pub(crate) command: Option<String>,
     /// Secret values child transcripts must not contain.
-    pub(crate) redactions: Vec<String>,
+    pub(crate) redactor: Arc<crate::Redactor>,
     /// Where the main agent's descendants' events go besides their own
     /// transcripts (the front end's sinks); the main agent's sink when unset.
     pub(crate) observers: Option<Arc<dyn EventSink>>,
@@ -182,7 +182,7 @@ impl Supervisor {
             skills: Arc::default(),
             registry: Registry::default(),
             command: None,
-            redactions: Vec::new(),
+            redactor: Arc::default(),
             observers: None,
             batches: Batches::new(limits.max_concurrent),
             batch_runner: None,
@@ -244,8 +244,8 @@ impl Supervisor {
     }
 
     /// Secret values to redact from child transcripts, as in the session's.
-    pub fn with_redactions(mut self, redactions: Vec<String>) -> Supervisor {
-        self.redactions = redactions;
+    pub fn with_redactor(mut self, redactor: Arc<crate::Redactor>) -> Supervisor {
+        self.redactor = redactor;
         self
     }
 

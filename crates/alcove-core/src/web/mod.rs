@@ -125,7 +125,7 @@ impl ScopedTool<AgentScope> for WebFetch {
 alcove_tools::scoped_tool!(WebFetch, AgentScope);
 
 /// The result for a fetched page: a header line, then the page as
-/// Markdown (HTML converted, text as it is).
+/// Markdown (HTML converted, text as it is), framed as data.
 fn page(
     url: &str,
     status: u16,
@@ -186,7 +186,10 @@ fn page(
         out.push_str(&format!("\nLooking for: {}", prompt.trim()));
     }
     out.push_str("\n\n");
-    out.push_str(shown);
+    out.push_str(&alcove_tools::frame_untrusted(
+        &format!("WebFetch {url}"),
+        shown,
+    ));
     if more {
         out.push_str(&format!("\n\n[... cut at {MAX_MARKDOWN} characters ...]"));
     }

@@ -56,7 +56,13 @@ fn a_crash_mid_call_is_an_error_result_and_the_next_call_restarts_the_server() {
     let started = pids(&env.home().join("faulty.pids"));
     assert_eq!(started.len(), 2, "one restart: {started:?}");
     let (_, ok, is_error) = requests[2].tool_results().remove(1);
-    assert_eq!((ok, is_error), (format!("ok from {}", started[1]), false));
+    assert_eq!(
+        (ok, is_error),
+        (
+            super::framed("faulty", &format!("ok from {}", started[1])),
+            false
+        )
+    );
     assert_all_dead(&started);
 }
 
@@ -97,7 +103,10 @@ fn a_hung_call_ends_at_the_tool_timeout_and_is_cancelled_on_the_server() {
     let started = pids(&env.home().join("faulty.pids"));
     assert_eq!(started.len(), 1, "{started:?}");
     let (_, ok, _) = requests[2].tool_results().remove(1);
-    assert_eq!(ok, format!("ok from {}", started[0]));
+    assert_eq!(
+        ok,
+        super::framed("faulty", &format!("ok from {}", started[0]))
+    );
     assert_all_dead(&started);
 }
 

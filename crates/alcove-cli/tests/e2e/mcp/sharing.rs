@@ -65,8 +65,11 @@ fn four_parallel_children_share_one_server_process() {
         let child = server.requests_for(&format!("CHILD-{n}:"));
         let (_, content, is_error) = child[1].tool_results().remove(0);
         assert_eq!(
-            (content.as_str(), is_error),
-            (format!("Echo: child {n}").as_str(), false)
+            (content, is_error),
+            (
+                super::framed("everything", &format!("Echo: child {n}")),
+                false
+            )
         );
     }
     let started = pids(&pid_file);
@@ -150,8 +153,11 @@ fn a_deny_rule_on_one_mcp_tool_holds_in_a_grandchild_and_hides_it() {
         "{results:?}"
     );
     assert_eq!(
-        (results[1].1.as_str(), results[1].2),
-        ("The sum of 1 and 2 is 3.", false)
+        (results[1].1.clone(), results[1].2),
+        (
+            super::framed("everything", "The sum of 1 and 2 is 3."),
+            false
+        )
     );
     assert_nothing_lost(&transcript(&env));
 }
