@@ -171,6 +171,14 @@ pub(crate) async fn run(common: &CommonArgs, args: BatchArgs) -> anyhow::Result<
         eprintln!("alcove: {err}");
         return Ok(1);
     }
+    if let Some(halt) = session.supervisor.provider_halt() {
+        eprintln!(
+            "alcove: the model provider refused the session; {} tasks not run. {}",
+            counts.not_run,
+            halt.explain()
+        );
+        return Ok(1);
+    }
     Ok(match signal_code {
         Some(code) => code,
         None if counts.all_completed() => 0,

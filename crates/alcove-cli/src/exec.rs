@@ -190,7 +190,7 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
             );
             Ok(signal_code.unwrap_or(130))
         }
-        RunStatus::Failed | RunStatus::Budget => {
+        RunStatus::Failed | RunStatus::Budget | RunStatus::Halted => {
             eprintln!(
                 "alcove: the model failed: {}",
                 outcome.error.unwrap_or_default()

@@ -195,5 +195,6 @@ fn provider(
         thinking: Default::default(),
         effort: None,
         vision: true,
+        health: None,
     }
 }

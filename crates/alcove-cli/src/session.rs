@@ -145,7 +145,9 @@ impl Session {
             Some(id) => (id.clone(), resumed_history(&dirs, id)?),
             None => (uuid::Uuid::new_v4().to_string(), Resumed::default()),
         };
-        let mut chosen = ModelChoice::connect(common, &config, &id).await?;
+        // One gate between every agent of the session and its provider.
+        let health = Arc::new(alcove_model::ProviderHealth::new());
+        let mut chosen = ModelChoice::connect(common, &config, &id, &health).await?;
 
         let mut setup_warnings = Vec::new();
         let (hook_config, hook_warnings) = hook_setup::load(&layers, workspace.root())?;
@@ -226,7 +228,7 @@ impl Session {
                 crate::config::background_limits(&config.background),
             )),
         };
-        let model_factory = model_factory(config.clone(), id.clone());
+        let model_factory = model_factory(config.clone(), id.clone(), health.clone());
         let batch_runner = crate::batch_cmd::model_batch_runner(common, &config)?;
         let mut supervisor = Supervisor::new(
             agent_limits(&config.agents, permissions.profile),
@@ -234,6 +236,7 @@ impl Session {
             Some(dirs.data.join("sessions").join(&id)),
         )
         .with_model_factory(model_factory.clone())
+        .with_provider_health(health)
         .with_project_instructions(project.text.clone())
         .with_skills(skills.clone())
         .with_redactions(chosen.redactions)

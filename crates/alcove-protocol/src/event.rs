@@ -93,6 +93,10 @@ pub enum RunStatus {
     Failed,
     /// A budget (wall time or tokens) ran out first.
     Budget,
+    /// The model provider refused the tree for a reason no retry heals (a
+    /// bad key, no quota or credit, an unknown model): this run and every
+    /// other of the session stopped, and started nothing new.
+    Halted,
 }
 
 impl RunStatus {
@@ -104,7 +108,14 @@ impl RunStatus {
             RunStatus::Aborted => "aborted",
             RunStatus::Failed => "failed",
             RunStatus::Budget => "budget",
+            RunStatus::Halted => "halted",
         }
+    }
+
+    /// Whether the run ended in an error (the model or its provider failed),
+    /// not by a cap, a budget or a cancel.
+    pub fn is_failure(self) -> bool {
+        matches!(self, RunStatus::Failed | RunStatus::Halted)
     }
 }
 

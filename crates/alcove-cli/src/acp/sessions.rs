@@ -604,7 +604,7 @@ impl Live {
             RunStatus::MaxTurns => Ok(StopReason::MaxTurnRequests),
             RunStatus::Aborted => Ok(StopReason::Cancelled),
             RunStatus::Budget => Ok(StopReason::MaxTokens),
-            RunStatus::Failed => Err(error(
+            RunStatus::Failed | RunStatus::Halted => Err(error(
                 ErrorCode::INTERNAL_ERROR,
                 format!(
                     "the model failed: {}",

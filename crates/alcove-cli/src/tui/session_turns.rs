@@ -218,7 +218,7 @@ impl Totals {
         self.usage.add(outcome.usage);
         self.last = Some(outcome.status);
         self.last_error = outcome.error.clone();
-        if outcome.messages.is_empty() && outcome.status == RunStatus::Failed {
+        if outcome.messages.is_empty() && outcome.status.is_failure() {
             // The task itself died; keep the conversation as it was.
             return;
         }

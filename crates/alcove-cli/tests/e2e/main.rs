@@ -17,6 +17,7 @@
 //! - `real_models`: what real servers and small local models do (issue 17).
 //! - `report`: `alcove report`'s page, opened in headless Chromium (issue 40).
 //! - `small_models`: what a real small model still did to a session (issue 39).
+//! - `provider_health`: a provider's refusal stops the tree, a rate limit pauses it (issue 49).
 //! - `responses`: the OpenAI Responses wire with tools, reasoning, delegation,
 //!   compaction and resume (issue 36).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -40,6 +41,7 @@ mod mcp;
 mod memory;
 mod permissions;
 mod plan;
+mod provider_health;
 mod real_models;
 mod reliability;
 mod report;

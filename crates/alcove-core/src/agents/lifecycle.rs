@@ -180,6 +180,9 @@ impl Supervisor {
                 max: self.limits.max_depth,
             });
         }
+        if let Some(halt) = self.provider_halt() {
+            return Err(StartError::Halted(halt.explain()));
+        }
         let own = definition.max_turns.unwrap_or(self.limits.max_turns);
         let turns = request.turns.map_or(own, |turns| turns.min(own));
         let tokens = match (request.tokens, self.limits.max_tokens) {

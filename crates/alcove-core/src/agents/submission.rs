@@ -244,7 +244,9 @@ impl Supervisor {
                     )),
                 ),
                 RunStatus::Aborted => (State::Errored, Some("aborted".to_owned())),
-                RunStatus::Failed => (State::Errored, outcome.error.or(Some("failed".to_owned()))),
+                RunStatus::Failed | RunStatus::Halted => {
+                    (State::Errored, outcome.error.or(Some("failed".to_owned())))
+                }
             }
         };
         record.status = state;

@@ -53,6 +53,7 @@ impl TaskRunner for Scripted {
             job_id: None,
             error: None,
             refused: None,
+            not_run: false,
         }
     }
 }
