@@ -197,8 +197,21 @@ impl Supervisor {
 
     /// Cancels the running child at `path` and, through the cancellation
     /// tree, its descendants; its parent reads its report as for any
-    /// cancelled child and goes on. Returns whether such a child ran.
+    /// cancelled child and goes on. A spawned agent's submission now
+    /// running stops whatever it does (a model request, a tool, a remote
+    /// process) and is recorded `cancelled`. Returns whether such a child ran.
     pub fn cancel_agent(&self, path: &alcove_protocol::AgentPath) -> bool {
+        if let Ok(mut records) = self.registry.records.lock() {
+            let submission = records
+                .values_mut()
+                .filter(|record| record.child.path == *path)
+                .find_map(|record| record.running.as_mut());
+            if let Some(submission) = submission {
+                submission.cancelled = true;
+                submission.cancel.cancel();
+                return true;
+            }
+        }
         let token = self
             .running
             .0
