@@ -132,8 +132,8 @@ impl Halt {
     }
 }
 
-/// How many rate-limit answers one request sits out, gated, before it
-/// gives up: with pauses of up to `max_delay` each, many minutes.
+/// How many rate-limit (429) answers one request sits out, gated, before
+/// it gives up: with pauses of up to `max_delay` each, many minutes.
 pub(crate) const RATE_LIMIT_RETRIES: u32 = 24;
 
 #[derive(Debug, Default)]

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use reqwest::header::HeaderMap;
 
 use crate::provider_health::RATE_LIMIT_RETRIES;
-use crate::{ModelError, ModelResponse, ProviderHealth, StreamDelta};
+use crate::{ModelError, ModelResponse, ProviderFault, ProviderHealth, StreamDelta};
 
 /// Retry, backoff and timeout settings.
 #[derive(Debug, Clone)]
@@ -99,9 +99,10 @@ pub(crate) enum AttemptError {
 ///
 /// With a session's `health`, each attempt passes its gate first: a shut
 /// gate ends the request at once ([`ModelError::Halted`]); a fault that
-/// will not heal shuts it; a rate limit pauses the whole tree (the
-/// provider's `retry-after`, else the backoff) and is sat out, up to
-/// [`RATE_LIMIT_RETRIES`] times, without using this request's retries.
+/// will not heal shuts it; a rate limit or an overloaded provider pauses
+/// the whole tree (the provider's `retry-after`, else the backoff); a rate
+/// limit is sat out up to [`RATE_LIMIT_RETRIES`] times, without using this
+/// request's retries.
 pub(crate) async fn run<F, Fut>(
     policy: &RetryPolicy,
     health: Option<&ProviderHealth>,
@@ -142,9 +143,15 @@ where
                 retry_after,
                 shown,
             }) => {
-                let slows = matches!(&error, ModelError::Http { fault, .. } if fault.slows_tree());
-                let paced = health.filter(|_| slows);
-                if paced.is_some() {
+                let fault = match &error {
+                    ModelError::Http { fault, .. } => Some(*fault),
+                    _ => None,
+                };
+                let paced = health.filter(|_| fault.is_some_and(ProviderFault::slows_tree));
+                // A rate limit is the account's, and heals by waiting: it
+                // is sat out longer. An overloaded provider may not heal
+                // soon: it pauses the tree but keeps the usual count.
+                if paced.is_some() && fault == Some(ProviderFault::RateLimited) {
                     if rate_limits >= RATE_LIMIT_RETRIES {
                         return Err(error);
                     }
