@@ -132,36 +132,21 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
         None
     };
 
-    let still_running = session.supervisor.close_all().await;
-    if !still_running.is_empty() {
-        let message = format!(
-            "the main agent finished while spawned agents were still running; closed: {}",
-            still_running.join(", ")
-        );
-        session.runtime.emit(
-            &AgentPath::main(),
-            EventKind::Warning {
-                message: message.clone(),
-            },
-        );
-        if args.json {
-            eprintln!("alcove: {message}");
-        }
-    }
-    session.stop_background().await;
-    session.reported().await;
-    session.mcp.shutdown().await;
-    session.runtime.hooks.session_end("other").await;
-    session.runtime.emit(
-        &AgentPath::main(),
-        EventKind::SessionEnded {
+    let still_running = session
+        .end(crate::session::SessionEnd {
+            reason: "other",
             status: outcome.status,
             turns: outcome.turns,
             usage: outcome.usage,
             error: outcome.error.clone(),
-            cost: crate::context_setup::cost(&session.config, &session.model_name, &outcome.usage),
-        },
-    );
+        })
+        .await;
+    if args.json && !still_running.is_empty() {
+        eprintln!(
+            "alcove: the session ended while spawned agents were still running; closed: {}",
+            still_running.join(", ")
+        );
+    }
     if let Some(failure) = session.transcript.failure() {
         eprintln!("alcove: warning: {failure}");
     }

@@ -5,7 +5,10 @@
 //! and the [`Supervisor`]. `exec` and the interactive UI both start here and
 //! differ only in the sinks and approver they pass in.
 
+mod end;
 mod open_steps;
+
+pub(crate) use end::SessionEnd;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -47,6 +47,7 @@ mod reliability;
 mod report;
 mod responses;
 mod roles;
+mod session_end;
 mod skills;
 mod small_models;
 mod support;
