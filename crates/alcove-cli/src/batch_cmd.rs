@@ -172,6 +172,7 @@ pub(crate) async fn run(common: &CommonArgs, args: BatchArgs) -> anyhow::Result<
             error: halt.as_ref().map(|halt| halt.explain()).or_else(|| {
                 (status == RunStatus::Failed).then(|| summary(&counts))
             }),
+            result: None,
         })
         .await;
 

@@ -8,7 +8,7 @@ use std::io::Read as _;
 use std::sync::Arc;
 
 use alcove_core::{EventSink, NoApprover, run_agent};
-use alcove_protocol::{AgentPath, EventKind, Message, RunStatus};
+use alcove_protocol::{AgentPath, Message, RunStatus};
 use anyhow::Context;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
@@ -139,6 +139,7 @@ pub(crate) async fn run(common: &CommonArgs, args: ExecArgs) -> anyhow::Result<u
             turns: outcome.turns,
             usage: outcome.usage,
             error: outcome.error.clone(),
+            result: outcome.last_text(),
         })
         .await;
     if args.json && !still_running.is_empty() {
@@ -226,40 +227,37 @@ async fn finish_compaction(
     usage: alcove_protocol::Usage,
     error: Option<String>,
 ) -> anyhow::Result<u8> {
-    session.runtime.hooks.session_end("other").await;
     let status = if error.is_some() {
         RunStatus::Failed
     } else {
         RunStatus::Completed
     };
-    session.runtime.emit(
-        &AgentPath::main(),
-        EventKind::SessionEnded {
+    session
+        .end(crate::session::SessionEnd {
+            reason: "other",
             status,
             turns: 0,
             usage,
-            cost: crate::context_setup::cost(&session.config, &session.model_name, &usage),
             error,
-        },
-    );
+            result: None,
+        })
+        .await;
     Ok(if status == RunStatus::Completed { 0 } else { 1 })
 }
 
 /// A UserPromptSubmit hook refused the prompt: nothing runs; exit 1.
 async fn refuse_prompt(session: &Session, reason: &str) -> anyhow::Result<u8> {
     let error = format!("the prompt was blocked by a UserPromptSubmit hook: {reason}");
-    session.mcp.shutdown().await;
-    session.runtime.hooks.session_end("other").await;
-    session.runtime.emit(
-        &AgentPath::main(),
-        EventKind::SessionEnded {
+    session
+        .end(crate::session::SessionEnd {
+            reason: "other",
             status: RunStatus::Failed,
             turns: 0,
             usage: Default::default(),
             error: Some(error.clone()),
-            cost: None,
-        },
-    );
+            result: None,
+        })
+        .await;
     eprintln!("alcove: {error}");
     Ok(1)
 }

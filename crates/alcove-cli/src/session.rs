@@ -7,6 +7,7 @@
 
 mod end;
 mod open_steps;
+mod tally;
 
 pub(crate) use end::SessionEnd;
 
@@ -71,6 +72,10 @@ pub(crate) struct FrontEnd {
 )]
 pub(crate) struct Session {
     pub(crate) id: String,
+    /// What every agent of the session used, for `session_ended`.
+    tally: Arc<tally::TreeTally>,
+    /// When the session was opened.
+    opened: std::time::Instant,
     pub(crate) runtime: Runtime,
     pub(crate) supervisor: Arc<Supervisor>,
     pub(crate) gate: Arc<PermissionGate>,
@@ -131,6 +136,8 @@ impl Session {
     /// window, limits), the catalogs, the sinks, then the runtime and the
     /// supervisor.
     pub(crate) async fn open(common: &CommonArgs, front_end: FrontEnd) -> anyhow::Result<Session> {
+        let opened = std::time::Instant::now();
+        let tally = Arc::new(tally::TreeTally::default());
         let Settings {
             workspace,
             dirs,
@@ -203,7 +210,12 @@ impl Session {
             observers,
             probe_start,
             events,
-        } = Sinks::new(&config, &transcript, front_end.sinks, &mut setup_warnings);
+        } = {
+            // The tally sees what the front end sees: every agent's events.
+            let mut sinks = front_end.sinks;
+            sinks.push(tally.clone());
+            Sinks::new(&config, &transcript, sinks, &mut setup_warnings)
+        };
         let hooks = hook_setup::build(
             hook_config,
             HookSession {
@@ -280,6 +292,8 @@ impl Session {
         prompt.push_str(&skills.catalog());
         Ok(Session {
             id,
+            tally,
+            opened,
             system_prompt: prompt,
             memory: Arc::new(Memory::new(runtime.workspace.root())),
             skills,

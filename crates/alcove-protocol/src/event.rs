@@ -327,6 +327,27 @@ pub enum EventKind {
         /// the model (`[pricing."provider/model"]`); never guessed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cost: Option<f64>,
+        /// The session's id (to resume it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session_id: Option<String>,
+        /// The main agent's final text.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<String>,
+        /// Whether the session ended in an error (any status but
+        /// `completed`).
+        #[serde(default)]
+        is_error: bool,
+        /// How long the session ran, in milliseconds.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
+        /// Usage by agent path (`main`, `main/agent-1`, …): `usage` is
+        /// their sum.
+        #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+        agents: std::collections::BTreeMap<String, Usage>,
+        /// Child runs (an `Agent` call, a spawned agent's submission, a
+        /// batch task) that ended without completing.
+        #[serde(default)]
+        children_incomplete: u32,
     },
     /// The agent's plan changed (a `TodoWrite` call): the whole plan as it
     /// stands now. Also emitted by `resume` with the plan it restored.

@@ -24,6 +24,8 @@ pub(crate) struct SessionEnd<'a> {
     pub(crate) usage: Usage,
     /// Why it failed, when it did.
     pub(crate) error: Option<String>,
+    /// The main agent's final text.
+    pub(crate) result: Option<String>,
 }
 
 impl SessionEnd<'_> {
@@ -35,6 +37,7 @@ impl SessionEnd<'_> {
             turns: 0,
             usage: Usage::default(),
             error: None,
+            result: None,
         }
     }
 }
@@ -62,14 +65,31 @@ impl Session {
         self.reported().await;
         self.mcp.shutdown().await;
         self.runtime.hooks.session_end(end.reason).await;
+        // The whole tree's usage, from every agent's `usage` events; the
+        // caller's figure when no event was counted (a session whose only
+        // run was a compaction).
+        let tree = self.tally.totals();
+        let usage = if tree.by_agent.is_empty() {
+            end.usage
+        } else {
+            tree.usage
+        };
         self.runtime.emit(
             &AgentPath::main(),
             EventKind::SessionEnded {
                 status: end.status,
                 turns: end.turns,
-                usage: end.usage,
+                usage,
                 error: end.error,
-                cost: crate::context_setup::cost(&self.config, &self.model_name, &end.usage),
+                cost: crate::context_setup::cost(&self.config, &self.model_name, &usage),
+                session_id: Some(self.id.clone()),
+                result: end.result.filter(|text| !text.is_empty()),
+                is_error: end.status != RunStatus::Completed,
+                duration_ms: Some(
+                    u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(u64::MAX),
+                ),
+                agents: tree.by_agent,
+                children_incomplete: tree.children_incomplete,
             },
         );
         still_running

@@ -245,6 +245,7 @@ impl Totals {
                 turns: self.turns,
                 usage: self.usage,
                 error: self.last_error.clone(),
+                result: None,
             })
             .await;
     }
