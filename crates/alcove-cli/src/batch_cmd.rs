@@ -22,7 +22,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::output::Trace;
-use crate::session::{FrontEnd, Session};
+use crate::session::{FrontEnd, Session, SessionEnd};
+use alcove_protocol::RunStatus;
 use crate::{CommonArgs, UsageError, batch_progress, exec};
 
 /// The summary table shows at most this many tasks (results.jsonl has all).
@@ -154,11 +155,27 @@ pub(crate) async fn run(common: &CommonArgs, args: BatchArgs) -> anyhow::Result<
         signal.abort();
         None
     };
-    session.supervisor.close_all().await;
-    session.stop_background().await;
-    session.reported().await;
-
     let counts = batch.counts();
+    let halt = session.supervisor.provider_halt();
+    let status = match (&halt, signal_code) {
+        (Some(_), _) => RunStatus::Halted,
+        (None, Some(_)) => RunStatus::Aborted,
+        (None, None) if counts.all_completed() => RunStatus::Completed,
+        (None, None) => RunStatus::Failed,
+    };
+    session
+        .end(SessionEnd {
+            reason: "other",
+            status,
+            turns: 0,
+            usage: alcove_protocol::Usage::default(),
+            error: halt.as_ref().map(|halt| halt.explain()).or_else(|| {
+                (status == RunStatus::Failed).then(|| summary(&counts))
+            }),
+            result: None,
+        })
+        .await;
+
     eprintln!("{}", batch_progress::line(&batch));
     let (table, left_out) = batch.table(TABLE_LINES);
     println!("{table}");
@@ -169,6 +186,14 @@ pub(crate) async fn run(common: &CommonArgs, args: BatchArgs) -> anyhow::Result<
     println!("results: {}", batch.results_path().display());
     if let Some(err) = batch.write_error() {
         eprintln!("alcove: {err}");
+        return Ok(1);
+    }
+    if let Some(halt) = halt {
+        eprintln!(
+            "alcove: the model provider refused the session; {} tasks not run. {}",
+            counts.not_run,
+            halt.explain()
+        );
         return Ok(1);
     }
     Ok(match signal_code {

@@ -160,6 +160,7 @@ mod tests {
             thinking: Default::default(),
             effort: None,
             vision: true,
+            health: None,
             temperature: None,
             text_tool_calls: false,
         }

@@ -8,7 +8,7 @@ use std::io::Read as _;
 use std::sync::Arc;
 
 use alcove_core::{EventSink, NoApprover, run_agent};
-use alcove_protocol::{AgentPath, EventKind, Message, RunStatus};
+use alcove_protocol::{AgentPath, Message, RunStatus};
 use anyhow::Context;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
@@ -180,36 +180,22 @@ pub(crate) async fn run(common: &CommonArgs, mut args: ExecArgs) -> anyhow::Resu
         None
     };
 
-    let still_running = session.supervisor.close_all().await;
-    if !still_running.is_empty() {
-        let message = format!(
-            "the main agent finished while spawned agents were still running; closed: {}",
-            still_running.join(", ")
-        );
-        session.runtime.emit(
-            &AgentPath::main(),
-            EventKind::Warning {
-                message: message.clone(),
-            },
-        );
-        if args.json {
-            eprintln!("alcove: {message}");
-        }
-    }
-    session.stop_background().await;
-    session.reported().await;
-    session.mcp.shutdown().await;
-    session.runtime.hooks.session_end("other").await;
-    session.runtime.emit(
-        &AgentPath::main(),
-        EventKind::SessionEnded {
+    let still_running = session
+        .end(crate::session::SessionEnd {
+            reason: "other",
             status: outcome.status,
             turns: outcome.turns,
             usage: outcome.usage,
             error: outcome.error.clone(),
-            cost: crate::context_setup::cost(&session.config, &session.model_name, &outcome.usage),
-        },
-    );
+            result: outcome.last_text(),
+        })
+        .await;
+    if args.json && !still_running.is_empty() {
+        eprintln!(
+            "alcove: the session ended while spawned agents were still running; closed: {}",
+            still_running.join(", ")
+        );
+    }
     if let Some(failure) = session.transcript.failure() {
         eprintln!("alcove: warning: {failure}");
     }
@@ -246,7 +232,7 @@ pub(crate) async fn run(common: &CommonArgs, mut args: ExecArgs) -> anyhow::Resu
             );
             Ok(signal_code.unwrap_or(130))
         }
-        RunStatus::Failed | RunStatus::Budget => {
+        RunStatus::Failed | RunStatus::Budget | RunStatus::Halted => {
             let error = outcome.error.unwrap_or_default();
             let error = crate::error_advice::explain(&error, &session.model_name, &session.config);
             eprintln!("alcove: the model failed: {error}");
@@ -296,40 +282,37 @@ async fn finish_compaction(
     usage: alcove_protocol::Usage,
     error: Option<String>,
 ) -> anyhow::Result<u8> {
-    session.runtime.hooks.session_end("other").await;
     let status = if error.is_some() {
         RunStatus::Failed
     } else {
         RunStatus::Completed
     };
-    session.runtime.emit(
-        &AgentPath::main(),
-        EventKind::SessionEnded {
+    session
+        .end(crate::session::SessionEnd {
+            reason: "other",
             status,
             turns: 0,
             usage,
-            cost: crate::context_setup::cost(&session.config, &session.model_name, &usage),
             error,
-        },
-    );
+            result: None,
+        })
+        .await;
     Ok(if status == RunStatus::Completed { 0 } else { 1 })
 }
 
 /// A UserPromptSubmit hook refused the prompt: nothing runs; exit 1.
 async fn refuse_prompt(session: &Session, reason: &str) -> anyhow::Result<u8> {
     let error = format!("the prompt was blocked by a UserPromptSubmit hook: {reason}");
-    session.mcp.shutdown().await;
-    session.runtime.hooks.session_end("other").await;
-    session.runtime.emit(
-        &AgentPath::main(),
-        EventKind::SessionEnded {
+    session
+        .end(crate::session::SessionEnd {
+            reason: "other",
             status: RunStatus::Failed,
             turns: 0,
             usage: Default::default(),
             error: Some(error.clone()),
-            cost: None,
-        },
-    );
+            result: None,
+        })
+        .await;
     eprintln!("alcove: {error}");
     Ok(1)
 }

@@ -317,6 +317,7 @@ mod tests {
             thinking: Default::default(),
             effort: None,
             vision: true,
+            health: None,
         }
     }
 

@@ -7,7 +7,7 @@
 use std::io::Write;
 
 use alcove_core::EventSink;
-use alcove_protocol::{AgentEvent, EventKind, RunStatus};
+use alcove_protocol::{AgentEvent, EventKind};
 
 /// `--json`: every event as one JSON object per line on stdout.
 pub(crate) struct JsonLines;
@@ -111,7 +111,7 @@ impl EventSink for Trace {
                 ok,
                 ..
             } => {
-                let reason = if *status == RunStatus::Failed {
+                let reason = if status.is_failure() {
                     "error"
                 } else {
                     status.as_str()

@@ -34,6 +34,7 @@ pub(crate) fn result_object(
         RunStatus::Aborted => "error_interrupted",
         RunStatus::Budget => "error_budget",
         RunStatus::Failed => "error_during_execution",
+        RunStatus::Halted => "error_provider_halted",
     };
     serde_json::json!({
         "type": "result",

@@ -193,5 +193,6 @@ fn provider(
         thinking: Default::default(),
         effort: None,
         vision: true,
+        health: None,
     }
 }

@@ -5,7 +5,11 @@
 //! and the [`Supervisor`]. `exec` and the interactive UI both start here and
 //! differ only in the sinks and approver they pass in.
 
+mod end;
 mod open_steps;
+mod tally;
+
+pub(crate) use end::SessionEnd;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -69,6 +73,10 @@ pub(crate) struct FrontEnd {
 )]
 pub(crate) struct Session {
     pub(crate) id: String,
+    /// What every agent of the session used, for `session_ended`.
+    tally: Arc<tally::TreeTally>,
+    /// When the session was opened.
+    opened: std::time::Instant,
     pub(crate) runtime: Runtime,
     pub(crate) supervisor: Arc<Supervisor>,
     pub(crate) gate: Arc<PermissionGate>,
@@ -132,6 +140,8 @@ impl Session {
     /// window, limits), the catalogs, the sinks, then the runtime and the
     /// supervisor.
     pub(crate) async fn open(common: &CommonArgs, front_end: FrontEnd) -> anyhow::Result<Session> {
+        let opened = std::time::Instant::now();
+        let tally = Arc::new(tally::TreeTally::default());
         let Settings {
             workspace,
             dirs,
@@ -152,7 +162,10 @@ impl Session {
             Some(id) => (id.clone(), resumed_history(&dirs, id)?),
             None => (uuid::Uuid::new_v4().to_string(), Resumed::default()),
         };
-        let mut chosen = ModelChoice::connect(common, &config, &permissions.env, &id).await?;
+        // One gate between every agent of the session and its provider.
+        let health = Arc::new(alcove_model::ProviderHealth::new());
+        let mut chosen =
+            ModelChoice::connect(common, &config, &permissions.env, &id, &health).await?;
 
         let mut setup_warnings: Vec<String> = notice.iter().cloned().collect();
         setup_warnings.extend(settings_warnings.join().unwrap_or_default());
@@ -207,7 +220,12 @@ impl Session {
             observers,
             probe_start,
             events,
-        } = Sinks::new(&config, &transcript, front_end.sinks, &mut setup_warnings);
+        } = {
+            // The tally sees what the front end sees: every agent's events.
+            let mut sinks = front_end.sinks;
+            sinks.push(tally.clone());
+            Sinks::new(&config, &transcript, sinks, &mut setup_warnings)
+        };
         let hooks = hook_setup::build(
             hook_config,
             HookSession {
@@ -235,7 +253,7 @@ impl Session {
                 crate::config::background_limits(&config.background),
             )),
         };
-        let model_factory = model_factory(config.clone(), id.clone());
+        let model_factory = model_factory(config.clone(), id.clone(), health.clone());
         let batch_runner = crate::batch_cmd::model_batch_runner(common, &config)?;
         let mut supervisor = Supervisor::new(
             agent_limits(&config.agents, permissions.profile),
@@ -243,6 +261,7 @@ impl Session {
             Some(dirs.data.join("sessions").join(&id)),
         )
         .with_model_factory(model_factory.clone())
+        .with_provider_health(health)
         .with_project_instructions(project.text.clone())
         .with_skills(skills.clone())
         .with_redactor(chosen.redactor.clone())
@@ -287,6 +306,8 @@ impl Session {
         }
         Ok(Session {
             id,
+            tally,
+            opened,
             system_prompt: prompt,
             memory: Arc::new(Memory::new(runtime.workspace.root())),
             skills,

@@ -174,6 +174,13 @@ fn outcome_of(outcome: TaskOutcome, submitted: Option<Submission>) -> AgentOutco
                 tokens,
             };
         }
+        RunStatus::Halted => {
+            return AgentOutcome::Null {
+                reason: NullReason::Halted,
+                detail: detail(),
+                tokens,
+            };
+        }
         RunStatus::Failed | RunStatus::MaxTurns => {
             return AgentOutcome::Null {
                 reason: NullReason::Failed,

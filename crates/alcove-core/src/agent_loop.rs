@@ -361,7 +361,11 @@ pub async fn run_agent(
         let response = match reply {
             Ok(response) => response,
             Err(err) => {
-                outcome.status = RunStatus::Failed;
+                // A fault no retry heals stops the tree, not just this run.
+                outcome.status = match err.halt() {
+                    Some(_) => RunStatus::Halted,
+                    None => RunStatus::Failed,
+                };
                 outcome.error = Some(err.to_string());
                 return outcome;
             }

@@ -68,7 +68,7 @@ impl AnthropicModel {
         }
         Ok(AnthropicModel {
             name: format!("{}/{}", config.id, config.model),
-            http: Http::new(&config.id, &url, config.retry)?,
+            http: Http::new(&config.id, &url, config.retry, config.health.clone())?,
             model: config.model,
             headers,
             temperature: config.temperature,

@@ -29,12 +29,19 @@ pub(crate) struct Http {
     /// and parsed once (a request does not parse it again).
     url: String,
     parsed: Option<reqwest::Url>,
+    /// The session's gate, when it has one.
+    health: Option<std::sync::Arc<crate::ProviderHealth>>,
 }
 
 impl Http {
     /// Builds the client for `provider` (its id, used in error messages)
     /// that posts to `url`.
-    pub(crate) fn new(provider: &str, url: &str, policy: RetryPolicy) -> Result<Http, ModelError> {
+    pub(crate) fn new(
+        provider: &str,
+        url: &str,
+        policy: RetryPolicy,
+        health: Option<std::sync::Arc<crate::ProviderHealth>>,
+    ) -> Result<Http, ModelError> {
         let client = client_builder(&[url])
             .connect_timeout(policy.connect_timeout)
             .build()
@@ -49,6 +56,7 @@ impl Http {
             last_body_len: Default::default(),
             url: url.to_string(),
             parsed: reqwest::Url::parse(url).ok(),
+            health,
         })
     }
 
@@ -72,7 +80,7 @@ impl Http {
             .map_err(|e| ModelError::Protocol(format!("cannot encode the request: {e}")))?;
         self.last_body_len.store(buffer.len(), Relaxed);
         let body = Bytes::from(buffer);
-        retry::run(&self.policy, on_delta, || {
+        retry::run(&self.policy, self.health.as_deref(), on_delta, || {
             self.attempt(headers, body.clone(), assembler(), on_delta)
         })
         .await
@@ -124,11 +132,14 @@ impl Http {
             {
                 return Err(AttemptError::Fatal(overflow));
             }
-            let retryable = retry::retryable_response(status.as_u16(), &text);
+            let fault = crate::ProviderFault::classify(status.as_u16(), &text);
+            let retryable =
+                !fault.halts_tree() && retry::retryable_response(status.as_u16(), &text);
             let error = ModelError::Http {
                 provider: self.provider.clone(),
                 status: status.as_u16(),
                 body: sse::cut(text.trim(), MAX_ERROR_BODY),
+                fault,
             };
             return Err(if retryable {
                 AttemptError::Retryable {

@@ -28,6 +28,7 @@ pub mod fuzzing;
 mod http;
 mod openai;
 mod overflow;
+mod provider_health;
 mod responses;
 mod retry;
 mod serialized;
@@ -43,6 +44,7 @@ pub use anthropic::AnthropicModel;
 pub use http::client_builder as http_client_builder;
 pub use openai::OpenAiModel;
 pub use overflow::classify_overflow;
+pub use provider_health::{Halt, ProviderFault, ProviderHealth};
 pub use responses::ResponsesModel;
 pub use retry::{LOCAL_FIRST_BYTE_TIMEOUT, RetryPolicy};
 pub use window::probe_context_window;
@@ -115,7 +117,13 @@ pub enum ModelError {
         status: u16,
         /// The response body (cut to a readable length).
         body: String,
+        /// What kind of failure it is, read once from status and body.
+        fault: ProviderFault,
     },
+    /// Not sent: the provider refused an earlier request of this session
+    /// for a reason no retry heals (see [`ProviderHealth`]).
+    #[error("not sent: {}", .0.explain())]
+    Halted(Halt),
     /// The server could not be reached.
     #[error("cannot connect to {url}: {reason}")]
     Connect {
@@ -154,6 +162,22 @@ pub enum ModelError {
         /// The window in tokens, when the provider said it.
         window: Option<u64>,
     },
+}
+
+impl ModelError {
+    /// Why the whole tree must stop, when this error says so: a fault that
+    /// will not heal (a bad key, no quota, an unknown model) or the halt
+    /// an earlier one caused.
+    pub fn halt(&self) -> Option<Halt> {
+        match self {
+            ModelError::Http { fault, .. } if fault.halts_tree() => Some(Halt {
+                fault: *fault,
+                reason: self.to_string(),
+            }),
+            ModelError::Halted(halt) => Some(halt.clone()),
+            _ => None,
+        }
+    }
 }
 
 /// A model that can answer a conversation, streaming.
@@ -245,6 +269,9 @@ pub struct ProviderConfig {
     /// Whether the model takes images; without, each image is sent as a
     /// text note saying it was left out (`vision = false`).
     pub vision: bool,
+    /// The gate every client of a session shares, so the provider's health
+    /// is the tree's (`provider_health.rs`); `None` goes ungated.
+    pub health: Option<Arc<ProviderHealth>>,
 }
 
 /// Whether and how a model thinks before it answers (Anthropic's extended

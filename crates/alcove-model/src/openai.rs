@@ -71,7 +71,7 @@ impl OpenAiModel {
         let headers = bearer_headers(&url, config.api_key.as_deref())?;
         Ok(OpenAiModel {
             name: format!("{}/{}", config.id, config.model),
-            http: Http::new(&config.id, &url, config.retry)?,
+            http: Http::new(&config.id, &url, config.retry, config.health.clone())?,
             model: config.model,
             headers,
             temperature: config.temperature,

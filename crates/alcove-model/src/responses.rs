@@ -53,7 +53,7 @@ impl ResponsesModel {
         let headers = crate::openai::bearer_headers(&url, config.api_key.as_deref())?;
         Ok(ResponsesModel {
             name: format!("{}/{}", config.id, config.model),
-            http: Http::new(&config.id, &url, config.retry)?,
+            http: Http::new(&config.id, &url, config.retry, config.health.clone())?,
             provider: config.id,
             model: config.model,
             headers,

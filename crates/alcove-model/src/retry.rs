@@ -11,7 +11,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reqwest::header::HeaderMap;
 
-use crate::{ModelError, ModelResponse, StreamDelta};
+use crate::provider_health::RATE_LIMIT_RETRIES;
+use crate::{ModelError, ModelResponse, ProviderFault, ProviderHealth, StreamDelta};
 
 /// Retry, backoff and timeout settings.
 #[derive(Debug, Clone)]
@@ -95,8 +96,16 @@ pub(crate) enum AttemptError {
 
 /// Runs `attempt` until it succeeds or a failure is final, reporting each
 /// retry and restart to `on_delta`.
+///
+/// With a session's `health`, each attempt passes its gate first: a shut
+/// gate ends the request at once ([`ModelError::Halted`]); a fault that
+/// will not heal shuts it; a rate limit or an overloaded provider pauses
+/// the whole tree (the provider's `retry-after`, else the backoff); a rate
+/// limit is sat out up to [`RATE_LIMIT_RETRIES`] times, without using this
+/// request's retries.
 pub(crate) async fn run<F, Fut>(
     policy: &RetryPolicy,
+    health: Option<&ProviderHealth>,
     on_delta: &(dyn Fn(StreamDelta) + Send + Sync),
     mut attempt: F,
 ) -> Result<ModelResponse, ModelError>
@@ -106,34 +115,70 @@ where
 {
     let mut attempts: u32 = 0;
     let mut retries: u32 = 0;
+    let mut rate_limits: u32 = 0;
     let mut restarted = false;
     loop {
+        let admission = match health {
+            Some(health) => Some(health.admit().await.map_err(ModelError::Halted)?),
+            None => None,
+        };
         attempts += 1;
-        match attempt().await {
-            Ok(response) => return Ok(response),
-            Err(AttemptError::Fatal(error)) => return Err(error),
+        let result = attempt().await;
+        drop(admission);
+        match result {
+            Ok(response) => {
+                if let Some(health) = health {
+                    health.succeeded();
+                }
+                return Ok(response);
+            }
+            Err(AttemptError::Fatal(error)) => {
+                if let (Some(health), Some(halt)) = (health, error.halt()) {
+                    health.trip(halt.fault, &halt.reason);
+                }
+                return Err(error);
+            }
             Err(AttemptError::Retryable {
                 error,
                 retry_after,
                 shown,
             }) => {
-                if retries >= policy.max_retries {
-                    return Err(error);
+                let fault = match &error {
+                    ModelError::Http { fault, .. } => Some(*fault),
+                    _ => None,
+                };
+                let paced = health.filter(|_| fault.is_some_and(ProviderFault::slows_tree));
+                // A rate limit is the account's, and heals by waiting: it
+                // is sat out longer. An overloaded provider may not heal
+                // soon: it pauses the tree but keeps the usual count.
+                if paced.is_some() && fault == Some(ProviderFault::RateLimited) {
+                    if rate_limits >= RATE_LIMIT_RETRIES {
+                        return Err(error);
+                    }
+                    rate_limits += 1;
+                } else {
+                    if retries >= policy.max_retries {
+                        return Err(error);
+                    }
+                    retries += 1;
                 }
-                retries += 1;
                 let reason = error.to_string();
                 if shown {
                     on_delta(StreamDelta::Restarted {
                         reason: reason.clone(),
                     });
                 }
-                let delay = policy.delay(retries, retry_after);
+                let delay = policy.delay(retries.max(rate_limits), retry_after);
                 on_delta(StreamDelta::Retry {
                     attempt: attempts,
                     delay,
                     reason,
                 });
-                tokio::time::sleep(delay).await;
+                match paced {
+                    // The gate holds this request, and every other, back.
+                    Some(health) => health.slow_down(delay),
+                    None => tokio::time::sleep(delay).await,
+                }
             }
             Err(AttemptError::MidStream(error)) => {
                 if restarted {

@@ -50,6 +50,7 @@ fn config(protocol: WireProtocol, server: &FakeServer) -> ProviderConfig {
         thinking: Default::default(),
         effort: None,
         vision: true,
+        health: None,
     }
 }
 

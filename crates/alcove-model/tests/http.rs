@@ -213,6 +213,7 @@ fn config(protocol: WireProtocol, base_url: String) -> ProviderConfig {
         thinking: Default::default(),
         effort: None,
         vision: true,
+        health: None,
     }
 }
 
@@ -330,6 +331,7 @@ async fn a_400_fails_at_once_with_the_server_text() {
             provider,
             status,
             body,
+            ..
         }) => {
             assert_eq!(provider, "test");
             assert_eq!(status, 400);

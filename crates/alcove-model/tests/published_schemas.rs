@@ -87,6 +87,7 @@ fn config(protocol: WireProtocol, server: &FakeServer, setup: &Setup) -> Provide
         thinking: setup.thinking,
         effort: setup.effort.map(str::to_owned),
         vision: setup.vision,
+        health: None,
     }
 }
 

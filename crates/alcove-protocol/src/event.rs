@@ -93,6 +93,10 @@ pub enum RunStatus {
     Failed,
     /// A budget (wall time or tokens) ran out first.
     Budget,
+    /// The model provider refused the tree for a reason no retry heals (a
+    /// bad key, no quota or credit, an unknown model): this run and every
+    /// other of the session stopped, and started nothing new.
+    Halted,
 }
 
 impl RunStatus {
@@ -104,7 +108,14 @@ impl RunStatus {
             RunStatus::Aborted => "aborted",
             RunStatus::Failed => "failed",
             RunStatus::Budget => "budget",
+            RunStatus::Halted => "halted",
         }
+    }
+
+    /// Whether the run ended in an error (the model or its provider failed),
+    /// not by a cap, a budget or a cancel.
+    pub fn is_failure(self) -> bool {
+        matches!(self, RunStatus::Failed | RunStatus::Halted)
     }
 }
 
@@ -316,6 +327,27 @@ pub enum EventKind {
         /// the model (`[pricing."provider/model"]`); never guessed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cost: Option<f64>,
+        /// The session's id (to resume it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session_id: Option<String>,
+        /// The main agent's final text.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<String>,
+        /// Whether the session ended in an error (any status but
+        /// `completed`).
+        #[serde(default)]
+        is_error: bool,
+        /// How long the session ran, in milliseconds.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
+        /// Usage by agent path (`main`, `main/agent-1`, …): `usage` is
+        /// their sum.
+        #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+        agents: std::collections::BTreeMap<String, Usage>,
+        /// Child runs (an `Agent` call, a spawned agent's submission, a
+        /// batch task) that ended without completing.
+        #[serde(default)]
+        children_incomplete: u32,
     },
     /// The agent's plan changed (a `TodoWrite` call): the whole plan as it
     /// stands now. Also emitted by `resume` with the plan it restored.

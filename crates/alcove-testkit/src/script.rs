@@ -22,6 +22,7 @@ pub struct Script {
     pub(crate) strict: bool,
     pub(crate) slots: Option<usize>,
     pub(crate) context: crate::context::ContextModel,
+    pub(crate) throttle: Option<(usize, Step)>,
 }
 
 impl Default for Script {
@@ -39,7 +40,16 @@ impl Script {
             strict: true,
             slots: None,
             context: Default::default(),
+            throttle: None,
         }
+    }
+
+    /// Answers the first `requests` model requests, in the order they
+    /// arrive and whatever their conversation, with `step` (a rate limit
+    /// the whole account meets), without taking their conversations' steps.
+    pub fn throttle(mut self, requests: usize, step: Step) -> Script {
+        self.throttle = Some((requests, step));
+        self
     }
 
     /// Accepts any history. By default the server validates each request's
@@ -209,6 +219,8 @@ pub struct Step {
     pub(crate) redacted_thinking: bool,
     /// May call tools the request did not offer ([`Step::unoffered`]).
     pub(crate) unoffered: bool,
+    /// More response headers (`x-ratelimit-*`, `retry-after-ms`).
+    pub(crate) headers: Vec<(String, String)>,
 }
 
 impl Step {
@@ -225,6 +237,7 @@ impl Step {
             reasoning: None,
             redacted_thinking: false,
             unoffered: false,
+            headers: Vec::new(),
         }
     }
 
@@ -277,13 +290,87 @@ impl Step {
         )
     }
 
-    /// A 429 rate-limit answer (Anthropic-shaped body) with a retry-after header.
+    /// Anthropic's 429 `rate_limit_error`, with its real body and a
+    /// `retry-after` header (Anthropic sends one with every 429).
     pub fn rate_limited(retry_after_seconds: u64) -> Step {
         Step::http_error(
             429,
-            r#"{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}"#,
+            r#"{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed the rate limit for your organization of 50 requests per minute. For details, refer to: https://docs.claude.com/en/api/rate-limits."}}"#,
         )
         .with_retry_after(retry_after_seconds)
+    }
+
+    /// Anthropic's 401 `authentication_error`.
+    pub fn anthropic_authentication_error() -> Step {
+        Step::http_error(
+            401,
+            r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#,
+        )
+    }
+
+    /// Anthropic's `billing_error`, with the 400 status its SDKs see for it.
+    pub fn anthropic_billing_error() -> Step {
+        Step::http_error(
+            400,
+            r#"{"type":"error","error":{"type":"billing_error","message":"Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."}}"#,
+        )
+    }
+
+    /// Anthropic's 404 `not_found_error` for a model it does not serve.
+    pub fn anthropic_model_not_found(model: &str) -> Step {
+        let body = serde_json::json!({
+            "type": "error",
+            "error": {"type": "not_found_error", "message": format!("model: {model}")}
+        });
+        Step::http_error(404, &body.to_string())
+    }
+
+    /// OpenAI's 429 `insufficient_quota`: no credit left (no `retry-after`;
+    /// waiting does not heal it).
+    pub fn openai_insufficient_quota() -> Step {
+        Step::http_error(
+            429,
+            r#"{"error":{"message":"You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#,
+        )
+    }
+
+    /// OpenAI's 401 `invalid_api_key`.
+    pub fn openai_invalid_api_key() -> Step {
+        Step::http_error(
+            401,
+            r#"{"error":{"message":"Incorrect API key provided: sk-fake***************1234. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}"#,
+        )
+    }
+
+    /// OpenAI's 404 `model_not_found`.
+    pub fn openai_model_not_found(model: &str) -> Step {
+        let body = serde_json::json!({"error": {
+            "message": format!("The model `{model}` does not exist or you do not have access to it."),
+            "type": "invalid_request_error", "param": null, "code": "model_not_found"
+        }});
+        Step::http_error(404, &body.to_string())
+    }
+
+    /// OpenAI's 429 `rate_limit_exceeded` on requests per minute, with the
+    /// `x-ratelimit-*` headers OpenAI sends and a `retry-after-ms` of
+    /// `reset_ms` (the header OpenAI's SDKs read first).
+    pub fn openai_rate_limited(reset_ms: u64) -> Step {
+        let seconds = reset_ms.div_ceil(1000);
+        let body = serde_json::json!({"error": {
+            "message": format!("Rate limit reached for gpt-4o in organization org-fake on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in {seconds}s. Visit https://platform.openai.com/account/rate-limits to learn more."),
+            "type": "requests", "param": null, "code": "rate_limit_exceeded"
+        }});
+        Step::http_error(429, &body.to_string())
+            .with_header("x-ratelimit-limit-requests", "3")
+            .with_header("x-ratelimit-remaining-requests", "0")
+            .with_header("x-ratelimit-reset-requests", &format!("{reset_ms}ms"))
+            .with_header("retry-after-ms", &reset_ms.to_string())
+    }
+
+    /// Adds a response header.
+    pub fn with_header(mut self, name: &str, value: &str) -> Step {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
     }
 
     /// Adds a `retry-after: SECONDS` header to the response.

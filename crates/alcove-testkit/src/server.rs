@@ -44,6 +44,9 @@ struct State {
     cache: Cache,
     /// The reasoning items the Responses wire returned with their calls.
     reasoning: IssuedReasoning,
+    /// How many model requests are still answered by the throttle's step
+    /// instead of their conversation's ([`crate::Script::throttle`]).
+    throttle: Option<(usize, Step)>,
 }
 
 struct Shared {
@@ -121,6 +124,7 @@ impl FakeServer {
                 requests: Vec::new(),
                 cache: Cache::default(),
                 reasoning: IssuedReasoning::default(),
+                throttle: script.throttle,
             }),
             models: script.models,
             context: script.context,
@@ -381,8 +385,12 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
                     Plan::Step(Step::text(&text), protocol, Some(counts))
                 }
                 Verdict::Script(counts) => {
-                    let step =
-                        next_step(&mut state, &record.first_user_message_text()).and_then(|step| {
+                    let step = throttled(&mut state)
+                        .map(Ok)
+                        .unwrap_or_else(|| {
+                            next_step(&mut state, &record.first_user_message_text())
+                        })
+                        .and_then(|step| {
                             match shared.strict {
                                 true => strict::offered_calls(&step, &record.body)
                                     .map(|()| step)
@@ -424,6 +432,16 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
         }
     };
     Ok(response)
+}
+
+/// The throttle's step, while it has requests left to answer.
+fn throttled(state: &mut State) -> Option<Step> {
+    let (left, step) = state.throttle.as_mut()?;
+    if *left == 0 {
+        return None;
+    }
+    *left -= 1;
+    Some(step.clone())
 }
 
 /// Takes the next step of the first conversation matching `first_user`.
@@ -550,6 +568,14 @@ async fn answer(
             HeaderName::from_static("retry-after"),
             HeaderValue::from(seconds),
         );
+    }
+    for (name, value) in &step.headers {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            headers.insert(name, value);
+        }
     }
     let request_id = format!("req_fake{:06}", shared.ids.next());
     if let Ok(value) = HeaderValue::from_str(&request_id) {

@@ -610,7 +610,7 @@ impl Live {
             RunStatus::MaxTurns => Ok(StopReason::MaxTurnRequests),
             RunStatus::Aborted => Ok(StopReason::Cancelled),
             RunStatus::Budget => Ok(StopReason::MaxTokens),
-            RunStatus::Failed => Err(error(
+            RunStatus::Failed | RunStatus::Halted => Err(error(
                 ErrorCode::INTERNAL_ERROR,
                 format!(
                     "the model failed: {}",
@@ -623,21 +623,8 @@ impl Live {
     /// Ends the session as `exec` does: spawned agents closed, MCP servers
     /// stopped, `session_ended` recorded.
     async fn end(&self) {
-        let session = &self.session;
-        let _ = session.supervisor.close_all().await;
-        session.stop_background().await;
-        session.reported().await;
-        session.mcp.shutdown().await;
-        session.runtime.hooks.session_end("other").await;
-        session.runtime.emit(
-            &AgentPath::main(),
-            EventKind::SessionEnded {
-                status: RunStatus::Completed,
-                turns: 0,
-                usage: Default::default(),
-                error: None,
-                cost: None,
-            },
-        );
+        self.session
+            .end(crate::session::SessionEnd::quiet("other"))
+            .await;
     }
 }

@@ -558,7 +558,7 @@ fn idle_reason(status: RunStatus) -> IdleStopReason {
         RunStatus::MaxTurns => IdleStopReason::MaxTurnRequests,
         RunStatus::Aborted => IdleStopReason::Cancelled,
         RunStatus::Budget => IdleStopReason::MaxTokens,
-        RunStatus::Failed => IdleStopReason::Error(
+        RunStatus::Failed | RunStatus::Halted => IdleStopReason::Error(
             agent_client_protocol::v1::schema::ErrorStopReason::new().error(
                 agent_client_protocol::v1::schema::Error::new(
                     i32::from(ErrorCode::INTERNAL_ERROR),

@@ -149,9 +149,10 @@ impl ModelChoice {
         config: &Config,
         env: &EnvPolicy,
         session_id: &str,
+        health: &Arc<alcove_model::ProviderHealth>,
     ) -> anyhow::Result<ModelChoice> {
         let mut provider_config = provider::resolve(common.model.as_deref(), config).await?;
-        model_options(&mut provider_config, config, session_id);
+        model_options(&mut provider_config, config, session_id, health);
         let name = format!("{}/{}", provider_config.id, provider_config.model);
         let aliases = Aliases::new(
             &provider_config.id,
@@ -185,17 +186,23 @@ pub(super) fn model_options(
     provider_config: &mut alcove_model::ProviderConfig,
     config: &Config,
     id: &str,
+    health: &Arc<alcove_model::ProviderHealth>,
 ) {
     crate::model_options::apply(provider_config, config);
+    provider_config.health = Some(health.clone());
     provider_config.prompt_cache_key = context_setup::cache_key(config, &provider_config.id, id);
 }
 
 /// Builds a client for another `provider/name` (a child's or a command's
 /// `model`), with the options [`model_options`] gives the main one.
-pub(super) fn model_factory(config: Config, id: String) -> Arc<ModelFactory> {
+pub(super) fn model_factory(
+    config: Config,
+    id: String,
+    health: Arc<alcove_model::ProviderHealth>,
+) -> Arc<ModelFactory> {
     Arc::new(move |spec: &str| {
         let mut provider_config = provider::resolve_spec(spec, &config).map_err(|err| err.0)?;
-        model_options(&mut provider_config, &config, &id);
+        model_options(&mut provider_config, &config, &id, &health);
         // A child on another model compacts against that model's window
         // (config or table: the factory does not ask servers).
         provider_config.context_window =

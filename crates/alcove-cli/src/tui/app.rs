@@ -267,7 +267,7 @@ impl App {
                 Some(NoticeKind::Warning),
                 "Stopped: a budget ran out.".to_owned(),
             ),
-            RunStatus::Failed => (
+            RunStatus::Failed | RunStatus::Halted => (
                 Some(NoticeKind::Error),
                 format!(
                     "The turn failed: {}",

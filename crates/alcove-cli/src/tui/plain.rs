@@ -228,7 +228,7 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
         };
         while channels.events.try_recv().is_ok() {}
         code = match outcome.status {
-            alcove_protocol::RunStatus::Failed => {
+            alcove_protocol::RunStatus::Failed | alcove_protocol::RunStatus::Halted => {
                 eprintln!(
                     "alcove: the model failed: {}",
                     outcome.error.clone().unwrap_or_default()

@@ -218,7 +218,7 @@ impl Totals {
         self.usage.add(outcome.usage);
         self.last = Some(outcome.status);
         self.last_error = outcome.error.clone();
-        if outcome.messages.is_empty() && outcome.status == RunStatus::Failed {
+        if outcome.messages.is_empty() && outcome.status.is_failure() {
             // The task itself died; keep the conversation as it was.
             return;
         }
@@ -238,33 +238,15 @@ impl Totals {
     /// background agents still running, runs the SessionEnd hooks with
     /// `reason`, and emits `session_ended`.
     pub(crate) async fn end(&self, session: &Session, status: Option<RunStatus>, reason: &str) {
-        let still_running = session.supervisor.close_all().await;
-        if !still_running.is_empty() {
-            session.runtime.emit(
-                &AgentPath::main(),
-                EventKind::Warning {
-                    message: format!(
-                        "the session ended while spawned agents were still running; closed: {}",
-                        still_running.join(", ")
-                    ),
-                },
-            );
-        }
-        // A model switch goes on with the same commands (`driver.rs`).
-        if reason != "model_switch" {
-            session.stop_background().await;
-        }
-        session.mcp.shutdown().await;
-        session.runtime.hooks.session_end(reason).await;
-        session.runtime.emit(
-            &AgentPath::main(),
-            EventKind::SessionEnded {
+        session
+            .end(crate::session::SessionEnd {
+                reason,
                 status: status.or(self.last).unwrap_or(RunStatus::Completed),
                 turns: self.turns,
                 usage: self.usage,
                 error: self.last_error.clone(),
-                cost: crate::context_setup::cost(&session.config, &session.model_name, &self.usage),
-            },
-        );
+                result: None,
+            })
+            .await;
     }
 }

@@ -560,3 +560,57 @@ fn a_spawned_child_has_the_same_wall_clock_budget_as_an_agent_call() {
         "one end per child"
     );
 }
+
+/// SubagentStart and SubagentStop are both fired by the life that owns a
+/// child, so a child run as a process (whose own loop runs at depth 0,
+/// where it fires Stop) still fires its parent's SubagentStop (issue 49).
+#[test]
+fn a_process_runner_child_fires_the_parents_subagent_stop() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "remote stop parent",
+                vec![
+                    crate::support::load_deferred(),
+                    Step::tool_call("spawn_agent", json!({"message": "REMOTE STOP child: say done"})),
+                    Step::tool_call("wait", json!({"ids": ["agent-1"], "timeout_ms": 60_000})),
+                    Step::text("parent done"),
+                ],
+            )
+            .conversation("REMOTE STOP child", vec![Step::text("remote child done")]),
+    );
+    env.write_file(
+        ".alcove/config.toml",
+        "[[hooks.SubagentStop]]\ncommand = \"cat >> substop.jsonl; echo >> substop.jsonl\"\n\
+         [[hooks.SubagentStart]]\ncommand = \"cat >> substart.jsonl; echo >> substart.jsonl\"\n",
+    );
+    let command = format!(
+        "'{}' exec --json - --permission-mode bypassPermissions",
+        crate::support::alcove().display()
+    );
+    let out = finish(
+        exec_command(
+            &env,
+            &server,
+            &["-c", "agents.wait_min_ms=50", "--permission-mode", "bypassPermissions", "remote stop parent"],
+        )
+        .env("ALCOVE_SUBAGENT_COMMAND", &command)
+        .spawn()
+        .unwrap(),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let read = |name: &str| -> Vec<Value> {
+        std::fs::read_to_string(env.path(name))
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    };
+    let starts = read("substart.jsonl");
+    let stops = read("substop.jsonl");
+    assert_eq!(starts.len(), 1, "{starts:?}");
+    assert_eq!(stops.len(), 1, "{stops:?}");
+    assert_eq!(stops[0]["hook_event_name"], "SubagentStop");
+    assert_eq!(stops[0]["last_assistant_message"], "remote child done");
+}

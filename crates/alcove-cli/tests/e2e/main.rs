@@ -20,6 +20,7 @@
 //! - `trust`: folder trust, played by a cloned repository (issue 44).
 //! - `settings`: typos named, `.claude/settings.json` permissions, Claude Code's
 //!   and Codex's flags, one precedence, errors that say what to do (issue 46).
+//! - `provider_health`: a provider's refusal stops the tree, a rate limit pauses it (issue 49).
 //! - `responses`: the OpenAI Responses wire with tools, reasoning, delegation,
 //!   compaction and resume (issue 36).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -43,6 +44,7 @@ mod mcp;
 mod memory;
 mod permissions;
 mod plan;
+mod provider_health;
 mod real_models;
 mod redaction;
 mod reliability;
@@ -50,6 +52,7 @@ mod report;
 mod responses;
 mod roles;
 mod settings;
+mod session_end;
 mod skills;
 mod small_models;
 mod support;

@@ -457,6 +457,10 @@ impl Supervisor {
                 // folder, once the lock is released.
                 finishing.push((worktree.clone(), id.to_owned()));
             }
+            if record.running.is_none() {
+                // Closed and idle: nothing of it is left to cancel.
+                self.running.remove(&record.child.path);
+            }
         }
         Registry::evict_idle(&mut records);
         Ok(finishing)

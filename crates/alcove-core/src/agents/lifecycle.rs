@@ -180,6 +180,9 @@ impl Supervisor {
                 max: self.limits.max_depth,
             });
         }
+        if let Some(halt) = self.provider_halt() {
+            return Err(StartError::Halted(halt.explain()));
+        }
         let own = definition.max_turns.unwrap_or(self.limits.max_turns);
         let turns = request.turns.map_or(own, |turns| turns.min(own));
         let tokens = match (request.tokens, self.limits.max_tokens) {
@@ -407,6 +410,26 @@ impl Supervisor {
             child.runtime.events.as_ref(),
         )
         .await;
+        // The remote child's loop ran in its own process, at depth 0 there:
+        // the parent's SubagentStop is fired here, by the life that owns
+        // the child, as SubagentStart was. Its process has ended, so a
+        // hook's block cannot send it back; it is told in the event stream.
+        if !run.cancel.is_cancelled() {
+            let last_text = ran.output.as_deref().unwrap_or_default();
+            if let Some(reason) = child
+                .runtime
+                .hooks
+                .stop(run.hook_scope(), last_text, false)
+                .await
+            {
+                child.parent.emit(EventKind::Warning {
+                    message: format!(
+                        "a SubagentStop hook asked {} to go on, but it ran as a process that has ended: {reason}",
+                        child.path
+                    ),
+                });
+            }
+        }
         let outcome = AgentOutcome {
             status: ran.status,
             // The command's last words, as the report reads a child's.

@@ -33,6 +33,9 @@ pub(crate) enum State {
     Running,
     Completed,
     Errored,
+    /// Stopped alone by a front end (ACP `session/cancel`, the UI's stop);
+    /// `send_input` may continue it.
+    Cancelled,
     Closed,
 }
 
@@ -42,6 +45,7 @@ impl State {
             State::Running => "running",
             State::Completed => "completed",
             State::Errored => "errored",
+            State::Cancelled => "cancelled",
             State::Closed => "closed",
         }
     }
@@ -53,6 +57,9 @@ pub(crate) struct Submission {
     pub(crate) cancel: CancellationToken,
     /// Set by `send_input` with `interrupt`, so the end is recorded as such.
     pub(crate) interrupted: bool,
+    /// Set by [`super::Supervisor::cancel_agent`], so the end is recorded
+    /// `cancelled`.
+    pub(crate) cancelled: bool,
     pub(crate) task: Option<JoinHandle<()>>,
 }
 

@@ -152,6 +152,10 @@ pub(crate) fn report(input: &ReportInput<'_>, evidence: &Evidence) -> ToolOutput
     let summary = outcome.last_text();
     let status = outcome.status;
     match (status, summary) {
+        (RunStatus::Halted, _) => ToolOutput::error(format!(
+            "Agent halted: {}\n\n{footer}",
+            outcome.error.as_deref().unwrap_or("the model provider refused the session")
+        )),
         (RunStatus::Failed, _) => ToolOutput::error(format!(
             "Agent failed: {}\n\n{footer}",
             outcome.error.as_deref().unwrap_or("unknown error")
@@ -198,6 +202,7 @@ pub(crate) fn footer(input: &ReportInput<'_>, evidence: &Evidence) -> String {
         }
         RunStatus::Aborted => "aborted".to_owned(),
         RunStatus::Failed => "failed".to_owned(),
+        RunStatus::Halted => "halted".to_owned(),
     };
     let mut parts = vec![
         format!("status: {status}"),

@@ -25,6 +25,10 @@ pub(crate) enum StartError {
     /// The caller was cancelled while it waited for a slot.
     #[error("aborted while waiting for a slot")]
     Cancelled,
+    /// The model provider refused the session for good (a bad key, no
+    /// quota, an unknown model): the tree starts nothing new.
+    #[error("not started: {0}")]
+    Halted(String),
     /// The child could not be built (its transcript, worktree, …).
     #[error("{0}")]
     Build(String),

@@ -195,6 +195,7 @@ impl Supervisor {
             id: submission_id.clone(),
             cancel,
             interrupted: false,
+            cancelled: false,
             task: Some(task),
         });
         Ok(submission_id)
@@ -215,10 +216,12 @@ impl Supervisor {
         {
             return;
         }
-        let interrupted = record
+        let (interrupted, cancelled) = record
             .running
             .take()
-            .is_some_and(|running| running.interrupted);
+            .map_or((false, false), |running| {
+                (running.interrupted, running.cancelled)
+            });
         let outcome = ended.outcome;
         record.history = outcome.messages;
         record.remote_session = ended.remote_session.or(record.remote_session.take());
@@ -229,6 +232,8 @@ impl Supervisor {
             (State::Closed, Some("closed while running".to_owned()))
         } else if interrupted {
             (State::Errored, Some("interrupted".to_owned()))
+        } else if cancelled {
+            (State::Cancelled, Some("cancelled".to_owned()))
         } else {
             match outcome.status {
                 RunStatus::Completed => (State::Completed, None),
@@ -244,7 +249,9 @@ impl Supervisor {
                     )),
                 ),
                 RunStatus::Aborted => (State::Errored, Some("aborted".to_owned())),
-                RunStatus::Failed => (State::Errored, outcome.error.or(Some("failed".to_owned()))),
+                RunStatus::Failed | RunStatus::Halted => {
+                    (State::Errored, outcome.error.or(Some("failed".to_owned())))
+                }
             }
         };
         record.status = state;
@@ -262,6 +269,9 @@ impl Supervisor {
             .take(200)
             .collect::<String>();
         let notify = state != State::Closed;
+        // Between submissions nothing of it runs: a front end's cancel finds
+        // its next submission through the registry.
+        self.running.remove(&path);
         let transcript = record.child.transcript.clone();
         // The notice is left while the final state is still locked: a
         // `wait` that sees the state (woken or not) finds the notice too.

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use alcove_model::Model;
+use alcove_model::{Halt, Model, ProviderHealth};
 use alcove_tools::Tool;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -121,6 +121,9 @@ pub struct Supervisor {
     /// The cancellation token of every child now running, by path, so a
     /// front end can stop one child (and its descendants) alone.
     pub(crate) running: RunningChildren,
+    /// The gate between the session's agents and their model provider,
+    /// shared with every model client of the session (`alcove_model`).
+    pub(crate) provider_health: Option<Arc<ProviderHealth>>,
 }
 
 /// The tokens of the children now running (see [`Supervisor::cancel_agent`]).
@@ -188,13 +191,27 @@ impl Supervisor {
             batch_runner: None,
             process_env: None,
             running: RunningChildren::default(),
+            provider_health: None,
         }
     }
 
     /// Cancels the running child at `path` and, through the cancellation
     /// tree, its descendants; its parent reads its report as for any
-    /// cancelled child and goes on. Returns whether such a child ran.
+    /// cancelled child and goes on. A spawned agent's submission now
+    /// running stops whatever it does (a model request, a tool, a remote
+    /// process) and is recorded `cancelled`. Returns whether such a child ran.
     pub fn cancel_agent(&self, path: &alcove_protocol::AgentPath) -> bool {
+        if let Ok(mut records) = self.registry.records.lock() {
+            let submission = records
+                .values_mut()
+                .filter(|record| record.child.path == *path)
+                .find_map(|record| record.running.as_mut());
+            if let Some(submission) = submission {
+                submission.cancelled = true;
+                submission.cancel.cancel();
+                return true;
+            }
+        }
         let token = self
             .running
             .0
@@ -208,6 +225,18 @@ impl Supervisor {
             }
             None => false,
         }
+    }
+
+    /// Shares the session's provider gate: once it is shut (the provider
+    /// refused the session for good) no child starts and no batch task.
+    pub fn with_provider_health(mut self, health: Arc<ProviderHealth>) -> Supervisor {
+        self.provider_health = Some(health);
+        self
+    }
+
+    /// Why the provider refused the session, once it did.
+    pub fn provider_halt(&self) -> Option<Halt> {
+        self.provider_health.as_ref().and_then(|health| health.halt())
     }
 
     /// Gives each process-runner child's command the variables `env` names.

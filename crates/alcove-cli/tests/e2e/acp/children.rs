@@ -354,3 +354,96 @@ fn two_childrens_approvals_are_pending_at_once_each_on_its_own_session() {
     );
     assert_nothing_lost(&transcript(&env));
 }
+
+/// A parent that spawns one background agent running `sleep 40` and waits
+/// for it.
+fn spawned_sleeper() -> Script {
+    Script::new()
+        .conversation(
+            "ACP SPAWN",
+            vec![
+                crate::support::load_deferred(),
+                Step::tool_call(
+                    "spawn_agent",
+                    json!({"message": "SPAWNED KID: run the command"}),
+                ),
+                Step::tool_call("wait", json!({"ids": ["agent-1"], "timeout_ms": 120_000})),
+                Step::text("parent done"),
+            ],
+        )
+        .conversation(
+            "SPAWNED KID",
+            vec![
+                Step::tool_call("Bash", json!({"command": "sleep 40"})),
+                Step::text("kid: the command ran"),
+            ],
+        )
+}
+
+/// What `wait` told the parent of `agent-1`.
+fn waited_status(server: &FakeServer) -> Value {
+    let last = server.requests_for("ACP SPAWN").pop().unwrap();
+    let results = crate::support::results_but_loads(&last);
+    let (_, text, _) = results.last().unwrap();
+    let waited: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    waited["status"]["agent-1"].clone()
+}
+
+#[test]
+fn session_cancel_of_a_spawned_childs_session_stops_it_alone() {
+    let (env, server) = setup(spawned_sleeper());
+    let seen = sdk_client(
+        &env,
+        &server,
+        &json!({
+            "subagents": true,
+            "args": ["--permission-mode", "bypassPermissions", "-c", "agents.wait_min_ms=50"],
+            "steps": [
+                {"op": "new"},
+                {"op": "prompt", "text": "ACP SPAWN go", "cancelWhen": {"sessionIncludes": "/main/", "toolTitle": "sleep 40"}},
+            ],
+        }),
+    );
+    let tool_calls: Vec<String> = seen
+        .updates("tool_call")
+        .iter()
+        .chain(seen.updates("subagent_update").iter())
+        .map(|(session, update)| format!("{session}: {update}"))
+        .collect();
+    assert_eq!(seen.of("cancel").len(), 1, "{tool_calls:#?}");
+    // The child stopped in its command: it never asked the model again,
+    // and `wait` reported it cancelled; the parent went on.
+    assert_eq!(server.requests_for("SPAWNED KID").len(), 1);
+    assert_eq!(waited_status(&server), "cancelled");
+    assert_eq!(server.requests_for("ACP SPAWN").len(), 4);
+    assert_eq!(seen.exit_code(), Some(0));
+}
+
+#[test]
+fn session_cancel_of_a_process_runner_childs_session_stops_its_process() {
+    let (env, server) = setup(spawned_sleeper());
+    let command = format!(
+        "'{}' exec --json - --permission-mode bypassPermissions",
+        crate::support::alcove().display()
+    );
+    let seen = sdk_client(
+        &env,
+        &server,
+        &json!({
+            "subagents": true,
+            "args": [
+                "--permission-mode", "bypassPermissions",
+                "-c", "agents.wait_min_ms=50",
+                "-c", format!("agents.command={}", serde_json::to_string(&command).unwrap()),
+            ],
+            "steps": [
+                {"op": "new"},
+                {"op": "prompt", "text": "ACP SPAWN go", "cancelWhen": {"sessionIncludes": "/main/", "toolTitle": "sleep 40"}},
+            ],
+        }),
+    );
+    assert_eq!(seen.of("cancel").len(), 1, "{}", seen.stderr);
+    assert_eq!(server.requests_for("SPAWNED KID").len(), 1);
+    assert_eq!(waited_status(&server), "cancelled");
+    assert_eq!(seen.exit_code(), Some(0));
+}

@@ -245,9 +245,25 @@ impl Batch {
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .pop_front();
             let Some(index) = next else { return };
-            let Some(permits) = self.acquire(shares).await else {
-                self.end_unstarted(index, TaskState::Cancelled, "the batch was cancelled");
-                continue;
+            // The provider refused the session for good: nothing new starts
+            // (checked again once a slot is had: it may have come meanwhile).
+            let permits = match runner.halted() {
+                Some(reason) => Err(reason),
+                None => match self.acquire(shares).await {
+                    Some(permits) => runner.halted().map_or(Ok(Some(permits)), Err),
+                    None => runner.halted().map_or(Ok(None), Err),
+                },
+            };
+            let permits = match permits {
+                Ok(Some(permits)) => permits,
+                Ok(None) => {
+                    self.end_unstarted(index, TaskState::Cancelled, "the batch was cancelled");
+                    continue;
+                }
+                Err(reason) => {
+                    self.end_unstarted(index, TaskState::NotRun, &format!("not run: {reason}"));
+                    continue;
+                }
             };
             let job = match self.admit(index) {
                 Ok(job) => job,
@@ -354,7 +370,10 @@ impl Batch {
             inner.tasks[index].attempt + 1
         };
         let mut outcome = TaskOutcome::failed(reason.to_owned());
-        outcome.status = RunStatus::Aborted;
+        outcome.status = match state {
+            TaskState::NotRun => RunStatus::Halted,
+            _ => RunStatus::Aborted,
+        };
         self.record(index, attempt, state, outcome, None, Duration::ZERO);
     }
 
@@ -370,11 +389,16 @@ impl Batch {
             self.record(index, attempt, TaskState::Refused, outcome, None, elapsed);
             return;
         }
+        if outcome.not_run {
+            self.record(index, attempt, TaskState::NotRun, outcome, None, elapsed);
+            return;
+        }
         let state = match outcome.status {
             RunStatus::Completed if !outcome.is_error => TaskState::Completed,
             RunStatus::Completed | RunStatus::Failed => TaskState::Failed,
             RunStatus::MaxTurns | RunStatus::Budget => TaskState::CutShort,
             RunStatus::Aborted => TaskState::Cancelled,
+            RunStatus::Halted => TaskState::Halted,
         };
         self.record(index, attempt, state, outcome, Some(started_ms), elapsed);
     }

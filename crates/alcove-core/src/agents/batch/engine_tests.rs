@@ -54,6 +54,7 @@ impl TaskRunner for Scripted {
             job_id: None,
             error: None,
             refused: None,
+            not_run: false,
         }
     }
 }

@@ -59,6 +59,12 @@ pub enum TaskState {
     Refused,
     /// Stopped or never started because the batch was cancelled.
     Cancelled,
+    /// Stopped because the model provider refused the session for a reason
+    /// no retry heals (a bad key, no quota, an unknown model).
+    Halted,
+    /// Never started: the provider had refused the session before its turn
+    /// came (the task is as it was, and runs again on a rerun).
+    NotRun,
 }
 
 impl TaskState {
@@ -72,6 +78,8 @@ impl TaskState {
             TaskState::CutShort => "cut_short",
             TaskState::Refused => "refused_budget",
             TaskState::Cancelled => "cancelled",
+            TaskState::Halted => "halted",
+            TaskState::NotRun => "not_run",
         }
     }
 

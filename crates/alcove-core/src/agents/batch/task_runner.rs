@@ -118,6 +118,9 @@ pub struct TaskOutcome {
     /// Set when the task was refused for a budget before it started (the
     /// tree's, from the child lifecycle): recorded `refused_budget`.
     pub refused: Option<String>,
+    /// The task never started: the provider had refused the session
+    /// (recorded `not_run`, never `failed`).
+    pub not_run: bool,
 }
 
 impl TaskOutcome {
@@ -136,6 +139,7 @@ impl TaskOutcome {
             job_id: None,
             error: Some(error),
             refused: None,
+            not_run: false,
         }
     }
 
@@ -157,6 +161,12 @@ pub trait TaskRunner: Send + Sync {
     /// does); otherwise the engine holds one for each running task.
     fn takes_slot(&self) -> bool {
         false
+    }
+
+    /// Why no task may start any more: the model provider refused the
+    /// session for a reason no retry heals.
+    fn halted(&self) -> Option<String> {
+        None
     }
 }
 
@@ -194,6 +204,11 @@ impl ChildRunner {
 impl TaskRunner for ChildRunner {
     fn takes_slot(&self) -> bool {
         true
+    }
+
+    fn halted(&self) -> Option<String> {
+        let supervisor = self.supervisor.upgrade()?;
+        supervisor.provider_halt().map(|halt| halt.explain())
     }
 
     async fn run(&self, job: TaskJob<'_>) -> TaskOutcome {
@@ -249,6 +264,12 @@ impl TaskRunner for ChildRunner {
                 return outcome;
             }
             Err(StartError::Budget(reason)) => return TaskOutcome::refused(reason),
+            Err(StartError::Halted(reason)) => {
+                let mut outcome = TaskOutcome::failed(reason);
+                outcome.status = RunStatus::Halted;
+                outcome.not_run = true;
+                return outcome;
+            }
             Err(reason) => return TaskOutcome::failed(reason.to_string()),
         };
         if let Some(wall) = job.wall {
@@ -281,6 +302,7 @@ impl TaskRunner for ChildRunner {
             job_id: None,
             error: outcome.error.clone(),
             refused: None,
+            not_run: false,
         };
         if let Some(command) = &self.command {
             command.ended(&job, &mut task).await;

@@ -30,6 +30,10 @@ pub struct Counts {
     pub refused: usize,
     /// Cancelled.
     pub cancelled: usize,
+    /// Stopped because the provider refused the session.
+    pub halted: usize,
+    /// Never started because the provider had refused the session.
+    pub not_run: usize,
     /// Tokens used by tasks that ended.
     pub tokens: u64,
 }
@@ -65,6 +69,8 @@ impl Batch {
                 TaskState::CutShort => counts.cut_short += 1,
                 TaskState::Refused => counts.refused += 1,
                 TaskState::Cancelled => counts.cancelled += 1,
+                TaskState::Halted => counts.halted += 1,
+                TaskState::NotRun => counts.not_run += 1,
             }
         }
         counts

@@ -124,6 +124,8 @@ pub fn summary(counts: &Counts) -> String {
         (counts.cut_short, "cut short"),
         (counts.refused, "refused for budget"),
         (counts.cancelled, "cancelled"),
+        (counts.halted, "halted by the provider"),
+        (counts.not_run, "not run"),
         (counts.running, "running"),
         (counts.queued, "queued"),
     ];
@@ -150,6 +152,8 @@ fn counts_json(counts: &Counts) -> Value {
         "cut_short": counts.cut_short,
         "refused_budget": counts.refused,
         "cancelled": counts.cancelled,
+        "halted": counts.halted,
+        "not_run": counts.not_run,
         "tokens": counts.tokens,
     })
 }
