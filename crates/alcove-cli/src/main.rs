@@ -17,6 +17,7 @@ mod exec;
 mod heap;
 mod hook_setup;
 mod mcp_cmd;
+mod mcp_serve;
 mod mcp_setup;
 mod model_aliases;
 mod model_options;
@@ -108,7 +109,8 @@ enum Command {
     Skills(skills_cmd::SkillsArgs),
     /// Inspect the configuration (`alcove config show`).
     Config(config_show::ConfigArgs),
-    /// MCP servers: `alcove mcp list`, `alcove mcp add`, `alcove mcp remove`.
+    /// MCP: `alcove mcp list`, `alcove mcp add`, `alcove mcp remove`, and `alcove mcp serve`
+    /// (alcove as an MCP server that delegates tasks to its agents).
     Mcp(mcp_cmd::McpArgs),
     /// Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, Neovim, …).
     Acp(acp::AcpArgs),

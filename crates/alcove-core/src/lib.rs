@@ -61,6 +61,7 @@ pub use agents::{
 };
 pub use agents::{AgentPermissions, DefinitionError, load_definitions, parse_definition};
 pub use agents::{AgentScope, BatchRunnerFactory, DynTool, ProcessEnv};
+pub use agents::{CheckedDelegation, DelegationEnd, DelegationRequest};
 pub use call::{CallInput, ToolCall};
 #[doc(hidden)]
 pub use compaction::clear_old_results;
