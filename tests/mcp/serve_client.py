@@ -14,6 +14,7 @@ stdout for the Rust test to check:
 - cancel ARGS WORD: a `delegate` call, cancelled (`notifications/cancelled`)
   once a progress message contains WORD; then waits (at most 30 s) for the
   server's log line saying the child ended, and prints the log messages.
+- async MESSAGE: `spawn_agent` with MESSAGE, then `wait` for it; both results.
 - elicit ARGS ANSWER: a `delegate` call from a client that offers
   elicitation and answers each request with allow = (ANSWER == "allow").
 """
@@ -21,6 +22,7 @@ stdout for the Rust test to check:
 import json
 import os
 import sys
+import time
 
 import anyio
 from mcp import types
@@ -76,6 +78,14 @@ async def main(argv):
                     "delegate", json.loads(args[0]), progress_callback=on_progress
                 )
                 out["result"] = dump(result)
+            elif scenario == "async":
+                spawned = await session.call_tool("spawn_agent", {"message": args[0]})
+                out["spawned"] = dump(spawned)
+                agent = spawned.structured_content["agent_id"]
+                waited = await session.call_tool("wait", {"ids": [agent], "timeout_ms": 60000})
+                out["waited"] = dump(waited)
+                closed = await session.call_tool("close_agent", {"id": agent})
+                out["closed"] = dump(closed)
             elif scenario == "concurrent":
                 results = [None, None]
 
@@ -110,8 +120,11 @@ async def main(argv):
                         # Abandoning the request sends notifications/cancelled.
                         group.cancel_scope.cancel()
                 out["cancelled"] = True
+                cancelled_at = time.monotonic()
                 with anyio.move_on_after(30):
                     await log_seen.wait()
+                # For people measuring by hand; the tests assert no timing.
+                out["cancel_to_end_ms"] = round((time.monotonic() - cancelled_at) * 1000)
             else:
                 raise SystemExit(f"unknown scenario {scenario}")
     out["logs"] = logs

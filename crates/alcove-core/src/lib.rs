@@ -73,6 +73,7 @@ pub use custom_commands::{
     Commands, CustomCommand, Expansion, expand, load_commands, parse_command,
 };
 pub use deferred::{DEFERRED_TOOLS, MCP_DEFER_BYTES, TOOL_SEARCH, with_tool_search};
+pub use dispatch::front_end_call;
 pub use events::{EventSink, FanOut};
 pub use file_reads::FileReads;
 pub use frontmatter::substitute_arguments;

@@ -1,7 +1,8 @@
 //! The one seam between `alcove mcp serve` and the child lifecycle: start a
 //! child with options and a cancel token, await its end record, cancel it.
-//! Everything else in `mcp_serve` talks to children through this module
-//! only, so a change of the supervisor's API is a change here.
+//! The asynchronous face goes the same way: its tools are called as the
+//! server's top agent would call them. Everything else in `mcp_serve`
+//! talks to children through this module only, so a change of the supervisor's API is a change here.
 
 use std::sync::Arc;
 
@@ -102,6 +103,35 @@ impl Children {
             .delegate(&self.runtime, &self.run, call_id, checked.0, cancel)
             .await?;
         Ok(child_end(end))
+    }
+
+    /// Calls one of the asynchronous delegation tools (`spawn_agent`,
+    /// `send_input`, `wait`, `close_agent`) as the server's top agent, on
+    /// the one dispatch path: their own semantics, ids and results.
+    /// Returns the result's text and whether it is an error.
+    pub(crate) async fn call_async_tool(
+        &self,
+        call_id: &str,
+        name: &str,
+        arguments: Value,
+    ) -> (String, bool) {
+        let call = alcove_core::ToolCall::from_use(call_id, name, &arguments);
+        alcove_core::front_end_call(&self.runtime, &self.run, call).await
+    }
+
+    /// The specs of those of `names` the top agent has (the server's
+    /// `agents.collab` and rules decide), in the order of `names`.
+    pub(crate) fn async_tool_specs(&self, names: &[&str]) -> Vec<alcove_protocol::ToolSpec> {
+        names
+            .iter()
+            .filter_map(|name| {
+                self.run
+                    .tools
+                    .iter()
+                    .find(|tool| tool.spec().name == *name)
+                    .map(|tool| tool.spec().clone())
+            })
+            .collect()
     }
 
     /// The token a child of one call runs under: cancelled with the server.

@@ -11,6 +11,10 @@
 //! the server's session as one tree. stdout carries only the protocol;
 //! warnings go to the client as log messages.
 //!
+//! The asynchronous face (`spawn_agent`, `send_input`, `wait`,
+//! `close_agent`) is alcove's own collab tools, called as the top agent on
+//! the one dispatch path.
+//!
 //! - `tools`: what the client's model reads, and a call's arguments.
 //! - `children`: the one seam to the child lifecycle.
 //! - `progress`: events to progress notifications and log messages.
@@ -76,10 +80,14 @@ pub(crate) async fn run(common: &CommonArgs, _args: ServeArgs) -> anyhow::Result
         .map(|definition| format!("- {}: {}", definition.name, definition.description))
         .collect::<Vec<_>>()
         .join("\n");
+    let mut offered = tools::tool_list(&agent_types);
+    offered.extend(tools::async_tools(
+        children.async_tool_specs(&tools::ASYNC_TOOLS),
+    ));
     let server = DelegationServer {
         children: children.clone(),
         router,
-        tools: tools::tool_list(&agent_types),
+        tools: offered,
         calls: AtomicU64::new(1),
     };
     let served = server.serve(rmcp::transport::stdio()).await;
@@ -167,6 +175,9 @@ impl ServerHandler for DelegationServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let result = match request.name.as_ref() {
             tools::DELEGATE => self.delegate(request.arguments, &context).await,
+            name if self.tools.iter().any(|tool| tool.name == name) => {
+                self.async_call(name, request.arguments).await
+            }
             other => CallToolResult::error(vec![ContentBlock::text(format!(
                 "unknown tool `{other}`; this server offers: {}",
                 self.tools
@@ -237,6 +248,34 @@ impl DelegationServer {
             }
             Err(reason) => tool_error(format!("the child could not start: {reason}")),
         }
+    }
+}
+
+impl DelegationServer {
+    /// `spawn_agent`, `send_input`, `wait` or `close_agent`: alcove's own
+    /// tool, called as the server's top agent; its JSON result is also the
+    /// structured content.
+    async fn async_call(
+        &self,
+        name: &str,
+        arguments: Option<rmcp::model::JsonObject>,
+    ) -> CallToolResult {
+        let call_id = format!("mcp-{}", self.calls.fetch_add(1, Ordering::Relaxed));
+        let arguments = serde_json::Value::Object(arguments.unwrap_or_default());
+        let (text, is_error) = self
+            .children
+            .call_async_tool(&call_id, name, arguments)
+            .await;
+        let structured = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .filter(serde_json::Value::is_object);
+        let mut result = if is_error {
+            CallToolResult::error(vec![ContentBlock::text(text)])
+        } else {
+            CallToolResult::success(vec![ContentBlock::text(text)])
+        };
+        result.structured_content = structured;
+        result
     }
 }
 

@@ -16,6 +16,25 @@ use super::children::ChildOptions;
 /// The name of the one-child-to-its-end tool.
 pub(crate) const DELEGATE: &str = "delegate";
 
+/// The asynchronous face: alcove's own collab tools, served as they are.
+pub(crate) const ASYNC_TOOLS: [&str; 4] = ["spawn_agent", "send_input", "wait", "close_agent"];
+
+/// What a client's model is told about the asynchronous tools beyond what
+/// alcove's own model reads.
+const ASYNC_NOTE: &str = " (alcove MCP server: the agent runs in the server's folder under its \
+    rules, sandbox and budgets; its ids live as long as the server.)";
+
+/// The asynchronous tools from their alcove specs.
+pub(crate) fn async_tools(specs: Vec<alcove_protocol::ToolSpec>) -> Vec<Tool> {
+    specs
+        .into_iter()
+        .map(|spec| {
+            let description = format!("{}{ASYNC_NOTE}", spec.description);
+            Tool::new(spec.name, description, object(spec.input_schema.to_value()))
+        })
+        .collect()
+}
+
 /// The tools, in the order they are listed.
 pub(crate) fn tool_list(agent_types: &str) -> Vec<Tool> {
     let description = format!(

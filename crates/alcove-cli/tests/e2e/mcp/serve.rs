@@ -75,6 +75,26 @@ fn tools_list_offers_delegate_with_its_schemas() {
         );
     }
     assert!(delegate["outputSchema"]["properties"]["status"].is_object());
+    // The asynchronous face: alcove's own tools, with their own schemas.
+    let names: Vec<&str> = tools
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "delegate",
+            "spawn_agent",
+            "send_input",
+            "wait",
+            "close_agent"
+        ]
+    );
+    let wait = tools.iter().find(|tool| tool["name"] == "wait").unwrap();
+    assert!(
+        wait["inputSchema"]["properties"]["ids"].is_object(),
+        "{wait}"
+    );
     assert_eq!(server.request_count(), 0, "listing asks no model");
 }
 
@@ -112,10 +132,7 @@ fn delegate_returns_the_report_the_footer_and_the_end_record() {
         record["commands"],
         json!([{"command": "printf hi > out.txt", "result": "exit 0"}])
     );
-    assert!(
-        strings(&record["files_read"]).contains(&notes.display().to_string()),
-        "{record}"
-    );
+    assert_eq!(strings(&record["files_read"]), ["notes.txt"], "{record}");
     assert!(record["usage"]["budget_tokens"].as_u64().unwrap() > 0);
     let child_transcript = record["transcript"].as_str().unwrap();
     assert!(Path::new(child_transcript).exists(), "{child_transcript}");
@@ -384,4 +401,40 @@ fn two_delegate_calls_run_at_once_in_the_servers_tree() {
         let lines = read_jsonl(Path::new(event["transcript"].as_str().unwrap()));
         assert!(!lines.is_empty());
     }
+}
+
+#[test]
+fn spawn_agent_and_wait_are_alcoves_own_tools() {
+    let env = test_env();
+    let server = FakeServer::start(Script::new().conversation(
+        "TASK-ASYNC",
+        vec![
+            Step::tool_call("Bash", json!({"command": "echo async"})),
+            Step::text("ASYNC REPORT"),
+        ],
+    ));
+    let out = client(
+        &env,
+        &server,
+        &["async", "TASK-ASYNC run in the background"],
+        &BYPASS,
+    );
+    let spawned = &out["spawned"]["structured"];
+    assert_eq!(spawned["status"], "running", "{out}");
+    let agent = spawned["agent_id"].as_str().unwrap();
+    let waited = &out["waited"];
+    assert_eq!(waited["is_error"], false, "{out}");
+    let text = waited["text"].as_str().unwrap();
+    assert!(text.contains("ASYNC REPORT"), "{text}");
+    assert!(text.contains(agent), "{text}");
+    assert!(text.contains("echo async"), "the evidence: {text}");
+    assert_eq!(out["closed"]["structured"]["status"], "closed", "{out}");
+    // Called as the server's top agent, on the one dispatch path.
+    let events = transcript(&env);
+    assert!(
+        events
+            .iter()
+            .any(|event| event["type"] == "tool_call_started" && event["name"] == "spawn_agent"),
+        "the session transcript records the call"
+    );
 }
