@@ -241,6 +241,8 @@ fn notifications_cancelled_stops_the_running_child() {
         &BYPASS,
     );
     assert_eq!(out["cancelled"], true, "{out}");
+    // Measured, not asserted: from the client's cancel to the server's log line.
+    eprintln!("cancel to the child's end: {} ms", out["cancel_to_end_ms"]);
     assert!(out.get("finished_before_cancel").is_none(), "{out}");
     let logs = strings(&out["logs"]);
     assert!(
@@ -257,8 +259,9 @@ fn notifications_cancelled_stops_the_running_child() {
         1,
         "no turn after the cancel"
     );
-    if let Ok(pid) = std::fs::read_to_string(env.path("sleeper.pid")) {
-        let pid: u32 = pid.trim().parse().unwrap();
+    // The shell may have been stopped before it wrote its pid.
+    let pid = std::fs::read_to_string(env.path("sleeper.pid")).unwrap_or_default();
+    if let Ok(pid) = pid.trim().parse::<u32>() {
         let deadline = Instant::now() + Duration::from_secs(10);
         while process_alive(pid) {
             assert!(
