@@ -404,6 +404,19 @@ fn two_delegate_calls_run_at_once_in_the_servers_tree() {
         let lines = read_jsonl(Path::new(event["transcript"].as_str().unwrap()));
         assert!(!lines.is_empty());
     }
+    // `alcove report` shows the server's session as one tree with both.
+    let page = env.home().join("report.html");
+    let report = env
+        .command(alcove(), &server)
+        .args(["report", "--last", "--out"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{report:?}");
+    let page = std::fs::read_to_string(page).unwrap();
+    for shown in ["main/agent-1", "main/agent-2", "left done", "right done"] {
+        assert!(page.contains(shown), "{shown} is not on the page");
+    }
 }
 
 #[test]
