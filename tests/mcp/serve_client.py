@@ -7,7 +7,7 @@ starts the server command after `--` over stdio (in the current folder, with
 this process's environment), runs one scenario and prints one JSON object on
 stdout for the Rust test to check:
 
-- list: the tools as listed.
+- list: `logging/setLevel`, then the tools as listed.
 - delegate ARGS: one `delegate` call with ARGS (JSON), with a progress token;
   its result, the progress messages and the log messages.
 - concurrent ARGS1 ARGS2: two `delegate` calls at once; both results.
@@ -71,6 +71,8 @@ async def main(argv):
             init = await session.initialize()
             out["server"] = init.server_info.name
             if scenario == "list":
+                await session.set_logging_level("debug")
+                out["set_level"] = True
                 listed = await session.list_tools()
                 out["tools"] = [tool.model_dump(by_alias=True, exclude_none=True) for tool in listed.tools]
             elif scenario in ("delegate", "elicit"):

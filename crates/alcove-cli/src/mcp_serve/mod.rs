@@ -160,6 +160,16 @@ impl ServerHandler for DelegationServer {
         )
     }
 
+    #[allow(deprecated, reason = "logging: see progress.rs")]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.router.set_level(request.level);
+        Ok(())
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,

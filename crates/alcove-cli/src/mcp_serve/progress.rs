@@ -8,6 +8,7 @@
 #![allow(deprecated, reason = "MCP logging: see above")]
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use alcove_core::EventSink;
@@ -52,6 +53,8 @@ struct Watch {
 pub(crate) struct EventRouter {
     link: Arc<ClientLink>,
     watches: Mutex<HashMap<String, Watch>>,
+    /// The least severe level the client wants (`logging/setLevel`).
+    min_level: AtomicU8,
 }
 
 impl EventRouter {
@@ -59,7 +62,13 @@ impl EventRouter {
         EventRouter {
             link,
             watches: Mutex::new(HashMap::new()),
+            min_level: AtomicU8::new(LoggingLevel::Info as u8),
         }
+    }
+
+    /// `logging/setLevel`: lines less severe than `level` are not sent.
+    pub(crate) fn set_level(&self, level: LoggingLevel) {
+        self.min_level.store(level as u8, Ordering::Relaxed);
     }
 
     /// Watches the child the call `call_id` starts: a line for each turn,
@@ -132,6 +141,9 @@ impl EventRouter {
 
     /// A line for the client's log, or for stderr before a client is there.
     fn log(&self, level: LoggingLevel, message: &str) {
+        if (level as u8) < self.min_level.load(Ordering::Relaxed) {
+            return;
+        }
         match self.link.peer() {
             Some(peer) => {
                 let Ok(handle) = tokio::runtime::Handle::try_current() else {

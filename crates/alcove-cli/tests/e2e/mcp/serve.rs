@@ -55,6 +55,7 @@ fn tools_list_offers_delegate_with_its_schemas() {
     let server = FakeServer::start(Script::new());
     let out = client(&env, &server, &["list"], &[]);
     assert_eq!(out["server"], "alcove");
+    assert_eq!(out["set_level"], true, "logging/setLevel is answered");
     let tools = out["tools"].as_array().unwrap();
     let delegate = tools
         .iter()
