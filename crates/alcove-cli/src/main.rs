@@ -22,6 +22,7 @@ mod familiar_flags;
 mod heap;
 mod hook_setup;
 mod mcp_cmd;
+mod mcp_serve;
 mod mcp_setup;
 mod model_aliases;
 mod model_options;
@@ -136,7 +137,8 @@ enum Command {
     Skills(skills_cmd::SkillsArgs),
     /// Inspect the configuration (`alcove config show`, `alcove config check`).
     Config(config_show::ConfigArgs),
-    /// MCP servers: `alcove mcp list`, `alcove mcp add`, `alcove mcp remove`.
+    /// MCP: `alcove mcp list`, `alcove mcp add`, `alcove mcp remove`, and `alcove mcp serve`
+    /// (alcove as an MCP server that delegates tasks to its agents).
     Mcp(mcp_cmd::McpArgs),
     /// Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, Neovim, …).
     Acp(acp::AcpArgs),

@@ -1,4 +1,4 @@
-//! `alcove mcp list | add | remove`: the configured MCP servers, started
+//! `alcove mcp list | add | remove` (and `serve`, in `mcp_serve/`): the configured MCP servers, started
 //! once to show their state and tools, and editing `[mcp_servers.<name>]`
 //! in the user or project TOML (appending and cutting text, so the file's
 //! comments and order survive).
@@ -25,6 +25,9 @@ enum Action {
     List,
     /// Add a server: `alcove mcp add NAME -- COMMAND ARGS…` or `alcove mcp add NAME --url URL`.
     Add(AddArgs),
+    /// Serve alcove's delegation over MCP on stdin/stdout: `delegate` runs a child agent
+    /// in this folder under this session's rules, sandbox and budgets (docs/mcp-server.md).
+    Serve(crate::mcp_serve::ServeArgs),
     /// Remove a server from the user or project TOML.
     Remove {
         /// The server's name.
@@ -63,6 +66,7 @@ pub(crate) async fn run(common: &CommonArgs, args: McpArgs) -> anyhow::Result<u8
     let workspace = common.workspace()?.root().to_owned();
     let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
     match args.action {
+        Action::Serve(serve) => crate::mcp_serve::run(common, serve).await,
         Action::List => list(common, &dirs, &workspace).await,
         Action::Add(add) => {
             let file = scope_file(&dirs, &workspace, add.scope);

@@ -205,6 +205,25 @@ impl Offer {
         offer
     }
 
+    /// The offer of an agent whose calls come from its front end, not a
+    /// model (`alcove mcp serve`): every deferred tool counts as loaded.
+    pub(crate) fn all_loaded(tools: &[Arc<DynTool>]) -> Offer {
+        let deferred = deferred_tools(tools);
+        let names: Vec<String> = deferred
+            .iter()
+            .map(|tool| tool.spec().name.clone())
+            .collect();
+        let mut offer = Offer {
+            all: tools.to_vec(),
+            offered: Vec::new(),
+            loaded: Vec::new(),
+            deferred,
+        };
+        offer.load(&names);
+        offer.rebuild();
+        offer
+    }
+
     /// The tools the next request lists in full.
     pub(crate) fn tools(&self) -> &[Arc<DynTool>] {
         &self.offered

@@ -103,6 +103,26 @@ pub(crate) async fn run_tool_calls(
     results
 }
 
+/// One call `run`'s front end makes for it, not its model (`alcove mcp
+/// serve`'s `spawn_agent`, `wait`, …): the same path as any call (lookup,
+/// arguments, gate, hooks, call, cap), every deferred tool loaded. Returns
+/// the result's text and whether it is an error.
+pub async fn front_end_call(runtime: &Runtime, run: &AgentRun, call: ToolCall) -> (String, bool) {
+    let offer = Offer::all_loaded(&run.tools);
+    let scope = AgentScope::lend(runtime, run);
+    let room = runtime.limits.result_cap;
+    let blocks = run_tool_calls(runtime, run, &offer, &scope, &[call], room).await;
+    blocks
+        .into_iter()
+        .find_map(|block| match block {
+            ContentBlock::ToolResult {
+                content, is_error, ..
+            } => Some((content.as_str().to_owned(), is_error)),
+            _ => None,
+        })
+        .unwrap_or_else(|| ("the call returned no result".to_owned(), true))
+}
+
 /// Splits calls into groups that may run together: a run of consecutive
 /// concurrency-safe calls, a run of consecutive delegations, or one call.
 fn groups<'a>(run: &AgentRun, calls: &'a [ToolCall]) -> Vec<&'a [ToolCall]> {

@@ -63,6 +63,7 @@ pub use agents::{
 };
 pub use agents::{AgentPermissions, DefinitionError, load_definitions, parse_definition};
 pub use agents::{AgentScope, BatchRunnerFactory, DynTool, ProcessEnv};
+pub use agents::{CheckedDelegation, DelegationEnd, DelegationRequest};
 pub use call::{CallInput, ToolCall};
 #[doc(hidden)]
 pub use compaction::clear_old_results;
@@ -74,6 +75,7 @@ pub use custom_commands::{
     Commands, CustomCommand, Expansion, expand, load_commands, parse_command,
 };
 pub use deferred::{DEFERRED_TOOLS, MCP_DEFER_BYTES, TOOL_SEARCH, with_tool_search};
+pub use dispatch::front_end_call;
 pub use events::{EventSink, FanOut};
 pub use file_reads::FileReads;
 pub use frontmatter::substitute_arguments;

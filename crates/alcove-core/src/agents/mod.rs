@@ -17,6 +17,8 @@
 //! - `definitions`: the kinds of child (`general-purpose`, `explore`, …).
 //! - `loader`: definitions from Markdown files with YAML front matter.
 //! - `report`: the summary and the harness-written evidence footer.
+//! - `delegation`: a child a front end starts for an outside caller
+//!   (`alcove mcp serve`'s `delegate`), on the same lifecycle.
 //! - `batch`: many tasks in one operation (`spawn_batch`, `alcove batch`).
 //! - `worktree_child`: reading `isolation` and finishing a child's worktree
 //!   into a line of evidence.
@@ -27,6 +29,7 @@ mod budget;
 mod child;
 mod collab;
 mod definitions;
+mod delegation;
 mod lifecycle;
 mod loader;
 mod process_runner;
@@ -40,6 +43,7 @@ mod worktree_child;
 
 pub use budget::{TreeBudget, TreeUsage};
 pub use definitions::{AgentDefinition, AgentPermissions, DEFAULT_AGENT_TYPE, Definitions};
+pub use delegation::{CheckedDelegation, DelegationEnd, DelegationRequest};
 pub use loader::{DefinitionError, load_definitions, parse_definition};
 pub use scope::{AgentScope, DynTool};
 pub use supervisor::{AgentLimits, BatchRunnerFactory, ModelFactory, ProcessEnv, Supervisor};

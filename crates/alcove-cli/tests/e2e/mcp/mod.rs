@@ -1,10 +1,11 @@
-//! MCP servers through the real binary (issue 14): real third-party servers
+//! MCP servers through the real binary (issue 14; `serve`: alcove as one, issue 48): real third-party servers
 //! installed by `.ci/run` under `tests/mcp/` (server-everything and
 //! server-filesystem from the npm registry, a server on PyPI's `mcp`), and a
 //! misbehaving script for the faults. A missing server fails the test with
 //! the command that installs it; nothing is skipped.
 
 mod faults;
+mod serve;
 mod sharing;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,139 @@
+"""A real MCP client (PyPI's `mcp`, the official Python SDK) driving
+`alcove mcp serve` for the end-to-end tests.
+
+    serve_client.py SCENARIO [ARG...] -- ALCOVE [ALCOVE_ARG...]
+
+starts the server command after `--` over stdio (in the current folder, with
+this process's environment), runs one scenario and prints one JSON object on
+stdout for the Rust test to check:
+
+- list: `logging/setLevel`, then the tools as listed.
+- delegate ARGS: one `delegate` call with ARGS (JSON), with a progress token;
+  its result, the progress messages and the log messages.
+- concurrent ARGS1 ARGS2: two `delegate` calls at once; both results.
+- cancel ARGS WORD: a `delegate` call, cancelled (`notifications/cancelled`)
+  once a progress message contains WORD; then waits (at most 30 s) for the
+  server's log line saying the child ended, and prints the log messages.
+- async MESSAGE: `spawn_agent` with MESSAGE, then `wait` for it; both results.
+- elicit ARGS ANSWER: a `delegate` call from a client that offers
+  elicitation and answers each request with allow = (ANSWER == "allow").
+"""
+
+import json
+import os
+import sys
+import time
+
+import anyio
+from mcp import types
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+
+def dump(result):
+    return {
+        "is_error": bool(result.is_error),
+        "text": "\n".join(block.text for block in result.content if block.type == "text"),
+        "structured": result.structured_content,
+    }
+
+
+async def main(argv):
+    split = argv.index("--")
+    scenario, args, server = argv[0], argv[1:split], argv[split + 1 :]
+    logs, progress, elicitations = [], [], []
+    log_seen = anyio.Event()
+
+    async def on_log(params):
+        logs.append(params.data)
+        if isinstance(params.data, str) and " ended: " in params.data:
+            log_seen.set()
+
+    async def on_elicit(context, params):
+        elicitations.append(params.message)
+        allow = scenario == "elicit" and args[1] == "allow"
+        return types.ElicitResult(action="accept", content={"allow": allow})
+
+    async def on_progress(step, total, message):
+        progress.append(message)
+
+    params = StdioServerParameters(
+        command=server[0], args=server[1:], env=dict(os.environ), cwd=os.getcwd()
+    )
+    out = {}
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(
+            read,
+            write,
+            logging_callback=on_log,
+            elicitation_callback=on_elicit if scenario == "elicit" else None,
+        ) as session:
+            init = await session.initialize()
+            out["server"] = init.server_info.name
+            if scenario == "list":
+                await session.set_logging_level("debug")
+                out["set_level"] = True
+                listed = await session.list_tools()
+                out["tools"] = [tool.model_dump(by_alias=True, exclude_none=True) for tool in listed.tools]
+            elif scenario in ("delegate", "elicit"):
+                result = await session.call_tool(
+                    "delegate", json.loads(args[0]), progress_callback=on_progress
+                )
+                out["result"] = dump(result)
+            elif scenario == "async":
+                spawned = await session.call_tool("spawn_agent", {"message": args[0]})
+                out["spawned"] = dump(spawned)
+                agent = spawned.structured_content["agent_id"]
+                waited = await session.call_tool("wait", {"ids": [agent], "timeout_ms": 60000})
+                out["waited"] = dump(waited)
+                closed = await session.call_tool("close_agent", {"id": agent})
+                out["closed"] = dump(closed)
+            elif scenario == "concurrent":
+                results = [None, None]
+
+                async def call(index):
+                    result = await session.call_tool("delegate", json.loads(args[index]))
+                    results[index] = dump(result)
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(call, 0)
+                    group.start_soon(call, 1)
+                out["results"] = results
+            elif scenario == "cancel":
+                word = args[1]
+                started = anyio.Event()
+
+                async def watch(step, total, message):
+                    progress.append(message)
+                    if message and word in message:
+                        started.set()
+
+                with anyio.fail_after(60):
+                    async with anyio.create_task_group() as group:
+
+                        async def call():
+                            await session.call_tool(
+                                "delegate", json.loads(args[0]), progress_callback=watch
+                            )
+                            out["finished_before_cancel"] = True
+
+                        group.start_soon(call)
+                        await started.wait()
+                        # Abandoning the request sends notifications/cancelled.
+                        group.cancel_scope.cancel()
+                out["cancelled"] = True
+                cancelled_at = time.monotonic()
+                with anyio.move_on_after(30):
+                    await log_seen.wait()
+                # For people measuring by hand; the tests assert no timing.
+                out["cancel_to_end_ms"] = round((time.monotonic() - cancelled_at) * 1000)
+            else:
+                raise SystemExit(f"unknown scenario {scenario}")
+    out["logs"] = logs
+    out["progress"] = progress
+    out["elicitations"] = elicitations
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    anyio.run(main, sys.argv[1:])
