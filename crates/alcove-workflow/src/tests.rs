@@ -433,7 +433,7 @@ async fn a_script_that_allocates_without_end_fails_instead_of_taking_the_machine
 
 #[tokio::test]
 async fn workflow_runs_a_saved_one_inline_one_level_deep() {
-    let child = "export const meta = { name: 'child', description: 'c' }\nconst a = await agent(`child ${args.x}`)\nlet nested = 'ok'\ntry { await workflow('child') } catch (e) { nested = e.message }\nreturn [a, nested]";
+    let child = "export const meta = { name: 'child', description: 'c' }\nconst a = await agent(`child ${args.x}`)\nlet nested = 'ok'\ntry { await workflow('child') } catch (e) { nested = e.message }\nreturn [a, nested, typeof globalThis.workflow]";
     let host = Arc::new(FakeHost {
         nested: Some(child.to_owned()),
         ..Arc::into_inner(FakeHost::echo()).unwrap()
@@ -448,7 +448,8 @@ async fn workflow_runs_a_saved_one_inline_one_level_deep() {
         json!([
             [
                 "re: child 1",
-                "workflow() nests one level only: a nested workflow cannot start another"
+                "workflow() nests one level only: a nested workflow cannot start another",
+                "undefined"
             ],
             "no saved workflow `nope`"
         ]),
