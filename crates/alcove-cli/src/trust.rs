@@ -187,6 +187,8 @@ fn recorded(layers: &[Layer], workspace: &Path) -> Trust {
 
 /// The folders a config's `[projects]` names, each with whether it is
 /// trusted (`trust`, or Codex's `trust_level`, equal to `"trusted"`).
+/// A relative name is no record: it would resolve against whatever folder
+/// alcove was started in, so `"."` would trust every folder.
 pub(crate) fn records(table: &toml::Table) -> Vec<(PathBuf, bool)> {
     let Some(projects) = table.get("projects").and_then(toml::Value::as_table) else {
         return Vec::new();
@@ -200,6 +202,9 @@ pub(crate) fn records(table: &toml::Table) -> Vec<(PathBuf, bool)> {
                 .or_else(|| entry.get("trust_level"))?
                 .as_str()?;
             let folder = PathBuf::from(folder);
+            if !folder.is_absolute() {
+                return None;
+            }
             let folder = folder.canonicalize().unwrap_or(folder);
             Some((folder, level == "trusted"))
         })
@@ -346,5 +351,17 @@ mod tests {
         assert_eq!(trust("/nonexistent-ab"), Trust::Untrusted);
         assert_eq!(trust("/nonexistent-c"), Trust::Trusted);
         assert_eq!(trust("/nonexistent-d"), Trust::Untrusted);
+    }
+
+    #[test]
+    fn a_relative_record_trusts_no_folder() {
+        let cwd = std::env::current_dir().unwrap().canonicalize().unwrap();
+        let user = layer(
+            LayerKind::User("/u/config.toml".into()),
+            "[projects.\".\"]\ntrust = \"trusted\"\n[projects.\"src\"]\ntrust = \"trusted\"\n",
+        );
+        let layers = [user];
+        assert_eq!(recorded(&layers, &cwd), Trust::Untrusted);
+        assert_eq!(recorded(&layers, &cwd.join("src")), Trust::Untrusted);
     }
 }

@@ -87,7 +87,8 @@ pub(crate) fn update(dirs: &Dirs, folder: &Path, trust: bool) -> anyhow::Result<
         trusted(&text, &table, key)
     } else {
         revoked(&text, &table, key)
-    };
+    }
+    .map_err(|err| UsageError(format!("cannot rewrite {}: {err}", file.display())))?;
     match updated {
         Some(updated) => {
             write(&file, &updated)?;
@@ -103,14 +104,14 @@ fn header(key: &str) -> String {
 }
 
 /// The file with `key` recorded as trusted, or `None` when it already is.
-fn trusted(text: &str, table: &toml::Table, key: &str) -> Option<String> {
+fn trusted(text: &str, table: &toml::Table, key: &str) -> Result<Option<String>, toml::ser::Error> {
     let existing = table.get("projects").and_then(|projects| projects.get(key));
     if existing
         .and_then(|entry| entry.get("trust"))
         .and_then(toml::Value::as_str)
         == Some("trusted")
     {
-        return None;
+        return Ok(None);
     }
     if existing.is_none() {
         let mut appended = text.to_owned();
@@ -123,19 +124,18 @@ fn trusted(text: &str, table: &toml::Table, key: &str) -> Option<String> {
         appended.push_str(&format!("{}\ntrust = \"trusted\"\n", header(key)));
         // Appending a table is safe unless `projects` was written inline.
         if appended.parse::<toml::Table>().is_ok() {
-            return Some(appended);
+            return Ok(Some(appended));
         }
     }
     let mut table = table.clone();
     let projects = table
         .entry("projects")
         .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-    let projects = match projects {
-        toml::Value::Table(projects) => projects,
-        other => {
-            *other = toml::Value::Table(toml::Table::new());
-            other.as_table_mut()?
-        }
+    if !projects.is_table() {
+        *projects = toml::Value::Table(toml::Table::new());
+    }
+    let Some(projects) = projects.as_table_mut() else {
+        return Ok(None);
     };
     let entry = projects
         .entry(key.to_owned())
@@ -144,12 +144,18 @@ fn trusted(text: &str, table: &toml::Table, key: &str) -> Option<String> {
         entry.insert("trust".to_owned(), "trusted".into());
         entry.remove("trust_level");
     }
-    toml::to_string(&table).ok()
+    toml::to_string(&table).map(Some)
 }
 
 /// The file without `key`'s record, or `None` when it has none.
-fn revoked(text: &str, table: &toml::Table, key: &str) -> Option<String> {
-    table.get("projects")?.get(key)?;
+fn revoked(text: &str, table: &toml::Table, key: &str) -> Result<Option<String>, toml::ser::Error> {
+    if table
+        .get("projects")
+        .and_then(|projects| projects.get(key))
+        .is_none()
+    {
+        return Ok(None);
+    }
     // The two lines `alcove trust` appends, removed as they were written.
     let block = format!("{}\ntrust = \"trusted\"\n", header(key));
     if let Some(at) = text.find(&block) {
@@ -160,14 +166,14 @@ fn revoked(text: &str, table: &toml::Table, key: &str) -> Option<String> {
             .ok()
             .is_some_and(|parsed| parsed.get("projects").and_then(|p| p.get(key)).is_none());
         if still {
-            return Some(without);
+            return Ok(Some(without));
         }
     }
     let mut table = table.clone();
     if let Some(toml::Value::Table(projects)) = table.get_mut("projects") {
         projects.remove(key);
     }
-    toml::to_string(&table).ok()
+    toml::to_string(&table).map(Some)
 }
 
 /// Writes the file, creating its folder.
@@ -189,21 +195,25 @@ mod tests {
         let text = "# my settings\nmodel = \"a/b\" # mine\n";
         let table: toml::Table = text.parse().unwrap();
         let key = "/home/u/src/\"odd\" app";
-        let added = trusted(text, &table, key).unwrap();
+        let added = trusted(text, &table, key).unwrap().unwrap();
         assert!(added.starts_with(text), "{added}");
         let parsed: toml::Table = added.parse().unwrap();
         assert_eq!(parsed["projects"][key]["trust"].as_str(), Some("trusted"));
-        assert_eq!(trusted(&added, &parsed, key), None);
-        let removed = revoked(&added, &parsed, key).unwrap();
+        assert_eq!(trusted(&added, &parsed, key).unwrap(), None);
+        let removed = revoked(&added, &parsed, key).unwrap().unwrap();
         assert_eq!(removed.trim_end(), text.trim_end());
-        assert_eq!(revoked(text, &table, key), None);
+        assert_eq!(revoked(text, &table, key).unwrap(), None);
     }
 
     #[test]
     fn an_existing_table_of_the_folder_is_rewritten() {
         let text = "[projects.\"/w\"]\ntrust = \"untrusted\"\nnote = 1\n";
         let table: toml::Table = text.parse().unwrap();
-        let added: toml::Table = trusted(text, &table, "/w").unwrap().parse().unwrap();
+        let added: toml::Table = trusted(text, &table, "/w")
+            .unwrap()
+            .unwrap()
+            .parse()
+            .unwrap();
         assert_eq!(added["projects"]["/w"]["trust"].as_str(), Some("trusted"));
         assert_eq!(added["projects"]["/w"]["note"].as_integer(), Some(1));
     }

@@ -76,17 +76,10 @@ pub(crate) async fn run(common: &CommonArgs, args: WorkflowArgs) -> anyhow::Resu
     }
 }
 
-fn workspace(common: &CommonArgs) -> PathBuf {
-    common
-        .cd
-        .clone()
-        .or_else(|| std::env::current_dir().ok())
-        .unwrap_or_else(|| PathBuf::from("."))
-}
-
 fn list(common: &CommonArgs) -> anyhow::Result<u8> {
     let dirs = Dirs::from_env()?;
-    let saved = saved_workflows(&saved_folders(&workspace(common), &dirs.config));
+    let workspace = common.workspace()?;
+    let saved = saved_workflows(&saved_folders(workspace.root(), &dirs.config));
     if saved.is_empty() {
         println!(
             "no saved workflows (put them in .alcove/workflows/*.js or ~/.config/alcove/workflows/*.js)"
@@ -113,22 +106,19 @@ fn list(common: &CommonArgs) -> anyhow::Result<u8> {
 }
 
 /// The script to run: a file, or a saved workflow's name.
-fn find_script(
-    common: &CommonArgs,
-    dirs: &Dirs,
-    name: &str,
-) -> Result<(PathBuf, String), UsageError> {
+fn find_script(common: &CommonArgs, dirs: &Dirs, name: &str) -> anyhow::Result<(PathBuf, String)> {
     let path = PathBuf::from(name);
     if path.is_file() || name.ends_with(".js") {
         let source = std::fs::read_to_string(&path)
             .map_err(|err| UsageError(format!("{}: {err}", path.display())))?;
         return Ok((path, source));
     }
-    saved_workflows(&saved_folders(&workspace(common), &dirs.config))
+    let workspace = common.workspace()?;
+    saved_workflows(&saved_folders(workspace.root(), &dirs.config))
         .into_iter()
         .find(|saved| saved.workflow.as_ref().is_ok_and(|w| w.meta.name == name))
         .and_then(|saved| saved.workflow.ok().map(|w| (saved.path, w.source)))
-        .ok_or_else(|| UsageError(format!("{name}: no such file or saved workflow")))
+        .ok_or_else(|| UsageError(format!("{name}: no such file or saved workflow")).into())
 }
 
 fn parse_budget(text: &str) -> Result<u64, UsageError> {

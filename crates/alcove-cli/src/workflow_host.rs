@@ -112,8 +112,26 @@ impl Host for ChildHost {
     fn workflow_source(&self, name_or_path: &str) -> Result<String, String> {
         if name_or_path.ends_with(".js") || name_or_path.contains('/') {
             let path = self.workspace.join(name_or_path);
-            return std::fs::read_to_string(&path)
-                .map_err(|err| format!("workflow({name_or_path}): {}: {err}", path.display()));
+            let real = path
+                .canonicalize()
+                .map_err(|err| format!("workflow({name_or_path}): {}: {err}", path.display()))?;
+            // A script reads no file alcove's own tools could not: only one
+            // inside the workspace or a saved-workflows folder, judged by
+            // where it really is (by path components, links followed).
+            let allowed = real.starts_with(&self.workspace)
+                || self
+                    .saved
+                    .iter()
+                    .filter_map(|folder| folder.canonicalize().ok())
+                    .any(|folder| real.starts_with(folder));
+            if !allowed {
+                return Err(format!(
+                    "workflow({name_or_path}): {} is outside the workspace and the saved-workflows folders",
+                    real.display()
+                ));
+            }
+            return std::fs::read_to_string(&real)
+                .map_err(|err| format!("workflow({name_or_path}): {}: {err}", real.display()));
         }
         saved_workflows(&self.saved)
             .into_iter()

@@ -103,7 +103,10 @@
     return evaluate(body)(childArgs, nestedRefused);
   };
 
-  Object.assign(globalThis, { agent, parallel, pipeline, phase, log, budget, workflow });
+  // `workflow` is no global: the top-level script gets it as a parameter
+  // and a nested one gets `nestedRefused`, so a nested script cannot reach
+  // the real one through `globalThis` and nest again.
+  Object.assign(globalThis, { agent, parallel, pipeline, phase, log, budget });
   globalThis.__start = (main, argsJson) => {
     delete globalThis.__start;
     const args = argsJson === undefined ? undefined : JSON.parse(argsJson);

@@ -67,10 +67,14 @@ async fn evaluate(
     let runtime = AsyncRuntime::new().map_err(|err| format!("cannot start QuickJS: {err}"))?;
     runtime.set_memory_limit(MEMORY_LIMIT).await;
     runtime.set_max_stack_size(8 << 20).await;
+    // The interrupt handler stops JavaScript that is running; a script that
+    // only waits (on a promise nothing will settle) runs none, so the wait
+    // below also ends on the cancel.
     let cancel = state.cancel.clone();
     runtime
         .set_interrupt_handler(Some(Box::new(move || cancel.is_cancelled())))
         .await;
+    let cancel = state.cancel.clone();
     let context = AsyncContext::full(&runtime)
         .await
         .map_err(|err| format!("cannot start QuickJS: {err}"))?;
@@ -85,10 +89,12 @@ async fn evaluate(
                     start.call::<_, Promise>((main, args_json))
                 });
             match started {
-                Ok(promise) => promise
-                    .into_future::<String>()
-                    .await
-                    .map_err(|err| describe(&ctx, err)),
+                Ok(promise) => tokio::select! {
+                    settled = promise.into_future::<String>() => {
+                        settled.map_err(|err| describe(&ctx, err))
+                    }
+                    () = cancel.cancelled() => Err("the script was interrupted".to_owned()),
+                },
                 Err(err) => Err(describe(&ctx, err)),
             }
         })

@@ -391,8 +391,49 @@ async fn a_cancelled_run_ends_cancelled_and_stops_a_spinning_script() {
 }
 
 #[tokio::test]
+async fn a_cancelled_run_ends_while_the_script_awaits_a_promise_that_never_settles() {
+    let host = FakeHost::echo();
+    let cancel = CancellationToken::new();
+    let options = RunOptions {
+        cancel: cancel.clone(),
+        ..RunOptions::default()
+    };
+    let stopper = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        cancel.cancel();
+    });
+    // No JavaScript runs while the script waits, so the engine's interrupt
+    // handler never fires: only the run itself can notice the cancel.
+    let end = tokio::time::timeout(
+        Duration::from_secs(60),
+        run_with(&host, "await new Promise(() => {})", options),
+    )
+    .await
+    .expect("a cancelled run must end");
+    stopper.await.unwrap();
+    assert_eq!(end.status, EndStatus::Cancelled, "{end:?}");
+}
+
+#[tokio::test]
+async fn a_script_that_allocates_without_end_fails_instead_of_taking_the_machine() {
+    let host = FakeHost::echo();
+    let end = run_script(
+        &host,
+        "const kept = []\nwhile (true) kept.push('x'.repeat(1 << 20) + kept.length)",
+    )
+    .await;
+    assert_eq!(end.status, EndStatus::Failed, "{end:?}");
+    assert!(
+        end.error
+            .as_deref()
+            .is_some_and(|e| e.contains("out of memory")),
+        "{end:?}"
+    );
+}
+
+#[tokio::test]
 async fn workflow_runs_a_saved_one_inline_one_level_deep() {
-    let child = "export const meta = { name: 'child', description: 'c' }\nconst a = await agent(`child ${args.x}`)\nlet nested = 'ok'\ntry { await workflow('child') } catch (e) { nested = e.message }\nreturn [a, nested]";
+    let child = "export const meta = { name: 'child', description: 'c' }\nconst a = await agent(`child ${args.x}`)\nlet nested = 'ok'\ntry { await workflow('child') } catch (e) { nested = e.message }\nreturn [a, nested, typeof globalThis.workflow]";
     let host = Arc::new(FakeHost {
         nested: Some(child.to_owned()),
         ..Arc::into_inner(FakeHost::echo()).unwrap()
@@ -407,7 +448,8 @@ async fn workflow_runs_a_saved_one_inline_one_level_deep() {
         json!([
             [
                 "re: child 1",
-                "workflow() nests one level only: a nested workflow cannot start another"
+                "workflow() nests one level only: a nested workflow cannot start another",
+                "undefined"
             ],
             "no saved workflow `nope`"
         ]),

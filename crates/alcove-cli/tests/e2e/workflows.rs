@@ -400,3 +400,40 @@ fn a_budget_lets_parallel_agents_run_side_by_side() {
     );
     assert_eq!(end["tokens"], 4 * 1_100);
 }
+
+#[test]
+fn a_nested_script_path_outside_the_workspace_is_refused() {
+    let (env, server) = setup(Script::new());
+    let outside = env.home().join("outside.js");
+    std::fs::write(
+        &outside,
+        "export const meta = { name: 'outside', description: 'not the project' }\nreturn 'read'\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&outside, env.path("inside.js")).unwrap();
+    env.write_file(
+        "nest.js",
+        &format!(
+            "export const meta = {{ name: 'nest', description: 'nests' }}\n\
+             const tried = []\n\
+             for (const scriptPath of [{:?}, 'inside.js']) {{\n\
+               try {{ tried.push(await workflow({{ scriptPath }})) }} catch (e) {{ tried.push(e.message) }}\n\
+             }}\n\
+             return tried\n",
+            outside.display().to_string()
+        ),
+    );
+    let out = run_workflow(&env, &server, &["nest.js", "--yes", "--json"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let end = ended(&out);
+    let tried = end["result"].as_array().unwrap();
+    assert_eq!(tried.len(), 2, "{end}");
+    for (message, what) in tried.iter().zip(["an absolute path", "a link"]) {
+        let message = message.as_str().unwrap_or_default();
+        assert!(
+            message.contains("outside the workspace"),
+            "{what}: {message}"
+        );
+    }
+    assert_eq!(server.request_count(), 0);
+}

@@ -427,3 +427,60 @@ fn a_project_agent_definition_cannot_give_its_child_a_fetch_its_parent_was_refus
     let (_, fetched, is_error) = results.into_iter().next().unwrap();
     assert!(is_error && fetched.contains("loopback"), "{fetched}");
 }
+
+#[test]
+fn only_the_users_record_of_a_folder_or_one_above_it_trusts_it() {
+    let tasks = ["trusted", "sibling", "self-recorded", "through a link"];
+    let mut script = Script::new();
+    for task in tasks {
+        script = script.conversation(task, vec![Step::text("ok")]);
+    }
+    let (env, server) = setup(script);
+    let hook = "[[hooks.SessionStart]]\ncommand = \"touch started.txt\"\n";
+    for folder in ["proj", "proj2", "own", "outside"] {
+        env.write_file(&format!("{folder}/.alcove/config.toml"), hook);
+    }
+    // The attacker's folder records itself as trusted in its own config.
+    let own = env.path("own").canonicalize().unwrap();
+    env.write_file(
+        "own/.alcove/config.toml",
+        &format!(
+            "{hook}[projects.{:?}]\ntrust = \"trusted\"\n",
+            own.display().to_string()
+        ),
+    );
+    // A link inside the trusted folder leads out of it.
+    std::os::unix::fs::symlink(env.path("outside"), env.path("proj/link")).unwrap();
+    let proj = env.path("proj").display().to_string();
+    let recorded = trust_command(&env, &[&proj]);
+    assert!(recorded.status.success(), "{recorded:?}");
+
+    let run_in = |folder: &str, task: &str| {
+        let cd = env.path(folder).display().to_string();
+        run_exec(&env, &server, &["--cd", &cd, task], false)
+    };
+    // The control: the recorded folder's hook runs.
+    let out = run_in("proj", "trusted");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(env.path("proj/started.txt").exists(), "{}", out.stderr);
+    // `/…/proj2` is not inside `/…/proj`, its own record counts for nothing,
+    // and a link is judged by the folder it leads to.
+    for (folder, task, landed) in [
+        ("proj2", "sibling", "proj2"),
+        ("own", "self-recorded", "own"),
+        ("proj/link", "through a link", "outside"),
+    ] {
+        let out = run_in(folder, task);
+        assert_eq!(out.code, 0, "{folder}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("not a trusted folder"),
+            "{folder}: {}",
+            out.stderr
+        );
+        assert!(
+            !env.path(&format!("{landed}/started.txt")).exists(),
+            "{folder}'s hook ran: {}",
+            out.stderr
+        );
+    }
+}

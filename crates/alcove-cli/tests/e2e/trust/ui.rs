@@ -41,8 +41,12 @@ fn the_ui_asks_once_quit_runs_nothing_and_trust_is_remembered() {
     assert!(config.contains("[projects."), "{config}");
     drop(trusted);
 
-    // Remembered: the next start asks nothing.
+    // Remembered: the next start asks nothing and the folder's hook runs
+    // again (waiting for it also waits for the session to open, so the
+    // `/exit` below is not typed into a UI still starting).
+    std::fs::remove_file(env.path("started.txt")).unwrap();
     let again = Pane::start_without(&env, &server, &[], &["ALCOVE_TRUST"]);
+    wait_for_file(&env.path("started.txt"));
     again.prompt("/exit");
     assert_eq!(again.wait_exit(), 0);
     assert!(!again.capture().contains(QUESTION));
