@@ -23,8 +23,8 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Config;
 use crate::output::Trace;
 use crate::session::{FrontEnd, Session, SessionEnd};
-use alcove_protocol::RunStatus;
 use crate::{CommonArgs, UsageError, batch_progress, exec};
+use alcove_protocol::RunStatus;
 
 /// The summary table shows at most this many tasks (results.jsonl has all).
 const TABLE_LINES: usize = 200;
@@ -169,9 +169,10 @@ pub(crate) async fn run(common: &CommonArgs, args: BatchArgs) -> anyhow::Result<
             status,
             turns: 0,
             usage: alcove_protocol::Usage::default(),
-            error: halt.as_ref().map(|halt| halt.explain()).or_else(|| {
-                (status == RunStatus::Failed).then(|| summary(&counts))
-            }),
+            error: halt
+                .as_ref()
+                .map(|halt| halt.explain())
+                .or_else(|| (status == RunStatus::Failed).then(|| summary(&counts))),
             result: None,
         })
         .await;

@@ -11,7 +11,8 @@ use alcove_core::batch::{Batch, Counts};
 /// One progress line.
 pub(crate) fn line(batch: &Batch) -> String {
     let counts = batch.counts();
-    let failed = counts.failed + counts.cut_short + counts.refused + counts.cancelled + counts.halted;
+    let failed =
+        counts.failed + counts.cut_short + counts.refused + counts.cancelled + counts.halted;
     let eta = batch
         .eta()
         .map(|eta| format!(" · ETA {}", clock(eta)))

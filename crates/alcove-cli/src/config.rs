@@ -245,11 +245,17 @@ impl Dirs {
 pub(crate) fn from_layers(layers: &[crate::config_show::Layer]) -> anyhow::Result<Config> {
     let mut merged = toml::Table::new();
     // One precedence: flags > `-c` > environment > project > user > defaults.
-    for layer in layers.iter().filter(|layer| layer.kind != crate::config_show::LayerKind::Flag) {
+    for layer in layers
+        .iter()
+        .filter(|layer| layer.kind != crate::config_show::LayerKind::Flag)
+    {
         merge(&mut merged, layer.table.clone());
     }
     merge(&mut merged, crate::env_settings::table());
-    for layer in layers.iter().filter(|layer| layer.kind == crate::config_show::LayerKind::Flag) {
+    for layer in layers
+        .iter()
+        .filter(|layer| layer.kind == crate::config_show::LayerKind::Flag)
+    {
         merge(&mut merged, layer.table.clone());
     }
     Config::deserialize(toml::Value::Table(merged)).map_err(|err| {

@@ -204,7 +204,10 @@ pub(crate) async fn run(common: &CommonArgs, mut args: ExecArgs) -> anyhow::Resu
         let cost = crate::context_setup::cost(&session.config, &session.model_name, &outcome.usage);
         let result =
             crate::output_format::result_object(&session.id, &outcome, cost, started.elapsed());
-        println!("{}", session.transcript.redactor().redact(&result.to_string()));
+        println!(
+            "{}",
+            session.transcript.redactor().redact(&result.to_string())
+        );
     }
     let final_text = outcome.last_text().unwrap_or_default();
     let final_text = session.transcript.redactor().redact(&final_text);

@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use alcove_core::{EventSink, NoApprover};
+use alcove_protocol::RunStatus;
 use alcove_workflow::{
     EndStatus, Limits, RunDir, RunEnd, RunEvent, RunOptions, RunRecord, Workflow, read_answers,
     read_run,
@@ -25,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Dirs;
 use crate::output::Trace;
-use crate::session::{FrontEnd, Session};
+use crate::session::{FrontEnd, Session, SessionEnd};
 use crate::workflow_host::{ChildHost, saved_folders, saved_workflows};
 use crate::{CommonArgs, UsageError, exec};
 
@@ -303,9 +304,21 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
         signal.abort();
         None
     };
-    session.supervisor.close_all().await;
-    session.stop_background().await;
-    session.reported().await;
+    // The one session end: SessionEnd hooks, background commands stopped,
+    // `session_ended` with the whole tree's usage, as every front end ends.
+    session
+        .end(SessionEnd {
+            status: match end.status {
+                EndStatus::Completed => RunStatus::Completed,
+                EndStatus::Failed => RunStatus::Failed,
+                EndStatus::BudgetExhausted => RunStatus::Budget,
+                EndStatus::Halted => RunStatus::Halted,
+                EndStatus::Cancelled => RunStatus::Aborted,
+            },
+            error: end.error.clone(),
+            ..SessionEnd::quiet("other")
+        })
+        .await;
 
     record.status = end.status.as_str().to_owned();
     record.result = end.result.clone();

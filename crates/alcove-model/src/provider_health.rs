@@ -297,13 +297,17 @@ mod tests {
         assert_eq!(ProviderFault::classify(401, key), ProviderFault::Auth);
         let billing = r#"{"type":"error","error":{"type":"billing_error","message":"x"}}"#;
         assert_eq!(ProviderFault::classify(400, billing), ProviderFault::Quota);
-        let model = r#"{"type":"error","error":{"type":"not_found_error","message":"model: claude-nope"}}"#;
+        let model =
+            r#"{"type":"error","error":{"type":"not_found_error","message":"model: claude-nope"}}"#;
         assert_eq!(
             ProviderFault::classify(404, model),
             ProviderFault::UnknownModel
         );
         let busy = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
-        assert_eq!(ProviderFault::classify(529, busy), ProviderFault::Overloaded);
+        assert_eq!(
+            ProviderFault::classify(529, busy),
+            ProviderFault::Overloaded
+        );
         assert_eq!(
             ProviderFault::classify(400, "bad request"),
             ProviderFault::Other

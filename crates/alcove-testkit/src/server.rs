@@ -387,16 +387,12 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
                 Verdict::Script(counts) => {
                     let step = throttled(&mut state)
                         .map(Ok)
-                        .unwrap_or_else(|| {
-                            next_step(&mut state, &record.first_user_message_text())
-                        })
-                        .and_then(|step| {
-                            match shared.strict {
-                                true => strict::offered_calls(&step, &record.body)
-                                    .map(|()| step)
-                                    .map_err(|rejection| rejection.message),
-                                false => Ok(step),
-                            }
+                        .unwrap_or_else(|| next_step(&mut state, &record.first_user_message_text()))
+                        .and_then(|step| match shared.strict {
+                            true => strict::offered_calls(&step, &record.body)
+                                .map(|()| step)
+                                .map_err(|rejection| rejection.message),
+                            false => Ok(step),
                         });
                     match step {
                         Ok(step) => Plan::Step(step, protocol, counts),

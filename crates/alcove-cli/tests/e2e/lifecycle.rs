@@ -572,7 +572,10 @@ fn a_process_runner_child_fires_the_parents_subagent_stop() {
                 "remote stop parent",
                 vec![
                     crate::support::load_deferred(),
-                    Step::tool_call("spawn_agent", json!({"message": "REMOTE STOP child: say done"})),
+                    Step::tool_call(
+                        "spawn_agent",
+                        json!({"message": "REMOTE STOP child: say done"}),
+                    ),
                     Step::tool_call("wait", json!({"ids": ["agent-1"], "timeout_ms": 60_000})),
                     Step::text("parent done"),
                 ],
@@ -592,7 +595,13 @@ fn a_process_runner_child_fires_the_parents_subagent_stop() {
         exec_command(
             &env,
             &server,
-            &["-c", "agents.wait_min_ms=50", "--permission-mode", "bypassPermissions", "remote stop parent"],
+            &[
+                "-c",
+                "agents.wait_min_ms=50",
+                "--permission-mode",
+                "bypassPermissions",
+                "remote stop parent",
+            ],
         )
         .env("ALCOVE_SUBAGENT_COMMAND", &command)
         .spawn()

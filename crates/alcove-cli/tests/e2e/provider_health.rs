@@ -170,7 +170,11 @@ fn spawn_batch_against_insufficient_quota_stops_the_tree_at_once() {
         .stderr(Stdio::piped());
     let out = finish(command.spawn().unwrap());
     assert_ne!(out.code, 0, "{}", out.stderr);
-    assert!(out.stderr.contains("no quota or credit left"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("no quota or credit left"),
+        "{}",
+        out.stderr
+    );
     // The parent's own request after the wait (or, had the tasks' answers
     // come first, the wait's) is not sent either.
     let parent = server.requests_for("parent fans out").len();
@@ -182,7 +186,10 @@ fn spawn_batch_against_insufficient_quota_stops_the_tree_at_once() {
     let lines = read_jsonl(&files[0]);
     let state = |line: &Value| line["state"].as_str().unwrap_or("").to_owned();
     assert_eq!(lines.len(), 40);
-    assert!(lines.iter().all(|line| state(line) != "failed"), "{lines:#?}");
+    assert!(
+        lines.iter().all(|line| state(line) != "failed"),
+        "{lines:#?}"
+    );
     let not_run = lines.iter().filter(|line| state(line) == "not_run").count();
     assert!(not_run >= 40 - 2 * CONCURRENCY, "{lines:#?}");
 }

@@ -73,13 +73,21 @@ fn the_last_json_line_is_the_result_of_the_whole_tree() {
             )
             .conversation(
                 "RESULT BAD",
-                vec![Step::http_error(400, r#"{"type":"error","error":{"type":"invalid_request_error","message":"nope"}}"#)],
+                vec![Step::http_error(
+                    400,
+                    r#"{"type":"error","error":{"type":"invalid_request_error","message":"nope"}}"#,
+                )],
             ),
     );
     let out = exec(
         &env,
         &server,
-        &["--permission-mode", "bypassPermissions", "--json", "RESULT parent"],
+        &[
+            "--permission-mode",
+            "bypassPermissions",
+            "--json",
+            "RESULT parent",
+        ],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let events = out.events();

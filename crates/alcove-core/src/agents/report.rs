@@ -154,7 +154,10 @@ pub(crate) fn report(input: &ReportInput<'_>, evidence: &Evidence) -> ToolOutput
     match (status, summary) {
         (RunStatus::Halted, _) => ToolOutput::error(format!(
             "Agent halted: {}\n\n{footer}",
-            outcome.error.as_deref().unwrap_or("the model provider refused the session")
+            outcome
+                .error
+                .as_deref()
+                .unwrap_or("the model provider refused the session")
         )),
         (RunStatus::Failed, _) => ToolOutput::error(format!(
             "Agent failed: {}\n\n{footer}",

@@ -216,12 +216,9 @@ impl Supervisor {
         {
             return;
         }
-        let (interrupted, cancelled) = record
-            .running
-            .take()
-            .map_or((false, false), |running| {
-                (running.interrupted, running.cancelled)
-            });
+        let (interrupted, cancelled) = record.running.take().map_or((false, false), |running| {
+            (running.interrupted, running.cancelled)
+        });
         let outcome = ended.outcome;
         record.history = outcome.messages;
         record.remote_session = ended.remote_session.or(record.remote_session.take());

@@ -236,7 +236,9 @@ impl Supervisor {
 
     /// Why the provider refused the session, once it did.
     pub fn provider_halt(&self) -> Option<Halt> {
-        self.provider_health.as_ref().and_then(|health| health.halt())
+        self.provider_health
+            .as_ref()
+            .and_then(|health| health.halt())
     }
 
     /// Gives each process-runner child's command the variables `env` names.
