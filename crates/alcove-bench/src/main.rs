@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! alcove-bench [--alcove PATH] [--runs N] [--out FILE] [--tree DIR] [--rg PATH]
-//!              [--notes FILE] [--only startup,first,session,wires,bashcall,children,fanout,economy,grep,cache,compaction,mcp,batch,report]
+//!              [--notes FILE] [--only startup,first,session,wires,bashcall,children,fanout,economy,grep,cache,compaction,mcp,mcpserve,workflow,batch,report]
 //!              [--fanout 1,4,16,64]
 //! ```
 //!
@@ -23,10 +23,12 @@ mod first_request;
 mod grep;
 mod long_session;
 mod mcp;
+mod mcp_serve;
 mod measure;
 mod report;
 mod scenarios;
 mod wires;
+mod workflow;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -216,6 +218,14 @@ fn run(options: Options) -> anyhow::Result<()> {
         step("MCP: call overhead, and 16 children on two servers");
         results.mcp_overhead = Some(mcp::overhead(&bench)?);
         results.mcp_sharing = Some(mcp::sharing(&bench)?);
+    }
+    if wanted("mcpserve") {
+        step("alcove mcp serve: a delegate call against an in-process Agent call; idle RSS");
+        results.mcp_serve = Some(mcp_serve::mcp_serve(&bench)?);
+    }
+    if wanted("workflow") {
+        step("workflow: 200 agents × 2 instant turns in one pipeline at concurrency 16");
+        results.workflow = Some(workflow::workflow(&bench)?);
     }
     if wanted("batch") || wanted("report") {
         step("batch: 1,000 tasks × 2 turns × 100 ms at concurrency 64, and its report");

@@ -53,6 +53,14 @@ pub(crate) fn wrapper_main(args: &[OsString]) -> anyhow::Result<i32> {
 /// wrapper and returns its usage. A run that exits non-zero is an error that
 /// quotes its stderr.
 pub(crate) fn run_measured(inner: &Command, scratch: &Path) -> anyhow::Result<Usage> {
+    run_measured_output(inner, scratch).map(|(usage, _)| usage)
+}
+
+/// [`run_measured`], also returning what the run wrote on stdout.
+pub(crate) fn run_measured_output(
+    inner: &Command,
+    scratch: &Path,
+) -> anyhow::Result<(Usage, Vec<u8>)> {
     let out = scratch.join("rusage.json");
     let _ = std::fs::remove_file(&out);
     let mut command = Command::new(std::env::current_exe().context("cannot find myself")?);
@@ -86,10 +94,11 @@ pub(crate) fn run_measured(inner: &Command, scratch: &Path) -> anyhow::Result<Us
     let text = std::fs::read_to_string(&out).context("the wrapper wrote no figures")?;
     let value: serde_json::Value = serde_json::from_str(&text)?;
     let field = |name: &str| value[name].as_u64().unwrap_or(0);
-    Ok(Usage {
+    let usage = Usage {
         cpu: Duration::from_micros(field("user_us") + field("sys_us")),
         max_rss_kib: field("max_rss_kib"),
-    })
+    };
+    Ok((usage, output.stdout))
 }
 
 /// CPU time of the driver's own waited children so far (to time commands

@@ -31,6 +31,10 @@ pub(crate) struct Results {
     pub(crate) mcp_sharing: Option<crate::mcp::McpSharing>,
     /// 1,000-task batches through `spawn_batch` and `alcove batch`.
     pub(crate) batch: Option<Vec<crate::batch::BatchFigure>>,
+    /// `alcove workflow run` of a 200-agent pipeline (issue 47).
+    pub(crate) workflow: Option<crate::workflow::WorkflowFigure>,
+    /// `alcove mcp serve`: `delegate` against `Agent`, idle RSS (issue 48).
+    pub(crate) mcp_serve: Option<crate::mcp_serve::McpServeFigure>,
     /// `alcove report` of the `spawn_batch` session (issue 40).
     pub(crate) report: Option<crate::batch::ReportFigure>,
     /// The figures, or why Grep was not measured.
@@ -55,7 +59,7 @@ fn met(ok: bool) -> &'static str {
     if ok { "**met**" } else { "**missed**" }
 }
 
-fn mb(mib: f64) -> f64 {
+pub(crate) fn mb(mib: f64) -> f64 {
     mib * 1024.0 * 1024.0 / 1e6
 }
 
@@ -292,6 +296,7 @@ pub(crate) fn render(results: &Results, context: &Context) -> String {
             met(m.processes == m.servers)
         );
     }
+    workflow_rows(&mut md, results);
     for b in results.batch.iter().flatten() {
         let workload = format!(
             "{} tasks × 2 model turns × {} ms at concurrency {}: {}",
@@ -574,6 +579,49 @@ fn references(md: &mut String, results: &Results) {
             "| fan-out overhead over ideal | {:.3}× ({} children) | 1.40–1.75× (3 children) | 1.40–1.75× (3 children) |",
             f.ms / f.ideal_ms,
             f.children
+        );
+    }
+}
+
+/// The rows of `alcove workflow run` and `alcove mcp serve`.
+fn workflow_rows(md: &mut String, results: &Results) {
+    if let Some(w) = &results.workflow {
+        use crate::workflow::{AGENTS, CONCURRENCY, TURNS};
+        let _ = writeln!(
+            md,
+            "| workflow wall | `alcove workflow run` of a {AGENTS}-agent `pipeline` at concurrency {CONCURRENCY}, {TURNS} instant model turns each; whole process | {:.0} ms | {:.0} ms ideal: {AGENTS} bare clients × {TURNS} requests, {CONCURRENCY} at once, no alcove | {:.2}× | none set | |",
+            w.wall_ms,
+            w.ideal_ms,
+            w.wall_ms / w.ideal_ms
+        );
+        let per_agent = w.per_agent_mb();
+        let limit = w.per_agent_limit_mb();
+        let _ = writeln!(
+            md,
+            "| workflow RSS per running agent | the same run: (peak {:.1} MB − a one-turn session's {:.1} MB) / {CONCURRENCY} | {:.2} MB | {:.2} MB: the live-children limit, (40 MB − the one-turn session) / 16 | {:.2}× | ≤ the children's limit | {} |",
+            mb(w.rss_mib),
+            mb(w.plain_rss_mib),
+            per_agent,
+            limit,
+            per_agent / limit,
+            met(per_agent <= limit)
+        );
+    }
+    if let Some(m) = &results.mcp_serve {
+        let turns = crate::mcp_serve::CHILD_TURNS;
+        let _ = writeln!(
+            md,
+            "| MCP `delegate` overhead | `alcove mcp serve`: one `delegate` call (a child of {turns} instant turns), timed by a stdio client, write → response | {:.1} ms | {:.1} ms: an in-process `Agent` call with the same child (`alcove exec`, parent's request → its next) | {:.2}× | none set | |",
+            m.delegate_ms,
+            m.agent_ms,
+            m.delegate_ms / m.agent_ms
+        );
+        let _ = writeln!(
+            md,
+            "| MCP server idle RSS | `alcove mcp serve` after `initialize`, before any call (VmRSS) | {:.1} MB | {:.1} MB: a one-turn `alcove exec` session's peak | {:.2}× | none set | |",
+            mb(m.idle_rss_mib),
+            mb(m.plain_rss_mib),
+            m.idle_rss_mib / m.plain_rss_mib
         );
     }
 }
