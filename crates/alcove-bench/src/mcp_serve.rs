@@ -90,9 +90,20 @@ pub(crate) fn mcp_serve(bench: &Bench) -> anyhow::Result<McpServeFigure> {
         let agent_ms = agent_run(bench, &server, run)?;
         let plain_mib = crate::workflow::plain_session_rss(bench, &server, "MCPPLAIN", run)?;
         for tag in ["MCPD", "MCPC"] {
-            let made = server.requests_for(&format!("{tag} r{run}.")).len();
-            if made != CHILD_TURNS {
-                bail!("the {tag} child of run {run} made {made} requests, not {CHILD_TURNS}");
+            let requests = server.requests_for(&format!("{tag} r{run}."));
+            if requests.len() != CHILD_TURNS {
+                bail!(
+                    "the {tag} child of run {run} made {} requests, not {CHILD_TURNS}",
+                    requests.len()
+                );
+            }
+            // Both children's Reads ran (no permission refusal on one side).
+            let refused = requests
+                .iter()
+                .flat_map(|request| request.tool_results())
+                .any(|(_, _, is_error)| is_error);
+            if refused {
+                bail!("a Read of the {tag} child of run {run} failed");
             }
         }
         if run > 0 {
