@@ -7,7 +7,8 @@
 //! Arguments cut short by their closing characters only are completed
 //! (`repair.rs`) and the call runs, its result saying so; an unknown tool's
 //! error names the tools its arguments fit. A deferred tool not yet loaded
-//! (`deferred.rs`) is refused at lookup, telling the model to load it.
+//! (`deferred.rs`) is loaded by its call: the call runs like any other
+//! (gate, hooks, approval) and its result starts with a note saying so.
 //!
 //! Calls of one assistant message run in groups: consecutive calls that are
 //! concurrency-safe run together, delegations (`Agent`) run together, and
@@ -22,7 +23,7 @@ use futures::future::join_all;
 use serde_json::Value;
 
 use crate::agents::AgentScope;
-use crate::deferred::{Offer, TOOL_SEARCH};
+use crate::deferred::Offer;
 use crate::file_reads::NotRead;
 use crate::{
     AgentRun, Approval, ApprovalRequest, CallInput, Decision, HookCall, PreToolVerdict, Runtime,
@@ -153,18 +154,15 @@ async fn gate_and_call(
     let Some(tool) = find(run, &call.name) else {
         return unknown_tool(run, call);
     };
-    // As Claude Code does: a deferred tool runs once it is loaded.
-    if offer.is_unloaded(&call.name) {
-        let name = &call.name;
-        return ToolOutput::error(format!(
-            "{name} is offered by name only and is not loaded: call {TOOL_SEARCH} with query \"select:{name}\" first, then call {name} again."
-        ));
-    }
+    // A deferred tool not loaded yet is loaded by its call rather than
+    // refused (a small model lost two turns to the refusal, issue 45): the
+    // call still takes the one path below, gate and hooks included.
     let caller = Caller {
         runtime,
         run,
         lent: scope,
         tool,
+        loads: offer.is_unloaded(&call.name),
     };
     // Arguments cut short by their closers run completed, and say so.
     let Some((repaired, appended, prepared)) = repaired_call(tool, call, &runtime.workspace) else {
@@ -249,6 +247,9 @@ struct Caller<'a> {
     run: &'a AgentRun,
     lent: &'a AgentScope,
     tool: &'a dyn Tool<AgentScope>,
+    /// The tool is deferred and not loaded: the call loads it, and its
+    /// result says so once it ran.
+    loads: bool,
 }
 
 /// A call whose arguments `input` prepared `prepared`, from its check on:
@@ -265,6 +266,7 @@ async fn checked_call(
         run,
         lent,
         tool,
+        loads,
     } = caller;
     let (id, name) = (call.id.as_str(), call.name.as_str());
     let invocation = &prepared.invocation;
@@ -357,6 +359,18 @@ async fn checked_call(
                 Err(_) => ToolOutput::error("Cancelled: the call did not stop by itself and was abandoned."),
             }
         }
+    };
+    let output = if loads {
+        ToolOutput {
+            content: format!(
+                "{}\n{}",
+                crate::deferred::loaded_for_call(name),
+                output.content
+            ),
+            ..output
+        }
+    } else {
+        output
     };
     let effects = &output.effects;
     let saw_files = !effects.files_read.is_empty() || !effects.files_written.is_empty();

@@ -19,6 +19,8 @@
 //! - `small_models`: what a real small model still did to a session (issue 39).
 //! - `responses`: the OpenAI Responses wire with tools, reasoning, delegation,
 //!   compaction and resume (issue 36).
+//! - `tool_surface`: deferral per model, loads without `ToolSearch`, cuts that
+//!   leave room, calibrated estimates (issue 45).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod acp;
@@ -50,6 +52,7 @@ mod small_models;
 mod support;
 mod telemetry;
 mod thinking;
+mod tool_surface;
 mod tools;
 mod tui;
 mod web;
