@@ -219,7 +219,11 @@ impl Session {
             hooks,
             events,
             workspace: Arc::new(workspace),
-            limits: session_limits(&config, chosen.limits, chosen.profile.profile.defers_tools()),
+            limits: session_limits(
+                &config,
+                chosen.limits,
+                chosen.profile.profile.defers_tools(),
+            ),
             inbox: Arc::default(),
             tool_specs: Default::default(),
             file_reads: Arc::default(),
@@ -391,11 +395,7 @@ impl Session {
                     .filter(offered)
                     .collect();
                 // Rarely used tools are offered by name only (docs/tools.md).
-                alcove_core::with_tool_search(
-                    tools,
-                    &self.gate,
-                    self.runtime.limits.defer_tools,
-                )
+                alcove_core::with_tool_search(tools, &self.gate, self.runtime.limits.defer_tools)
             },
             gate: self.gate.clone(),
             system_prompt: format!("{}{}", self.system_prompt, self.memory.section()),

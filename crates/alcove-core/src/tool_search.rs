@@ -327,7 +327,10 @@ mod tests {
         let step = next_step("src", &file).unwrap();
         assert!(step.contains("Glob {\"pattern\": \"src/**\"}"), "{step}");
         let step = next_step("select:lib/missing.py", &file).unwrap();
-        assert!(step.contains("Glob {\"pattern\": \"**/missing.py\"}"), "{step}");
+        assert!(
+            step.contains("Glob {\"pattern\": \"**/missing.py\"}"),
+            "{step}"
+        );
         let step = next_step("what is the package name?", &file).unwrap();
         assert!(step.contains("only loads tool definitions"), "{step}");
         assert_eq!(next_step("background agent", &file), None);

@@ -88,6 +88,14 @@ fn a_local_server_with_an_8k_window_gets_every_tool_in_full_and_no_tool_search()
         spawn["function"]["parameters"]["properties"]["message"].is_object(),
         "{spawn}"
     );
+    // What that costs in prefill (bytes / 4, as the bench counts): more than
+    // the lean profile's 1,663 tokens, well inside an 8k window.
+    let tokens = requests[0].body_len.div_ceil(4);
+    eprintln!(
+        "local profile: first request {} B, {tokens} tokens",
+        requests[0].body_len
+    );
+    assert!(tokens < 2_500, "{tokens} tokens");
 
     // `config show` says which profile and why.
     let shown = env
@@ -214,7 +222,10 @@ fn a_call_of_a_deferred_tool_not_loaded_runs_with_a_note_unless_a_rule_forbids_i
         "{page}"
     );
     assert!(page.contains("# Welcome"), "{page}");
-    assert_eq!(names(&requests[1]).last().map(String::as_str), Some("WebFetch"));
+    assert_eq!(
+        names(&requests[1]).last().map(String::as_str),
+        Some("WebFetch")
+    );
 
     // The attacker's side: a rule that forbids the call still holds, the
     // call is refused by the gate, and nothing is loaded.
@@ -315,7 +326,8 @@ fn after_a_response_counted_above_the_estimate_the_next_estimate_is_corrected() 
 fn the_frontier_first_request_stays_within_five_percent_of_the_benchmark() {
     // BENCHMARKS.md: every tool (WebSearch with a search endpoint), the
     // OpenAI wire, 1,979 tokens as body bytes / 4 (the bench's counting).
-    let (env, server) = setup(Script::new().conversation("FIRST probe full", vec![Step::text("ok")]));
+    let (env, server) =
+        setup(Script::new().conversation("FIRST probe full", vec![Step::text("ok")]));
     let out = exec_openai(
         &env,
         &server,

@@ -350,7 +350,9 @@ impl Context {
             self.known = 0;
             used = self.next_request(messages);
             if used > self.limits.window {
-                let why = result.err().map_or(String::new(), |why| format!(" ({why})"));
+                let why = result
+                    .err()
+                    .map_or(String::new(), |why| format!(" ({why})"));
                 return Err(format!(
                     "the next request is estimated at {used} tokens, over the model's context window of {} tokens, even after compacting{why}; it was not sent. Start a new session with the task restated, or use a model with a larger window",
                     self.limits.window
