@@ -6,7 +6,7 @@
 //! failure, a cancellation — the call ends as exactly one `tool_result`.
 //! Arguments cut short by their closing characters only are completed
 //! (`repair.rs`) and the call runs, its result saying so; an unknown tool's
-//! error names the tools its arguments fit. A deferred tool not yet loaded
+//! error names the tools its arguments fit (one read-only tool alone runs). A deferred tool not yet loaded
 //! (`deferred.rs`) is loaded by its call: the call runs like any other
 //! (gate, hooks, approval) and its result starts with a note saying so.
 //!
@@ -151,18 +151,37 @@ async fn gate_and_call(
     call: &ToolCall,
     room: usize,
 ) -> ToolOutput {
-    let Some(tool) = find(run, &call.name) else {
-        return unknown_tool(run, call);
-    };
     // A deferred tool not loaded yet is loaded by its call rather than
-    // refused (a small model lost two turns to the refusal, issue 45): the
-    // call still takes the one path below, gate and hooks included.
+    // refused (a small model lost two turns to the refusal, issue 45); a
+    // call naming no tool whose arguments fit one read-only tool only runs
+    // as that tool (a small model named the file where `Read` belonged,
+    // and answered from nothing after the error). Either call still takes
+    // the one path below, gate and hooks included, and says so.
+    let (tool, note) = match find(run, &call.name) {
+        Some(tool) => {
+            let loads = offer.is_unloaded(&call.name);
+            (
+                tool,
+                loads.then(|| crate::deferred::loaded_for_call(&call.name)),
+            )
+        }
+        None => match read_only_fit(run, call) {
+            Some(tool) => {
+                let (name, fit) = (&call.name, &tool.spec().name);
+                let note = format!(
+                    "[alcove: no tool is named {name}; your arguments fit {fit} only, so the call ran as {fit}. Next time put {fit} in the call's name.]"
+                );
+                (tool, Some(note))
+            }
+            None => return unknown_tool(run, call),
+        },
+    };
     let caller = Caller {
         runtime,
         run,
         lent: scope,
         tool,
-        loads: offer.is_unloaded(&call.name),
+        note: note.as_deref(),
     };
     // Arguments cut short by their closers run completed, and say so.
     let Some((repaired, appended, prepared)) = repaired_call(tool, call, &runtime.workspace) else {
@@ -181,6 +200,23 @@ async fn gate_and_call(
             output.content
         ),
         ..output
+    }
+}
+
+/// The one read-only tool whose parameters `call`'s arguments fit, when
+/// only one does.
+fn read_only_fit<'a>(run: &'a AgentRun, call: &ToolCall) -> Option<&'a dyn Tool<AgentScope>> {
+    let arguments = call.input_value();
+    if !matches!(&arguments, Value::Object(map) if !map.is_empty()) {
+        return None;
+    }
+    let mut fitting = run
+        .tools
+        .iter()
+        .filter(|tool| crate::schema_fit::fits(tool.spec(), &arguments));
+    match (fitting.next(), fitting.next()) {
+        (Some(tool), None) if tool.access() == Access::ReadOnly => Some(tool.as_ref()),
+        _ => None,
     }
 }
 
@@ -247,9 +283,9 @@ struct Caller<'a> {
     run: &'a AgentRun,
     lent: &'a AgentScope,
     tool: &'a dyn Tool<AgentScope>,
-    /// The tool is deferred and not loaded: the call loads it, and its
-    /// result says so once it ran.
-    loads: bool,
+    /// What the result starts with once the call ran: the call loaded its
+    /// deferred tool, or ran as the one tool its arguments fit.
+    note: Option<&'a str>,
 }
 
 /// A call whose arguments `input` prepared `prepared`, from its check on:
@@ -266,7 +302,7 @@ async fn checked_call(
         run,
         lent,
         tool,
-        loads,
+        note,
     } = caller;
     let (id, name) = (call.id.as_str(), call.name.as_str());
     let invocation = &prepared.invocation;
@@ -360,17 +396,12 @@ async fn checked_call(
             }
         }
     };
-    let output = if loads {
-        ToolOutput {
-            content: format!(
-                "{}\n{}",
-                crate::deferred::loaded_for_call(name),
-                output.content
-            ),
+    let output = match note {
+        Some(note) => ToolOutput {
+            content: format!("{note}\n{}", output.content),
             ..output
-        }
-    } else {
-        output
+        },
+        None => output,
     };
     let effects = &output.effects;
     let saw_files = !effects.files_read.is_empty() || !effects.files_written.is_empty();

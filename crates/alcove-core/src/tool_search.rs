@@ -113,7 +113,9 @@ impl ScopedTool<AgentScope> for ToolSearch {
         // first.
         let file = |path: &str| {
             let resolved = context.workspace.resolve(path);
-            if context.hidden.hides(&resolved) {
+            // What a Read deny rule or `sandbox.deny_read` covers is not
+            // there, for this answer as for Glob and Grep.
+            if scope.run.gate.hides(&resolved, &context.workspace) {
                 return Found::Nothing;
             }
             match std::fs::metadata(&resolved) {

@@ -152,6 +152,29 @@ fn tool_search_asked_for_a_file_answers_with_the_read_to_make() {
         ),
         "{answer}"
     );
+
+    // The attacker's side: a file a Read deny rule hides is not confirmed
+    // to exist.
+    let (env, server) = setup(Script::new().conversation(
+        "secret name",
+        vec![
+            Step::tool_call("ToolSearch", json!({"query": "select:secret.env"})),
+            Step::text("ok"),
+        ],
+    ));
+    env.write_file("secret.env", "TOKEN=1\n");
+    let out = exec(
+        &env,
+        &server,
+        &["--deny", "Read(secret.env)", "secret name"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (_, answer, _) = server.requests_for("secret name")[1]
+        .tool_results()
+        .pop()
+        .unwrap();
+    assert!(!answer.contains("is a file in the workspace"), "{answer}");
+    assert!(answer.contains("is not in the workspace"), "{answer}");
 }
 
 #[test]
@@ -342,9 +365,77 @@ fn the_frontier_first_request_stays_within_five_percent_of_the_benchmark() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let first = &server.requests_for("FIRST probe full")[0];
     let tokens = first.body_len.div_ceil(4);
+    eprintln!(
+        "full profile: first request {} B, {tokens} tokens",
+        first.body_len
+    );
     assert!(
         tokens * 100 <= 1_979 * 105,
         "{tokens} tokens, more than 5 % over 1,979"
     );
     assert!(has(first, "ToolSearch"));
+}
+
+#[test]
+fn a_request_estimated_over_the_window_after_compacting_is_not_sent() {
+    let (env, server) = setup(
+        Script::new()
+            .llama_cpp_window(8_192)
+            .conversation("too long", vec![Step::text("never asked")]),
+    );
+    // One user message larger than the window: nothing can be cleared or
+    // summarised. The old code sent it and got the server's 400.
+    let prompt = format!("too long: {}", "a word of the prompt ".repeat(2_000));
+    let out = exec_openai(&env, &server, &["--json", &prompt]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stderr
+            .contains("over the model's context window of 8192 tokens")
+            && out.stderr.contains("it was not sent"),
+        "{}",
+        out.stderr
+    );
+    assert!(server.requests().is_empty(), "a request was sent");
+}
+
+#[test]
+fn a_call_naming_a_file_runs_as_the_read_only_tool_it_fits_but_never_as_a_writer() {
+    let read = r#"{"name": "notes.txt", "arguments": {"file_path": "notes.txt"}}"#;
+    let write =
+        r#"{"name": "new.txt", "arguments": {"file_path": "new.txt", "content": "planted"}}"#;
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "what do the notes say",
+                vec![Step::text(read), Step::text("ok")],
+            )
+            .conversation("write it", vec![Step::text(write), Step::text("ok")]),
+    );
+    env.write_file("notes.txt", "the notes say 42\n");
+    let out = exec_openai(&env, &server, &["what do the notes say"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // (The Chat wire carries no error flag: the text says it all.)
+    let (_, result, _) = server.requests_for("what do the notes say")[1]
+        .tool_results()
+        .pop()
+        .unwrap();
+    assert!(
+        result.starts_with("[alcove: no tool is named notes.txt; your arguments fit Read only")
+            && result.contains("the notes say 42"),
+        "{result}"
+    );
+
+    // Arguments that fit a tool that writes are never run as it.
+    let out = exec_openai(
+        &env,
+        &server,
+        &["--permission-mode", "acceptEdits", "write it"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (_, result, _) = server.requests_for("write it")[1]
+        .tool_results()
+        .pop()
+        .unwrap();
+    assert!(result.contains("Unknown tool `new.txt`"), "{result}");
+    assert!(!env.workspace().join("new.txt").exists());
 }

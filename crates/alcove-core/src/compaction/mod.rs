@@ -304,7 +304,7 @@ impl Context {
         tools: &Arc<[ToolSpec]>,
         usage: &mut Usage,
     ) -> Result<(), String> {
-        let mut used = self.next_request(messages);
+        let (mut used, mut unscaled) = self.sizes(messages);
         if used > self.limits.compact_at {
             let result = compact(
                 runtime,
@@ -321,7 +321,7 @@ impl Context {
             match result {
                 Ok(true) => {
                     self.known = 0;
-                    used = self.next_request(messages);
+                    (used, unscaled) = self.sizes(messages);
                 }
                 Ok(false) => {}
                 Err(error) => runtime.emit(
@@ -348,7 +348,7 @@ impl Context {
             )
             .await;
             self.known = 0;
-            used = self.next_request(messages);
+            (used, unscaled) = self.sizes(messages);
             if used > self.limits.window {
                 let why = result
                     .err()
@@ -359,7 +359,7 @@ impl Context {
                 ));
             }
         }
-        self.sent_estimate = self.sizes(messages).1;
+        self.sent_estimate = unscaled;
         runtime.emit(
             &run.path,
             EventKind::Context {
