@@ -153,8 +153,8 @@ async fn gate_and_call(
 ) -> ToolOutput {
     // A deferred tool not loaded yet is loaded by its call rather than
     // refused (a small model lost two turns to the refusal, issue 45); a
-    // call naming no tool whose arguments fit one read-only tool only runs
-    // as that tool (a small model named the file where `Read` belonged,
+    // call named like a file whose arguments fit one read-only tool only
+    // runs as that tool (a small model named the file where `Read` belonged,
     // and answered from nothing after the error). Either call still takes
     // the one path below, gate and hooks included, and says so.
     let (tool, note) = match find(run, &call.name) {
@@ -204,8 +204,13 @@ async fn gate_and_call(
 }
 
 /// The one read-only tool whose parameters `call`'s arguments fit, when
-/// only one does.
+/// only one does and the call is named like a file or path (`pyproject.toml`),
+/// never like a tool: a tool this agent lacks or a rule took away stays an
+/// unknown tool.
 fn read_only_fit<'a>(run: &'a AgentRun, call: &ToolCall) -> Option<&'a dyn Tool<AgentScope>> {
+    if !call.name.contains(['.', '/', '\\']) {
+        return None;
+    }
     let arguments = call.input_value();
     if !matches!(&arguments, Value::Object(map) if !map.is_empty()) {
         return None;
