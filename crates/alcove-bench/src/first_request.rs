@@ -29,20 +29,31 @@ impl Sizes {
     }
 }
 
-/// The first request with every tool, and with the lean tool profile.
+/// The first request with every tool (the frontier profile, rarely used
+/// tools deferred), with the local profile (what a server on this machine
+/// gets by default: every tool in full, no `ToolSearch`) and with the lean
+/// one.
 pub(crate) struct FirstRequest {
     pub(crate) full: Sizes,
+    pub(crate) local: Sizes,
     pub(crate) lean: Sizes,
 }
 
 pub(crate) fn first_request(bench: &Bench) -> anyhow::Result<FirstRequest> {
     Ok(FirstRequest {
         // Every tool: WebSearch is only offered with a search endpoint.
+        // The fake server is on this machine, so `full` is asked for.
         full: measure(
             bench,
             "FIRST probe full",
-            &["-c", "web.search_url=http://127.0.0.1:9/search"],
+            &[
+                "-c",
+                "tool_profile=full",
+                "-c",
+                "web.search_url=http://127.0.0.1:9/search",
+            ],
         )?,
+        local: measure(bench, "FIRST probe local", &[])?,
         lean: measure(bench, "FIRST probe lean", &["-c", "tool_profile=lean"])?,
     })
 }

@@ -114,6 +114,7 @@ pub(crate) fn render(results: &Results, context: &Context) -> String {
     if let Some(first) = &results.first_request {
         for (profile, sizes) in [
             ("every tool", &first.full),
+            ("local tool profile", &first.local),
             ("lean tool profile", &first.lean),
         ] {
             let tokens = Sizes::tokens(sizes.body_bytes);

@@ -35,8 +35,9 @@ pub(crate) struct Config {
     /// The most tool calls one reply may run (default 32; the rest are
     /// answered with an error saying why).
     pub(crate) max_tool_calls_per_reply: Option<usize>,
-    /// `full` (default) or `lean`: which tools the main agent is offered
-    /// (`lean` leaves out the background-delegation tools unless
+    /// `auto` (default: chosen per model), `full`, `local` or `lean`:
+    /// which tools the main agent is offered (`agent_setup.rs`; `lean`
+    /// leaves out the background-delegation tools unless
     /// `agents.collab = true`).
     pub(crate) tool_profile: Option<String>,
     /// Settings per provider or per `provider/model`.

@@ -171,15 +171,24 @@ async fn context_lines(common: &CommonArgs, config: &config::Config) -> anyhow::
     crate::model_options::apply(&mut provider, config);
     let window = context_setup::window(config, &provider).await;
     let limits = context_setup::limits(config, window.tokens)?;
+    let profile = crate::agent_setup::choose_profile(config, &provider, &window)?;
+    let surface = if profile.profile.defers_tools() {
+        "rarely used tools by name only, loaded with ToolSearch"
+    } else {
+        "every tool in full, no ToolSearch"
+    };
     Ok(format!(
         "# wire of {spec}: {}
 # context window of {spec}: {} tokens  # {}
 # compacts when a request would pass {} tokens (auto_compact_at)
+# tool profile of {spec}: {} ({surface})  # {}
 ",
         wire(&provider),
         window.tokens,
         window.source,
-        limits.compact_at
+        limits.compact_at,
+        profile.profile.as_str(),
+        profile.why
     ))
 }
 
@@ -224,7 +233,7 @@ fn defaults() -> toml::Table {
             .unwrap_or(i64::MAX)
             .into(),
     );
-    put("tool_profile", "full".into());
+    put("tool_profile", "auto".into());
     put("agents.max_depth", i64::from(agents.max_depth).into());
     put("agents.max_turns", i64::from(agents.max_turns).into());
     put(

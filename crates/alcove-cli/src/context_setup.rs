@@ -30,6 +30,17 @@ pub(crate) struct WindowChoice {
     pub(crate) source: String,
 }
 
+impl WindowChoice {
+    /// Whether the figure is the default for a model nobody describes,
+    /// not a fact about the model.
+    pub(crate) fn is_guess(&self) -> bool {
+        self.source.starts_with(DEFAULT_SOURCE)
+    }
+}
+
+/// Where the default window's figure comes from.
+const DEFAULT_SOURCE: &str = "default";
+
 /// The window of `provider`'s model: config, server, table, default.
 pub(crate) async fn window(config: &Config, provider: &ProviderConfig) -> WindowChoice {
     if let Some(choice) = configured(config, provider) {
@@ -89,7 +100,7 @@ pub(crate) fn from_table(model: &str) -> WindowChoice {
         },
         None => WindowChoice {
             tokens: DEFAULT_WINDOW,
-            source: "default (model not in the table; set model_context_window)".to_owned(),
+            source: format!("{DEFAULT_SOURCE} (model not in the table; set model_context_window)"),
         },
     }
 }

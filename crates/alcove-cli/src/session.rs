@@ -26,7 +26,7 @@ use alcove_tools::EnvPolicy;
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent_setup::{ToolProfile, agent_limits, tool_profile};
+use crate::agent_setup::{ProfileChoice, ToolProfile, agent_limits, choose_profile};
 use crate::config::{Config, Dirs};
 use crate::context_setup::{self, WindowChoice};
 use crate::model_aliases::Aliases;
@@ -98,8 +98,9 @@ pub(crate) struct Session {
     pub(crate) memory: Arc<Memory>,
     /// The session's own tools, built once (`session_tools`).
     tools: Vec<Arc<alcove_core::DynTool>>,
-    /// `tool_profile = "lean"`: the main agent goes without the extras.
-    lean: bool,
+    /// The tool profile and why it was chosen (`lean` and `local` leave
+    /// the everyday extras out; `local` defers nothing).
+    pub(crate) profile: ProfileChoice,
     /// Builds a client for another `provider/name` (a command's `model`).
     model_factory: Arc<ModelFactory>,
     pub(crate) config: Config,
@@ -245,18 +246,23 @@ impl Session {
             hooks,
             events,
             workspace: Arc::new(workspace),
-            limits: session_limits(&config, chosen.limits),
+            limits: session_limits(
+                &config,
+                chosen.limits,
+                chosen.profile.profile.defers_tools(),
+            ),
             inbox: Arc::default(),
             tool_specs: Default::default(),
             file_reads: Arc::default(),
             background: Arc::new(alcove_tools::BackgroundShells::new(
                 crate::config::background_limits(&config.background),
             )),
+            calibration: Arc::default(),
         };
         let model_factory = model_factory(config.clone(), id.clone(), health.clone());
         let batch_runner = crate::batch_cmd::model_batch_runner(common, &config)?;
         let mut supervisor = Supervisor::new(
-            agent_limits(&config.agents, permissions.profile),
+            agent_limits(&config.agents, chosen.profile.profile),
             definitions,
             Some(dirs.data.join("sessions").join(&id)),
         )
@@ -313,7 +319,7 @@ impl Session {
             skills,
             commands: Arc::new(commands),
             tools,
-            lean: permissions.profile == ToolProfile::Lean,
+            profile: chosen.profile,
             model_factory,
             runtime,
             supervisor,
@@ -397,10 +403,16 @@ impl Session {
             agent_type: None,
             tools: {
                 // A bare tool name in a deny rule takes the tool away, from children too.
-                // The lean profile (small models) leaves the everyday extras out.
+                // The lean and local profiles (small models) leave the
+                // everyday extras out.
+                let left_out: Vec<&str> = match self.profile.profile {
+                    ToolProfile::Full => Vec::new(),
+                    ToolProfile::Lean => LEAN_LEAVES_OUT.to_vec(),
+                    ToolProfile::Local => [&LEAN_LEAVES_OUT[..], &LOCAL_LEAVES_OUT[..]].concat(),
+                };
                 let offered = |tool: &Arc<alcove_core::DynTool>| {
                     let name = tool.spec().name.as_str();
-                    self.gate.offers(name) && !(self.lean && LEAN_LEAVES_OUT.contains(&name))
+                    self.gate.offers(name) && !left_out.contains(&name)
                 };
                 // MCP tools join the same pool, so children narrow them like
                 // built-ins and share their servers by reference.
@@ -418,7 +430,7 @@ impl Session {
                     .filter(offered)
                     .collect();
                 // Rarely used tools are offered by name only (docs/tools.md).
-                alcove_core::with_tool_search(tools, &self.gate)
+                alcove_core::with_tool_search(tools, &self.gate, self.runtime.limits.defer_tools)
             },
             gate: self.gate.clone(),
             system_prompt: format!("{}{}", self.system_prompt, self.memory.section()),

@@ -48,6 +48,8 @@ pub struct Runtime {
     /// `run_in_background`): lent to the tools that use them, each stopped
     /// when the agent that started it ends.
     pub background: Arc<alcove_tools::BackgroundShells>,
+    /// How far each model's token counts run above alcove's estimates.
+    pub calibration: Arc<crate::compaction::Calibration>,
 }
 
 /// The tool specs of the tool sets agents ran with lately. Sixty-four
@@ -155,6 +157,11 @@ pub struct Limits {
     pub max_tool_calls_per_reply: usize,
     /// The context window and when to compact (`compaction`).
     pub context: ContextLimits,
+    /// Whether rarely used tools are offered by name only, behind
+    /// `ToolSearch` (`deferred.rs`): chosen per model, off for a small
+    /// window or a server on this machine, whose model is better given
+    /// its tools in full.
+    pub defer_tools: bool,
 }
 
 /// The default of [`Limits::max_tool_calls_per_reply`].
@@ -318,7 +325,7 @@ pub async fn run_agent(
         let turn = outcome.turns;
         runtime.emit(&run.path, EventKind::TurnStarted { turn });
 
-        context
+        let fits = context
             .before_request(
                 runtime,
                 run,
@@ -327,6 +334,11 @@ pub async fn run_agent(
                 &mut outcome.usage,
             )
             .await;
+        if let Err(why) = fits {
+            outcome.status = RunStatus::Failed;
+            outcome.error = Some(why);
+            return outcome;
+        }
         let mut reply = send(runtime, run, turn, &mut outcome.messages, &tool_specs).await;
         // A request the provider found too long: compact and try once more;
         // if it still does not fit, end with an error in our own words.
@@ -391,7 +403,7 @@ pub async fn run_agent(
             .collect();
         let usage = response.usage;
         append(runtime, run, &mut outcome.messages, response.message);
-        context.record(&usage, &outcome.messages);
+        context.record(runtime, &usage, &outcome.messages);
 
         if calls.is_empty() {
             runtime.emit(

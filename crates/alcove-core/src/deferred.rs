@@ -17,8 +17,17 @@
 //! clears a `ToolSearch` result, and a summary that replaces one carries
 //! the names in a block of its first message ([`loaded_block`]).
 //!
-//! An agent without `ToolSearch` (a bare rule denies it) defers nothing: it
-//! is offered every tool in full.
+//! An agent without `ToolSearch` (a bare rule denies it, or its model's
+//! profile defers nothing: a small window or a server on this machine,
+//! `Limits::defer_tools`) defers nothing: it is offered every tool in full.
+//!
+//! Where tools are deferred, a small model must not be left stranded by
+//! the extra step (issue 45): a deferred built-in the user names in their
+//! own words (`spawn_agent`, `WebFetch`) is loaded before the model is
+//! asked ([`mentioned`]), and a call of a deferred tool not loaded yet is
+//! loaded and run, its result starting with [`loaded_for_call`]'s note,
+//! rather than refused. Both are read back from the history like a
+//! `ToolSearch` load.
 
 use std::sync::Arc;
 
@@ -55,6 +64,59 @@ pub const MCP_DEFER_BYTES: usize = 40_000;
 /// What a `ToolSearch` result that loaded tools starts with, then their
 /// names, comma-separated, on the same line.
 pub(crate) const LOADED_LINE: &str = "Loaded: ";
+
+/// What the result of a call that loaded its own deferred tool starts with
+/// (then the tool's name and [`LOADED_CALL_TAIL`]).
+const LOADED_CALL_HEAD: &str = "[alcove: ";
+const LOADED_CALL_TAIL: &str = " was offered by name only; alcove loaded it for this call, which ran, and it stays in your tools.]";
+
+/// The note a call of the deferred tool `name`, not loaded yet, gets when
+/// it runs: the history shows the tool loaded from then on.
+pub(crate) fn loaded_for_call(name: &str) -> String {
+    format!("{LOADED_CALL_HEAD}{name}{LOADED_CALL_TAIL}")
+}
+
+/// Built-in deferred tools a mention of one loads too: a background agent
+/// is no use without `wait`.
+const COMPANIONS: &[(&str, &str)] = &[("spawn_agent", "wait"), ("spawn_batch", "wait")];
+
+/// The deferred built-ins `text` (the user's words) names, in the order
+/// named, each followed by its companions. A name counts as a whole word,
+/// case and all; a name that is a plain English word (`wait`) only counts
+/// in backticks.
+pub(crate) fn mentioned(text: &str) -> Vec<&'static str> {
+    let mut found: Vec<(usize, &'static str)> = Vec::new();
+    for name in DEFERRED_TOOLS {
+        let plain = name.chars().all(|c| c.is_ascii_lowercase());
+        let hit = text.match_indices(name).find(|(at, _)| {
+            let before = text[..*at].chars().next_back();
+            let after = text[at + name.len()..].chars().next();
+            let word = |c: Option<char>| c.is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+            if plain {
+                before == Some('`') && after == Some('`')
+            } else {
+                word(before) && word(after)
+            }
+        });
+        if let Some((at, _)) = hit {
+            found.push((at, name));
+        }
+    }
+    found.sort_by_key(|(at, _)| *at);
+    let mut names: Vec<&'static str> = Vec::new();
+    for (_, name) in found {
+        let companions = COMPANIONS
+            .iter()
+            .filter(|(of, _)| *of == name)
+            .map(|(_, companion)| *companion);
+        for name in std::iter::once(name).chain(companions) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    names
+}
 
 /// What the block carrying the loaded names through a summary starts with.
 const LOADED_MARK: &str = "[alcove: tools you loaded with ToolSearch before the conversation was compacted, still in your tools:";
@@ -93,14 +155,19 @@ pub(crate) fn deferred_tools(tools: &[Arc<DynTool>]) -> Vec<Arc<DynTool>> {
         .collect()
 }
 
-/// `tools` with `ToolSearch` appended when some of them are deferred and
+/// `tools` with `ToolSearch` appended when `defer` (the model's profile
+/// defers tools, `Limits::defer_tools`), some of them are deferred and
 /// `gate` offers it (an agent's tools are built by this, the main agent's
-/// and each child's alike).
+/// and each child's alike). Without it every tool is offered in full.
 pub fn with_tool_search(
     mut tools: Vec<Arc<DynTool>>,
     gate: &crate::PermissionGate,
+    defer: bool,
 ) -> Vec<Arc<DynTool>> {
     tools.retain(|tool| tool.spec().name != TOOL_SEARCH);
+    if !defer {
+        return tools;
+    }
     let names: Vec<&str> = tools
         .iter()
         .zip(deferrable(&tools))
@@ -115,40 +182,66 @@ pub fn with_tool_search(
     tools
 }
 
-/// The names the successful `ToolSearch` results in `messages` loaded, and
-/// those a summary's block carried, first loaded first.
+/// The names `messages` loaded, first loaded first: those the successful
+/// `ToolSearch` results name, those a summary's block carried, the
+/// deferred built-ins the user's own text names ([`mentioned`]) and those
+/// a call loaded for itself ([`loaded_for_call`]).
 pub(crate) fn loaded_in(messages: &[Message]) -> Vec<String> {
-    let mut searches: Vec<&str> = Vec::new();
+    let mut calls: Vec<(&str, &str)> = Vec::new();
     let mut loaded: Vec<String> = Vec::new();
-    for block in messages.iter().flat_map(|message| &message.content) {
-        let names = match block {
-            ContentBlock::ToolUse { id, name, .. } if name == TOOL_SEARCH => {
-                searches.push(id.as_str());
-                None
-            }
-            ContentBlock::Text { text } => carried_names(text),
-            _ => loads_of(&searches, block),
-        };
-        for name in names.into_iter().flat_map(split_names) {
-            if !loaded.contains(&name) {
-                loaded.push(name);
+    for message in messages {
+        for block in &message.content {
+            let names: Vec<String> = match block {
+                ContentBlock::ToolUse { id, name, .. } => {
+                    calls.push((id.as_str(), name.as_str()));
+                    Vec::new()
+                }
+                ContentBlock::Text { text } => match carried_names(text) {
+                    Some(names) => split_names(names).collect(),
+                    None if message.role == alcove_protocol::Role::User => {
+                        mentioned(text).into_iter().map(str::to_owned).collect()
+                    }
+                    None => Vec::new(),
+                },
+                _ => loads_of(&calls, block),
+            };
+            for name in names {
+                if !loaded.contains(&name) {
+                    loaded.push(name);
+                }
             }
         }
     }
     loaded
 }
 
-/// The names `block` loaded, when it is a successful result of one of the
-/// `ToolSearch` calls `searches`.
-fn loads_of<'a>(searches: &[&str], block: &'a ContentBlock) -> Option<&'a str> {
-    match block {
-        ContentBlock::ToolResult {
-            tool_use_id,
-            content,
-            is_error: false,
-        } if searches.contains(&tool_use_id.as_str()) => loaded_names(content),
-        _ => None,
+/// The names `block` loaded, when it is the result of one of `calls` (id,
+/// tool name): a successful `ToolSearch` result's names, or the tool of a
+/// call that loaded it for itself.
+fn loads_of(calls: &[(&str, &str)], block: &ContentBlock) -> Vec<String> {
+    let ContentBlock::ToolResult {
+        tool_use_id,
+        content,
+        is_error,
+    } = block
+    else {
+        return Vec::new();
+    };
+    let Some((_, name)) = calls.iter().find(|(id, _)| *id == tool_use_id.as_str()) else {
+        return Vec::new();
+    };
+    if *name == TOOL_SEARCH {
+        if *is_error {
+            return Vec::new();
+        }
+        return loaded_names(content)
+            .map(|names| split_names(names).collect())
+            .unwrap_or_default();
     }
+    if content.starts_with(&loaded_for_call(name)) {
+        return vec![(*name).to_owned()];
+    }
+    Vec::new()
 }
 
 fn split_names(names: &str) -> impl Iterator<Item = String> + '_ {
@@ -235,24 +328,20 @@ impl Offer {
             && !self.loaded.iter().any(|loaded| loaded == name)
     }
 
-    /// Takes in what this turn's `ToolSearch` calls loaded (`results` are
-    /// the turn's results); true when the offer grew.
+    /// Takes in what this turn's calls loaded (`ToolSearch`, or a call of
+    /// a deferred tool that loaded it; `results` are the turn's results);
+    /// true when the offer grew.
     pub(crate) fn learn(&mut self, calls: &[ToolCall], results: &[ContentBlock]) -> bool {
         if self.deferred.is_empty() {
             return false;
         }
-        let searches: Vec<&str> = calls
+        let calls: Vec<(&str, &str)> = calls
             .iter()
-            .filter(|call| call.name == TOOL_SEARCH)
-            .map(|call| call.id.as_str())
+            .map(|call| (call.id.as_str(), call.name.as_str()))
             .collect();
-        if searches.is_empty() {
-            return false;
-        }
         let names: Vec<String> = results
             .iter()
-            .filter_map(|block| loads_of(&searches, block))
-            .flat_map(split_names)
+            .flat_map(|block| loads_of(&calls, block))
             .collect();
         let before = self.loaded.len();
         self.load(&names);
@@ -336,5 +425,48 @@ mod tests {
         assert!(is_loaded_block(&block));
         let carried = vec![Message::user_text(block)];
         assert_eq!(loaded_in(&carried), ["WebFetch", "wait", "WebSearch"]);
+    }
+
+    #[test]
+    fn the_users_words_and_a_calls_own_load_count_as_loads() {
+        assert_eq!(
+            mentioned("Start a helper with spawn_agent, then use WebFetch."),
+            ["spawn_agent", "wait", "WebFetch"]
+        );
+        // Whole words only; a plain word only in backticks.
+        assert!(mentioned("respawn_agents and WebFetchers, please wait").is_empty());
+        assert_eq!(mentioned("then call `wait`"), ["wait"]);
+
+        let mut messages = vec![Message::user_text("fetch it with WebFetch")];
+        messages.push(Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::ToolUse {
+                id: "k".to_owned(),
+                name: "KillShell".to_owned(),
+                input: serde_json::json!({}),
+            }],
+        });
+        messages.push(Message {
+            role: Role::User,
+            content: vec![ContentBlock::ToolResult {
+                tool_use_id: "k".to_owned(),
+                content: format!("{}\nkilled", loaded_for_call("KillShell")).into(),
+                is_error: false,
+            }],
+        });
+        assert_eq!(loaded_in(&messages), ["WebFetch", "KillShell"]);
+        // The note on another tool's result loads nothing.
+        if let ContentBlock::ToolUse { name, .. } = &mut messages[1].content[0] {
+            *name = "Bash".to_owned();
+        }
+        assert_eq!(loaded_in(&messages), ["WebFetch"]);
+        // An assistant's words are not the user's.
+        let said = vec![Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::Text {
+                text: "I could use WebFetch".to_owned(),
+            }],
+        }];
+        assert!(loaded_in(&said).is_empty());
     }
 }

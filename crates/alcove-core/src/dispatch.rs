@@ -6,8 +6,9 @@
 //! failure, a cancellation — the call ends as exactly one `tool_result`.
 //! Arguments cut short by their closing characters only are completed
 //! (`repair.rs`) and the call runs, its result saying so; an unknown tool's
-//! error names the tools its arguments fit. A deferred tool not yet loaded
-//! (`deferred.rs`) is refused at lookup, telling the model to load it.
+//! error names the tools its arguments fit (one read-only tool alone runs). A deferred tool not yet loaded
+//! (`deferred.rs`) is loaded by its call: the call runs like any other
+//! (gate, hooks, approval) and its result starts with a note saying so.
 //!
 //! Calls of one assistant message run in groups: consecutive calls that are
 //! concurrency-safe run together, delegations (`Agent`) run together, and
@@ -22,7 +23,7 @@ use futures::future::join_all;
 use serde_json::Value;
 
 use crate::agents::AgentScope;
-use crate::deferred::{Offer, TOOL_SEARCH};
+use crate::deferred::Offer;
 use crate::file_reads::NotRead;
 use crate::{
     AgentRun, Approval, ApprovalRequest, CallInput, Decision, HookCall, PreToolVerdict, Runtime,
@@ -170,21 +171,37 @@ async fn gate_and_call(
     call: &ToolCall,
     room: usize,
 ) -> ToolOutput {
-    let Some(tool) = find(run, &call.name) else {
-        return unknown_tool(run, call);
+    // A deferred tool not loaded yet is loaded by its call rather than
+    // refused (a small model lost two turns to the refusal, issue 45); a
+    // call named like a file whose arguments fit one read-only tool only
+    // runs as that tool (a small model named the file where `Read` belonged,
+    // and answered from nothing after the error). Either call still takes
+    // the one path below, gate and hooks included, and says so.
+    let (tool, note) = match find(run, &call.name) {
+        Some(tool) => {
+            let loads = offer.is_unloaded(&call.name);
+            (
+                tool,
+                loads.then(|| crate::deferred::loaded_for_call(&call.name)),
+            )
+        }
+        None => match read_only_fit(run, call) {
+            Some(tool) => {
+                let (name, fit) = (&call.name, &tool.spec().name);
+                let note = format!(
+                    "[alcove: no tool is named {name}; your arguments fit {fit} only, so the call ran as {fit}. Next time put {fit} in the call's name.]"
+                );
+                (tool, Some(note))
+            }
+            None => return unknown_tool(run, call),
+        },
     };
-    // As Claude Code does: a deferred tool runs once it is loaded.
-    if offer.is_unloaded(&call.name) {
-        let name = &call.name;
-        return ToolOutput::error(format!(
-            "{name} is offered by name only and is not loaded: call {TOOL_SEARCH} with query \"select:{name}\" first, then call {name} again."
-        ));
-    }
     let caller = Caller {
         runtime,
         run,
         lent: scope,
         tool,
+        note: note.as_deref(),
     };
     // Arguments cut short by their closers run completed, and say so.
     let Some((repaired, appended, prepared)) = repaired_call(tool, call, &runtime.workspace) else {
@@ -203,6 +220,28 @@ async fn gate_and_call(
             output.content
         ),
         ..output
+    }
+}
+
+/// The one read-only tool whose parameters `call`'s arguments fit, when
+/// only one does and the call is named like a file or path (`pyproject.toml`),
+/// never like a tool: a tool this agent lacks or a rule took away stays an
+/// unknown tool.
+fn read_only_fit<'a>(run: &'a AgentRun, call: &ToolCall) -> Option<&'a dyn Tool<AgentScope>> {
+    if !call.name.contains(['.', '/', '\\']) {
+        return None;
+    }
+    let arguments = call.input_value();
+    if !matches!(&arguments, Value::Object(map) if !map.is_empty()) {
+        return None;
+    }
+    let mut fitting = run
+        .tools
+        .iter()
+        .filter(|tool| crate::schema_fit::fits(tool.spec(), &arguments));
+    match (fitting.next(), fitting.next()) {
+        (Some(tool), None) if tool.access() == Access::ReadOnly => Some(tool.as_ref()),
+        _ => None,
     }
 }
 
@@ -269,6 +308,9 @@ struct Caller<'a> {
     run: &'a AgentRun,
     lent: &'a AgentScope,
     tool: &'a dyn Tool<AgentScope>,
+    /// What the result starts with once the call ran: the call loaded its
+    /// deferred tool, or ran as the one tool its arguments fit.
+    note: Option<&'a str>,
 }
 
 /// A call whose arguments `input` prepared `prepared`, from its check on:
@@ -285,6 +327,7 @@ async fn checked_call(
         run,
         lent,
         tool,
+        note,
     } = caller;
     let (id, name) = (call.id.as_str(), call.name.as_str());
     let invocation = &prepared.invocation;
@@ -377,6 +420,13 @@ async fn checked_call(
                 Err(_) => ToolOutput::error("Cancelled: the call did not stop by itself and was abandoned."),
             }
         }
+    };
+    let output = match note {
+        Some(note) => ToolOutput {
+            content: format!("{note}\n{}", output.content),
+            ..output
+        },
+        None => output,
     };
     let effects = &output.effects;
     let saw_files = !effects.files_read.is_empty() || !effects.files_written.is_empty();

@@ -68,7 +68,8 @@ pub use call::{CallInput, ToolCall};
 #[doc(hidden)]
 pub use compaction::clear_old_results;
 pub use compaction::{
-    ContextLimits, DEFAULT_WINDOW, WINDOW_TABLE, compact_history, replay_compaction, table_window,
+    Calibration, ContextLimits, DEFAULT_WINDOW, WINDOW_TABLE, compact_history, replay_compaction,
+    table_window,
 };
 pub use context::{ProjectContext, system_prompt};
 pub use custom_commands::{

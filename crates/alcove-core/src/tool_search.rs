@@ -10,6 +10,14 @@
 //! agent's next requests (appended at the end), not into the result, so
 //! they are not sent twice. The deferred tools are the caller's, read from
 //! the scope dispatch lends, never captured when the tool was built.
+//!
+//! A small model calls it with a file's name (`select:pyproject.toml`)
+//! where it should call `Read` (issue 45): a query that loads nothing and
+//! names a file, a folder or a path, or asks a question, is answered with
+//! the call to make instead ([`next_step`]), the file looked up in the
+//! workspace.
+
+use std::path::Path;
 
 use alcove_protocol::ToolSpec;
 use alcove_tools::{Access, Invocation, ScopedTool, ToolContext, ToolOutput, Workspace};
@@ -43,7 +51,7 @@ impl ToolSearch {
     /// The tool for an agent whose deferred tools are `names`.
     pub(crate) fn new(names: &[&str]) -> ToolSearch {
         let description = format!(
-            "Loads tools offered by name only, so you can call them: {}. Query \"select:A,B\" loads those; keywords load the best matches.",
+            "Loads tool definitions (not files) of tools offered by name only: {}. Query \"select:A,B\" loads those; keywords load the best matches.",
             names.join(", ")
         );
         ToolSearch {
@@ -85,7 +93,7 @@ impl ScopedTool<AgentScope> for ToolSearch {
     async fn call(
         &self,
         input: ToolSearchInput,
-        _context: &ToolContext,
+        context: &ToolContext,
         scope: &AgentScope,
     ) -> ToolOutput {
         let deferred = deferred_tools(&scope.run.tools);
@@ -97,7 +105,29 @@ impl ScopedTool<AgentScope> for ToolSearch {
             .map(|tool| tool.spec().name.as_str())
             .collect();
         let max = input.max_results.unwrap_or(DEFAULT_MAX_RESULTS).max(1);
-        ToolOutput::ok(answer(&input.query, &specs, &offered, max))
+        let out = answer(&input.query, &specs, &offered, max);
+        if out.starts_with(LOADED_LINE) {
+            return ToolOutput::ok(out);
+        }
+        // Nothing loaded: a file, a path or a question gets the next step
+        // first.
+        let file = |path: &str| {
+            let resolved = context.workspace.resolve(path);
+            // What a Read deny rule or `sandbox.deny_read` covers is not
+            // there, for this answer as for Glob and Grep.
+            if scope.run.gate.hides(&resolved, &context.workspace) {
+                return Found::Nothing;
+            }
+            match std::fs::metadata(&resolved) {
+                Ok(meta) if meta.is_dir() => Found::Folder,
+                Ok(_) => Found::File,
+                Err(_) => Found::Nothing,
+            }
+        };
+        match next_step(&input.query, &file) {
+            Some(step) => ToolOutput::ok(format!("{step}\n{out}")),
+            None => ToolOutput::ok(out),
+        }
     }
 }
 
@@ -157,6 +187,58 @@ fn answer(query: &str, specs: &[&ToolSpec], offered: &[&str], max: usize) -> Str
         ));
     }
     out
+}
+
+/// What a query's term is in the workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    File,
+    Folder,
+    Nothing,
+}
+
+/// The next step for a query that loaded nothing, when it is not about a
+/// tool: the Read of a file it names, the Glob of a folder or a missing
+/// path, the search tools for a question. `file` says what a path is.
+fn next_step(query: &str, file: &dyn Fn(&str) -> Found) -> Option<String> {
+    let query = query.trim();
+    let terms = query.strip_prefix("select:").unwrap_or(query);
+    let named = terms
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .map(|term| term.trim_matches(|c: char| "`'\"()[]{}?!:;".contains(c)))
+        .map(|term| term.trim_end_matches('.'))
+        .filter(|term| !term.is_empty());
+    for term in named {
+        let pathlike = term.contains('/')
+            || Path::new(term)
+                .extension()
+                .is_some_and(|ext| ext.len() <= 5 && !ext.is_empty());
+        let step = match file(term) {
+            Found::File => format!(
+                "{term} is a file in the workspace, not a tool: read it with Read {{\"file_path\": \"{term}\"}}. {TOOL_SEARCH} only loads tool definitions."
+            ),
+            Found::Folder => format!(
+                "{term} is a folder in the workspace, not a tool: list it with Glob {{\"pattern\": \"{}/**\"}}. {TOOL_SEARCH} only loads tool definitions.",
+                term.trim_end_matches('/')
+            ),
+            Found::Nothing if pathlike => {
+                let name = Path::new(term)
+                    .file_name()
+                    .map_or(term.to_owned(), |name| name.to_string_lossy().into_owned());
+                format!(
+                    "{term} looks like a path, not a tool, and is not in the workspace: find it with Glob {{\"pattern\": \"**/{name}\"}}. {TOOL_SEARCH} only loads tool definitions."
+                )
+            }
+            Found::Nothing => continue,
+        };
+        return Some(step);
+    }
+    let question = query.ends_with('?') || query.split_whitespace().count() >= 6;
+    question.then(|| {
+        format!(
+            "{TOOL_SEARCH} only loads tool definitions; it does not answer questions or search files. Search file contents with Grep {{\"pattern\": \"...\"}}, find files with Glob, read one with Read."
+        )
+    })
 }
 
 /// The deferred tools matching `query`'s words, best first: a word equal
@@ -228,6 +310,33 @@ mod tests {
         let none = answer("select:Nope", &specs, &[], 5);
         assert!(none.starts_with("No deferred tool matches"), "{none}");
         assert!(none.contains("Deferred tools: WebFetch, wait."), "{none}");
+    }
+
+    #[test]
+    fn a_query_naming_a_file_a_path_or_a_question_gets_the_next_step() {
+        let file = |term: &str| match term {
+            "pyproject.toml" => Found::File,
+            "src" => Found::Folder,
+            _ => Found::Nothing,
+        };
+        let step = next_step("select:pyproject.toml", &file).unwrap();
+        assert!(
+            step.starts_with(
+                "pyproject.toml is a file in the workspace, not a tool: read it with Read {\"file_path\": \"pyproject.toml\"}"
+            ),
+            "{step}"
+        );
+        let step = next_step("src", &file).unwrap();
+        assert!(step.contains("Glob {\"pattern\": \"src/**\"}"), "{step}");
+        let step = next_step("select:lib/missing.py", &file).unwrap();
+        assert!(
+            step.contains("Glob {\"pattern\": \"**/missing.py\"}"),
+            "{step}"
+        );
+        let step = next_step("what is the package name?", &file).unwrap();
+        assert!(step.contains("only loads tool definitions"), "{step}");
+        assert_eq!(next_step("background agent", &file), None);
+        assert_eq!(next_step("select:Nope", &file), None);
     }
 
     #[test]

@@ -67,8 +67,7 @@ impl Settings {
 
 /// What the main agent may do, resolved once: its mode, the policy a parent
 /// alcove passed and the budgets in it, the sandbox, the gate, the turn
-/// limit, the environment policy commands, hooks and MCP servers share,
-/// and the tool profile.
+/// limit, and the environment policy commands, hooks and MCP servers share.
 pub(super) struct Permissions {
     pub(super) mode: PermissionMode,
     pub(super) parent: Option<ParentPolicy>,
@@ -77,7 +76,6 @@ pub(super) struct Permissions {
     pub(super) gate: Arc<PermissionGate>,
     pub(super) max_turns: u32,
     pub(super) env: EnvPolicy,
-    pub(super) profile: ToolProfile,
 }
 
 impl Permissions {
@@ -124,21 +122,21 @@ impl Permissions {
             gate,
             max_turns,
             env: permission_setup::env_policy(config),
-            profile: tool_profile(config)?,
         })
     }
 }
 
 /// The main agent's model, connected: its options, window and the
-/// context limits from it, the session's redactor (the secrets no sink
-/// writes), and the aliases the
-/// catalogs resolve their `model:` fields with.
+/// context limits from it, its tool profile, the session's redactor (the
+/// secrets no sink writes), and the aliases the catalogs resolve their
+/// `model:` fields with.
 pub(super) struct ModelChoice {
     pub(super) model: Arc<dyn alcove_model::Model>,
     /// `provider/model`.
     pub(super) name: String,
     pub(super) window: WindowChoice,
     pub(super) limits: alcove_core::ContextLimits,
+    pub(super) profile: ProfileChoice,
     pub(super) redactor: Arc<alcove_core::Redactor>,
     pub(super) aliases: Aliases,
 }
@@ -165,6 +163,7 @@ impl ModelChoice {
         ));
         let window = context_setup::window(config, &provider_config).await;
         let limits = context_setup::limits(config, window.tokens)?;
+        let profile = choose_profile(config, &provider_config, &window)?;
         provider_config.context_window = Some(window.tokens);
         let model =
             alcove_model::connect(provider_config).map_err(|err| UsageError(err.to_string()))?;
@@ -173,6 +172,7 @@ impl ModelChoice {
             name,
             window,
             limits,
+            profile,
             redactor,
             aliases,
         })
@@ -279,8 +279,13 @@ impl Sinks {
     }
 }
 
-/// The loop's limits from the config, with the model's context limits.
-pub(super) fn session_limits(config: &Config, context: alcove_core::ContextLimits) -> Limits {
+/// The loop's limits from the config, with the model's context limits and
+/// whether its profile defers tools.
+pub(super) fn session_limits(
+    config: &Config,
+    context: alcove_core::ContextLimits,
+    defer_tools: bool,
+) -> Limits {
     Limits {
         max_tokens: config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
         result_cap: RESULT_CAP,
@@ -292,6 +297,7 @@ pub(super) fn session_limits(config: &Config, context: alcove_core::ContextLimit
             .max_tool_calls_per_reply
             .unwrap_or(DEFAULT_MAX_TOOL_CALLS_PER_REPLY),
         context,
+        defer_tools,
     }
 }
 
@@ -343,6 +349,10 @@ pub(super) const LEAN_LEAVES_OUT: [&str; 5] = [
     alcove_core::WEB_FETCH,
     alcove_core::WEB_SEARCH,
 ];
+
+/// What `tool_profile = "local"` leaves out besides: the batch tools, a
+/// sixth of a small model's first request (the background agents stay).
+pub(super) const LOCAL_LEAVES_OUT: [&str; 2] = ["spawn_batch", "retry_batch"];
 
 /// The main agent's gate in `mode`: the config's and the flags' rules, and
 /// the policy of a parent alcove (which it narrows, never loosens).

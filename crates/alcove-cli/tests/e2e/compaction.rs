@@ -121,10 +121,11 @@ fn a_sixty_turn_session_ten_windows_long_completes_with_early_facts_in_the_summa
         .map(|event| event["content"].as_str().unwrap().len())
         .sum();
     // The files add up to ten windows; each result is sized to the room
-    // left in the context (issue 39), so what the model saw is less.
+    // left in the context (issue 39), at most half of it (issue 45), so
+    // what the model saw is less.
     assert!(
-        results as u64 > 5 * WINDOW * 4,
-        "the reads add up to five windows: {results} bytes"
+        results as u64 > 4 * WINDOW * 4,
+        "the reads add up to four windows: {results} bytes"
     );
     let compactions = of_type(&events, "compacted");
     assert!(!compactions.is_empty());
@@ -558,13 +559,12 @@ fn a_child_on_another_model_compacts_against_that_models_window() {
 #[test]
 fn a_spawned_childs_result_reaches_the_parent_that_compacted_while_it_ran() {
     const WINDOW: u64 = 8_000;
-    let mut parent: Vec<Step> = vec![
-        crate::support::load("spawn_agent,wait"),
-        Step::tool_call(
-            "spawn_agent",
-            json!({"message": "FLAG-WAITER: wait for compacted.flag, then report"}),
-        ),
-    ];
+    // A window this small gets the background-agent tools in full, no
+    // ToolSearch step (issue 45).
+    let mut parent: Vec<Step> = vec![Step::tool_call(
+        "spawn_agent",
+        json!({"message": "FLAG-WAITER: wait for compacted.flag, then report"}),
+    )];
     parent.extend((0..24).map(reading_turn));
     parent.push(Step::tool_call(
         "Bash",

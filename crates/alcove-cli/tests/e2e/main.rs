@@ -23,6 +23,8 @@
 //! - `provider_health`: a provider's refusal stops the tree, a rate limit pauses it (issue 49).
 //! - `responses`: the OpenAI Responses wire with tools, reasoning, delegation,
 //!   compaction and resume (issue 36).
+//! - `tool_surface`: deferral per model, loads without `ToolSearch`, cuts that
+//!   leave room, calibrated estimates (issue 45).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod acp;
@@ -58,6 +60,7 @@ mod small_models;
 mod support;
 mod telemetry;
 mod thinking;
+mod tool_surface;
 mod tools;
 mod trust;
 mod tui;

@@ -86,7 +86,7 @@ impl Web {
         format!("http://{host}:{}{path}", self.port)
     }
 
-    fn hits(&self) -> Vec<String> {
+    pub(crate) fn hits(&self) -> Vec<String> {
         self.hits.lock().unwrap().clone()
     }
 }

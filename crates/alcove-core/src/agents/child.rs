@@ -226,7 +226,11 @@ impl Supervisor {
             agent_type: Some(definition.name.clone()),
             system_prompt,
             // A child's deferred tools are its own to load.
-            tools: crate::deferred::with_tool_search(self.tools_for(depth, pool, &gate), &gate),
+            tools: crate::deferred::with_tool_search(
+                self.tools_for(depth, pool, &gate),
+                &gate,
+                runtime.limits.defer_tools,
+            ),
             gate,
             max_turns: definition.max_turns.unwrap_or(self.limits.max_turns),
             cancel,

@@ -101,11 +101,13 @@ fn harness(limits: AgentLimits) -> Harness {
             stop_hook_limit: 1,
             max_tool_calls_per_reply: 32,
             context: Default::default(),
+            defer_tools: true,
         },
         inbox: Arc::new(Inbox::default()),
         tool_specs: Default::default(),
         file_reads: Default::default(),
         background: Default::default(),
+        calibration: Default::default(),
     };
     let supervisor = Arc::new(Supervisor::new(limits, Definitions::default(), None));
     Harness {

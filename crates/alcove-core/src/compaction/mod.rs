@@ -14,8 +14,12 @@
 //!
 //! The loop calls [`Context::before_request`] before each request and
 //! [`Context::recover`] on a context overflow error; front ends call
-//! [`compact_history`] for `/compact`.
+//! [`compact_history`] for `/compact`. What a request adds to the last one
+//! the server counted is estimated from bytes and scaled by how far the
+//! server's counts have run above the estimates (`calibration`); a
+//! request still estimated over the window after compacting is not sent.
 
+mod calibration;
 mod clear;
 mod summary;
 mod window;
@@ -27,6 +31,7 @@ use alcove_protocol::{EventKind, Message, ToolSpec, Usage};
 
 use crate::agent_loop::{AgentRun, Runtime};
 
+pub use calibration::Calibration;
 pub use window::{DEFAULT_WINDOW, WINDOW_TABLE, table_window};
 
 /// How much context an agent has and when to compact it.
@@ -170,8 +175,13 @@ impl std::io::Write for ByteCount {
     }
 }
 
+/// A turn's results take at most one part in this many of the room left
+/// (half): what is left after them is room for the reads still to come.
+const RESULT_SHARE: u64 = 2;
+
 /// One agent run's view of its context: the size of the last request as the
-/// provider counted it, plus an estimate of what was added since.
+/// provider counted it, plus an estimate of what was added since, scaled
+/// by the model's calibration.
 #[derive(Debug)]
 pub(crate) struct Context {
     limits: ContextLimits,
@@ -180,16 +190,29 @@ pub(crate) struct Context {
     known: u64,
     /// How many messages `known` covers.
     counted: usize,
+    /// The unscaled estimate of what `known` covers.
+    known_estimate: u64,
+    /// The unscaled estimate of the request last sent.
+    sent_estimate: u64,
+    /// The model's name, its calibration's key.
+    model: String,
+    /// Server count over estimate, at least 1 (`calibration`).
+    ratio: f64,
 }
 
 impl Context {
     /// `tool_bytes` is the size of the run's tool specs as JSON.
     pub(crate) fn new(runtime: &Runtime, run: &AgentRun, tool_bytes: usize) -> Context {
+        let model = runtime.model.name().to_owned();
         Context {
             limits: limits_for(runtime),
             fixed: fixed_from_bytes(&run.system_prompt, tool_bytes),
             known: 0,
             counted: 0,
+            known_estimate: 0,
+            sent_estimate: 0,
+            ratio: runtime.calibration.ratio(&model),
+            model,
         }
     }
 
@@ -198,28 +221,43 @@ impl Context {
         let tokens = (bytes as u64).div_ceil(4);
         self.fixed += tokens;
         if self.known > 0 {
-            self.known += tokens;
+            self.known += calibration::scaled(tokens, self.ratio);
+            self.known_estimate += tokens;
         }
     }
 
     /// The estimated size of a request carrying `messages`.
     pub(crate) fn next_request(&self, messages: &[Message]) -> u64 {
+        self.sizes(messages).0
+    }
+
+    /// The estimate of a request carrying `messages`, and the same
+    /// unscaled: what the server's count of it is set against.
+    fn sizes(&self, messages: &[Message]) -> (u64, u64) {
         if self.known > 0 && self.counted <= messages.len() {
-            self.known + estimate_all(&messages[self.counted..])
+            let added = estimate_all(&messages[self.counted..]);
+            (
+                self.known + calibration::scaled(added, self.ratio),
+                self.known_estimate + added,
+            )
         } else {
-            self.fixed + estimate_all(messages)
+            let all = self.fixed + estimate_all(messages);
+            (calibration::scaled(all, self.ratio), all)
         }
     }
 
-    /// About how many bytes of tool results still fit in the window after
-    /// a request carrying `messages`: up to the compaction threshold, and
-    /// leaving the model room to answer (`max_tokens`, at most an eighth of
-    /// the window). Old results that compaction would clear before the
-    /// next request are counted as cleared. A result is sized to it before
-    /// it joins the history, so a file larger than the window is cut to
-    /// what fits rather than sent whole and then cleared. Counted at three
-    /// bytes a token: code and JSON-escaped text make fewer bytes per
-    /// token than the four of the estimate.
+    /// About how many bytes of tool results one turn may add after a
+    /// request carrying `messages`: a [`RESULT_SHARE`] of what is left up
+    /// to the compaction threshold, leaving the model room to answer
+    /// (`max_tokens`, at most an eighth of the window) and the task room
+    /// for its next reads (a cut that filled the window left a small model
+    /// answering from the first of three files, issue 45). Old results
+    /// that compaction would clear before the next request are counted as
+    /// cleared. A result is sized to it before it joins the history, so a
+    /// file larger than the window is cut to what fits rather than sent
+    /// whole and then cleared. Counted at three bytes a token: code and
+    /// JSON-escaped text make fewer bytes per token than the four of the
+    /// estimate.
     pub(crate) fn result_room(&self, messages: &[Message], max_tokens: u32) -> usize {
         let answer = u64::from(max_tokens).min(self.limits.window / 8);
         let freed = clear::clearable_bytes(
@@ -234,21 +272,30 @@ impl Context {
             .compact_at
             .min(self.limits.window.saturating_sub(answer));
         let left = ceiling.saturating_sub(used);
-        usize::try_from(left.saturating_mul(3)).unwrap_or(usize::MAX)
+        usize::try_from(left.saturating_mul(3) / RESULT_SHARE).unwrap_or(usize::MAX)
     }
 
     /// Notes a response's usage; `messages` now ends with its message.
-    pub(crate) fn record(&mut self, usage: &Usage, messages: &[Message]) {
+    /// The server's count of the request's prompt, set against the
+    /// estimate it was sent with, calibrates the estimates that follow.
+    pub(crate) fn record(&mut self, runtime: &Runtime, usage: &Usage, messages: &[Message]) {
         let reported = usage.budget_tokens();
         if reported > 0 {
+            let prompt = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens;
+            self.ratio = runtime
+                .calibration
+                .learn(&self.model, self.sent_estimate, prompt);
+            let reply = messages.last().map_or(0, estimate);
             self.known = reported;
+            self.known_estimate = self.sent_estimate + reply;
             self.counted = messages.len();
         }
     }
 
     /// Before a request: compacts when it would pass the threshold, then
     /// emits the `context` figure. Usage of a summary call is added to
-    /// `usage`.
+    /// `usage`. `Err` (why) when the request is still estimated over the
+    /// window after compacting hard: it is not sent.
     pub(crate) async fn before_request(
         &mut self,
         runtime: &Runtime,
@@ -256,8 +303,8 @@ impl Context {
         messages: &mut Vec<Message>,
         tools: &Arc<[ToolSpec]>,
         usage: &mut Usage,
-    ) {
-        let mut used = self.next_request(messages);
+    ) -> Result<(), String> {
+        let (mut used, mut unscaled) = self.sizes(messages);
         if used > self.limits.compact_at {
             let result = compact(
                 runtime,
@@ -274,7 +321,7 @@ impl Context {
             match result {
                 Ok(true) => {
                     self.known = 0;
-                    used = self.next_request(messages);
+                    (used, unscaled) = self.sizes(messages);
                 }
                 Ok(false) => {}
                 Err(error) => runtime.emit(
@@ -285,6 +332,34 @@ impl Context {
                 ),
             }
         }
+        if used > self.limits.window {
+            // Never sent over the window (a server refuses it): compact as
+            // after an overflow, which also clears recent results.
+            let result = compact(
+                runtime,
+                run,
+                self.limits,
+                messages,
+                tools,
+                Trigger::Overflow,
+                None,
+                used,
+                usage,
+            )
+            .await;
+            self.known = 0;
+            (used, unscaled) = self.sizes(messages);
+            if used > self.limits.window {
+                let why = result
+                    .err()
+                    .map_or(String::new(), |why| format!(" ({why})"));
+                return Err(format!(
+                    "the next request is estimated at {used} tokens, over the model's context window of {} tokens, even after compacting{why}; it was not sent. Start a new session with the task restated, or use a model with a larger window",
+                    self.limits.window
+                ));
+            }
+        }
+        self.sent_estimate = unscaled;
         runtime.emit(
             &run.path,
             EventKind::Context {
@@ -292,6 +367,7 @@ impl Context {
                 window: self.limits.window,
             },
         );
+        Ok(())
     }
 
     /// After a context overflow error: adopts the window the provider
@@ -339,6 +415,7 @@ impl Context {
         )
         .await;
         self.known = 0;
+        self.sent_estimate = self.sizes(messages).1;
         result.map(|_| ())
     }
 
