@@ -272,7 +272,14 @@ fn a_session_with_nested_children_is_one_trace_whose_spans_follow_the_agent_tree
         .map(|span| span.int("gen_ai.usage.input_tokens"))
         .sum();
     let ended = of_type(&out.events(), "session_ended")[0].clone();
-    let usage = &ended["usage"];
+    // `session_ended` counts the whole tree; its per-agent breakdown has
+    // the main agent's own figure.
+    assert_eq!(
+        ended["usage"]["output_tokens"].as_i64().unwrap(),
+        chat_output,
+        "the session's usage is the whole tree's"
+    );
+    let usage = &ended["agents"]["main"];
     let mut children = (0_i64, 0_i64);
     for end in of_type(&transcript(&env), "agent_ended") {
         let u = &end["usage"];
@@ -317,10 +324,12 @@ fn a_session_with_nested_children_is_one_trace_whose_spans_follow_the_agent_tree
         main_prompt + children.0 + deep_input,
         "input tokens"
     );
-    // The agent spans carry the same totals as the transcript's end records.
+    // The agent spans carry the same totals as the end records: a child's
+    // its `agent_ended` (its subtree), the main agent's the session's (the
+    // whole tree).
     assert_eq!(
         main.int("gen_ai.usage.output_tokens"),
-        usage["output_tokens"].as_i64().unwrap()
+        ended["usage"]["output_tokens"].as_i64().unwrap()
     );
 
     // Every tool call is a span, named for its tool, under its agent.
