@@ -149,12 +149,7 @@ pub(crate) async fn run(common: &CommonArgs, args: BatchArgs) -> anyhow::Result<
     batch.run(runner, Vec::new()).await;
     progress.abort();
     let _ = progress.await;
-    let signal_code = if cancel.is_cancelled() {
-        signal.await.ok().flatten()
-    } else {
-        signal.abort();
-        None
-    };
+    let signal_code = exec::signal_code(cancel.is_cancelled(), signal).await;
     let counts = batch.counts();
     let halt = session.supervisor.provider_halt();
     let status = match (&halt, signal_code) {

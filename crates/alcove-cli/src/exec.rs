@@ -173,12 +173,7 @@ pub(crate) async fn run(common: &CommonArgs, mut args: ExecArgs) -> anyhow::Resu
     if outcome.status == RunStatus::Completed && session.supervisor.limits().wait_on_exit {
         outcome = finish_spawned(&session, &runtime, &run, &cancel, outcome).await;
     }
-    let signal_code = if outcome.status == RunStatus::Aborted {
-        signal.await.ok().flatten()
-    } else {
-        signal.abort();
-        None
-    };
+    let signal_code = signal_code(outcome.status == RunStatus::Aborted, signal).await;
 
     let still_running = session
         .end(crate::session::SessionEnd {
@@ -353,6 +348,20 @@ fn read_prompt(argument: Option<String>) -> anyhow::Result<String> {
 
 /// Cancels the run on SIGINT or SIGTERM and returns the exit status that
 /// signal calls for.
+/// The exit code of the signal that stopped a run, when `stopped`: waits
+/// for the watcher to say which; otherwise stops the watcher.
+pub(crate) async fn signal_code(
+    stopped: bool,
+    signal: tokio::task::JoinHandle<Option<u8>>,
+) -> Option<u8> {
+    if stopped {
+        signal.await.ok().flatten()
+    } else {
+        signal.abort();
+        None
+    }
+}
+
 pub(crate) async fn watch_signals(cancel: CancellationToken) -> Option<u8> {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut interrupt), Ok(mut terminate)) = (

@@ -106,12 +106,7 @@ pub(crate) async fn run(common: &CommonArgs, _args: ServeArgs) -> anyhow::Result
         Err(err) => Some(format!("the MCP handshake failed: {err}")),
     };
     children.cancel_all();
-    let signal_code = if stop.is_cancelled() {
-        signal.await.ok().flatten()
-    } else {
-        signal.abort();
-        None
-    };
+    let signal_code = crate::exec::signal_code(stop.is_cancelled(), signal).await;
     // The one session end (SessionEnd hook, background commands stopped,
     // `session_ended` with the whole tree's usage).
     session

@@ -162,6 +162,10 @@ fn spawn_batch_against_insufficient_quota_stops_the_tree_at_once() {
             "agents.wait_min_ms=50",
             "-c",
             &format!("agents.max_concurrent={CONCURRENCY}"),
+            // A loopback Chat server gets the local profile, which has no
+            // spawn_batch: this test is about the deferred batch tool.
+            "-c",
+            "tool_profile=full",
             "--json",
             "parent fans out",
         ])

@@ -337,10 +337,15 @@ fn a_session_with_nested_children_is_one_trace_whose_spans_follow_the_agent_tree
         .iter()
         .find(|span| span.name == "execute_tool Read")
         .expect("the Read call's span");
-    assert_eq!(
-        parent_of(&spans, read).text("gen_ai.agent.id"),
-        "main/agent-2"
+    // The right child read: a child of main, not the one above the
+    // grandchild (ids are numbered in start order, which a loaded machine
+    // may change between the two parallel children).
+    let reader = parent_of(&spans, read).text("gen_ai.agent.id");
+    assert!(
+        reader.starts_with("main/agent-") && reader.matches('/').count() == 1,
+        "{reader}"
     );
+    assert!(!grandchild.starts_with(&format!("{reader}/")), "{reader}");
     // Contents are not exported unless asked for.
     assert!(
         spans
