@@ -178,6 +178,12 @@ fn a_childs_background_command_ends_with_the_child() {
                 "CHILD: start a watcher",
                 vec![
                     background("echo $$ > child.pid; exec sleep 300"),
+                    // The watcher has started (a loaded machine may not have
+                    // run it yet when the child ends).
+                    Step::tool_call(
+                        "Bash",
+                        json!({"command": "for i in $(seq 100); do [ -s child.pid ] && break; sleep 0.1; done"}),
+                    ),
                     Step::text("the watcher runs"),
                 ],
             )
