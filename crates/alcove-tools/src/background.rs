@@ -6,7 +6,7 @@
 //! to these three tools per call, so no tool holds it), which bounds how
 //! many run at once and keeps a bounded buffer of each one's unread
 //! output. Each command is started exactly as a foreground `Bash` call
-//! (`bash::start`: the caller's sandbox, its own process group) and
+//! (`started_command::start`: the caller's sandbox, its own process group) and
 //! watched by a task of its own, which reads its pipe, so it never blocks
 //! on a full pipe, and ends its whole group when it exits or is stopped.
 //! Nothing is left behind: a command is stopped when the call's run is
@@ -25,7 +25,7 @@ use alcove_sandbox::Launch;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::bash::{OutputSink, Running};
+use crate::started_command::{OutputSink, Running};
 
 /// Emits an event as the calling agent; dispatch lends it with the
 /// session's [`BackgroundShells`].

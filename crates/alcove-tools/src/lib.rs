@@ -42,6 +42,7 @@ mod nearest;
 mod process_group;
 mod read;
 mod schema;
+mod started_command;
 mod todo_write;
 mod untrusted;
 mod workspace;
