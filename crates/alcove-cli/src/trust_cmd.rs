@@ -51,7 +51,31 @@ pub(crate) fn run(common: &CommonArgs, args: &TrustArgs) -> anyhow::Result<u8> {
         None => common.workspace()?.root().to_owned(),
     };
     let file = dirs.config.join("config.toml");
-    match (update(&dirs, &folder, !args.revoke)?, args.revoke) {
+    let changed = update(
+        &dirs,
+        &folder,
+        if args.revoke {
+            Level::None
+        } else {
+            Level::Trusted
+        },
+    )?;
+    if args.revoke
+        && let Some(parent) = trusted_through(&dirs, &folder)?
+    {
+        // Removing its own record would leave it trusted through the
+        // folder above; the nearest record decides, so say "untrusted".
+        update(&dirs, &folder, Level::Untrusted)?;
+        println!(
+            "{} was trusted through {}: recorded as untrusted ({}); {} stays trusted",
+            folder.display(),
+            parent.display(),
+            file.display(),
+            parent.display()
+        );
+        return Ok(0);
+    }
+    match (changed, args.revoke) {
         (true, true) => println!(
             "{} is no longer trusted ({})",
             folder.display(),
@@ -68,9 +92,43 @@ pub(crate) fn run(common: &CommonArgs, args: &TrustArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-/// Records `folder` (canonical) as trusted in the user's config, or with
-/// `trust` false removes its record; whether the file changed.
-pub(crate) fn update(dirs: &Dirs, folder: &Path, trust: bool) -> anyhow::Result<bool> {
+/// What `update` records for a folder.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Level {
+    Trusted,
+    Untrusted,
+    /// No record of its own.
+    None,
+}
+
+impl Level {
+    fn word(self) -> &'static str {
+        match self {
+            Level::Trusted => "trusted",
+            Level::Untrusted | Level::None => "untrusted",
+        }
+    }
+}
+
+/// The nearest folder above `folder` whose record trusts it, when no
+/// record of `folder`'s own says otherwise.
+fn trusted_through(dirs: &Dirs, folder: &Path) -> anyhow::Result<Option<std::path::PathBuf>> {
+    let table = config::read_table(&dirs.config.join("config.toml"))
+        .map_err(|err| UsageError(format!("{err:#}")))?
+        .unwrap_or_default();
+    let nearest = crate::trust::records(&table)
+        .into_iter()
+        .filter(|(recorded, _)| folder.starts_with(recorded))
+        .max_by_key(|(recorded, _)| recorded.components().count());
+    Ok(match nearest {
+        Some((recorded, true)) if recorded != folder => Some(recorded),
+        _ => None,
+    })
+}
+
+/// Records `folder` (canonical) at `level` in the user's config
+/// (`Level::None` removes its record); whether the file changed.
+pub(crate) fn update(dirs: &Dirs, folder: &Path, level: Level) -> anyhow::Result<bool> {
     let file = dirs.config.join("config.toml");
     let table = config::read_table(&file)
         .map_err(|err| UsageError(format!("{err:#}")))?
@@ -83,10 +141,9 @@ pub(crate) fn update(dirs: &Dirs, folder: &Path, trust: bool) -> anyhow::Result<
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(err) => return Err(UsageError(format!("{}: {err}", file.display())).into()),
     };
-    let updated = if trust {
-        trusted(&text, &table, key)
-    } else {
-        revoked(&text, &table, key)
+    let updated = match level {
+        Level::None => revoked(&text, &table, key),
+        level => recorded_as(&text, &table, key, level.word()),
     }
     .map_err(|err| UsageError(format!("cannot rewrite {}: {err}", file.display())))?;
     match updated {
@@ -103,13 +160,19 @@ fn header(key: &str) -> String {
     format!("[projects.{}]", toml::Value::String(key.to_owned()))
 }
 
-/// The file with `key` recorded as trusted, or `None` when it already is.
-fn trusted(text: &str, table: &toml::Table, key: &str) -> Result<Option<String>, toml::ser::Error> {
+/// The file with `key` recorded at `level` ("trusted" or "untrusted"), or
+/// `None` when it already is.
+fn recorded_as(
+    text: &str,
+    table: &toml::Table,
+    key: &str,
+    level: &str,
+) -> Result<Option<String>, toml::ser::Error> {
     let existing = table.get("projects").and_then(|projects| projects.get(key));
     if existing
         .and_then(|entry| entry.get("trust"))
         .and_then(toml::Value::as_str)
-        == Some("trusted")
+        == Some(level)
     {
         return Ok(None);
     }
@@ -121,7 +184,7 @@ fn trusted(text: &str, table: &toml::Table, key: &str) -> Result<Option<String>,
         if !appended.is_empty() {
             appended.push('\n');
         }
-        appended.push_str(&format!("{}\ntrust = \"trusted\"\n", header(key)));
+        appended.push_str(&format!("{}\ntrust = \"{level}\"\n", header(key)));
         // Appending a table is safe unless `projects` was written inline.
         if appended.parse::<toml::Table>().is_ok() {
             return Ok(Some(appended));
@@ -141,7 +204,7 @@ fn trusted(text: &str, table: &toml::Table, key: &str) -> Result<Option<String>,
         .entry(key.to_owned())
         .or_insert_with(|| toml::Value::Table(toml::Table::new()));
     if let toml::Value::Table(entry) = entry {
-        entry.insert("trust".to_owned(), "trusted".into());
+        entry.insert("trust".to_owned(), level.into());
         entry.remove("trust_level");
     }
     toml::to_string(&table).map(Some)
@@ -157,8 +220,12 @@ fn revoked(text: &str, table: &toml::Table, key: &str) -> Result<Option<String>,
         return Ok(None);
     }
     // The two lines `alcove trust` appends, removed as they were written.
-    let block = format!("{}\ntrust = \"trusted\"\n", header(key));
-    if let Some(at) = text.find(&block) {
+    let blocks =
+        ["trusted", "untrusted"].map(|level| format!("{}\ntrust = \"{level}\"\n", header(key)));
+    if let Some((at, block)) = blocks
+        .iter()
+        .find_map(|block| text.find(block.as_str()).map(|at| (at, block)))
+    {
         let mut without = text.to_owned();
         without.replace_range(at..at + block.len(), "");
         let still = without
@@ -195,11 +262,11 @@ mod tests {
         let text = "# my settings\nmodel = \"a/b\" # mine\n";
         let table: toml::Table = text.parse().unwrap();
         let key = "/home/u/src/\"odd\" app";
-        let added = trusted(text, &table, key).unwrap().unwrap();
+        let added = recorded_as(text, &table, key, "trusted").unwrap().unwrap();
         assert!(added.starts_with(text), "{added}");
         let parsed: toml::Table = added.parse().unwrap();
         assert_eq!(parsed["projects"][key]["trust"].as_str(), Some("trusted"));
-        assert_eq!(trusted(&added, &parsed, key).unwrap(), None);
+        assert_eq!(recorded_as(&added, &parsed, key, "trusted").unwrap(), None);
         let removed = revoked(&added, &parsed, key).unwrap().unwrap();
         assert_eq!(removed.trim_end(), text.trim_end());
         assert_eq!(revoked(text, &table, key).unwrap(), None);
@@ -209,7 +276,7 @@ mod tests {
     fn an_existing_table_of_the_folder_is_rewritten() {
         let text = "[projects.\"/w\"]\ntrust = \"untrusted\"\nnote = 1\n";
         let table: toml::Table = text.parse().unwrap();
-        let added: toml::Table = trusted(text, &table, "/w")
+        let added: toml::Table = recorded_as(text, &table, "/w", "trusted")
             .unwrap()
             .unwrap()
             .parse()

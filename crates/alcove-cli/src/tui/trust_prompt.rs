@@ -53,7 +53,7 @@ pub(super) async fn ask_if_needed(common: &mut CommonArgs) -> anyhow::Result<boo
     .await?;
     match answer {
         Answer::Trust => {
-            crate::trust_cmd::update(&dirs, &workspace, true)?;
+            crate::trust_cmd::update(&dirs, &workspace, crate::trust_cmd::Level::Trusted)?;
             common.trust = true;
             Ok(true)
         }

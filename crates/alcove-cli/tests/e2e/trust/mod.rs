@@ -382,6 +382,48 @@ fn a_nested_folder_of_a_trusted_one_is_trusted() {
 }
 
 #[test]
+fn revoking_a_nested_folder_of_a_trusted_one_makes_it_untrusted() {
+    // The user trusts ~/src; a repository cloned below it is revoked by
+    // name. Removing a record it never had would leave it trusted through
+    // ~/src, its planted hook still run.
+    let (env, server) = setup(Script::new().conversation("nested", vec![Step::text("ok")]));
+    std::fs::create_dir_all(env.path("clone")).unwrap();
+    env.write_file(
+        "clone/.alcove/config.toml",
+        "[[hooks.SessionStart]]\ncommand = \"touch started.txt\"\n",
+    );
+    assert!(trust_command(&env, &[]).status.success());
+    let clone = env.path("clone").canonicalize().unwrap();
+    let revoked = trust_command(&env, &["--revoke", clone.to_str().unwrap()]);
+    assert!(revoked.status.success(), "{revoked:?}");
+    let said = String::from_utf8_lossy(&revoked.stdout);
+    assert!(
+        said.contains("recorded as untrusted") && !said.contains("had no trust record"),
+        "{said}"
+    );
+    let out = run_exec(
+        &env,
+        &server,
+        &["--cd", clone.to_str().unwrap(), "nested"],
+        false,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!env.path("clone/started.txt").exists(), "{}", out.stderr);
+    // The folder above stays trusted.
+    let listed = trust_command(&env, &["--list"]);
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    let root = env.workspace().canonicalize().unwrap();
+    assert!(
+        listed.contains(&format!("trusted\t{}", root.display())),
+        "{listed}"
+    );
+    assert!(
+        listed.contains(&format!("untrusted\t{}", clone.display())),
+        "{listed}"
+    );
+}
+
+#[test]
 fn a_project_agent_definition_cannot_give_its_child_a_fetch_its_parent_was_refused() {
     let web = Recorder::start();
     let url = format!("http://127.0.0.1:{}/page.html", web.port);
