@@ -19,27 +19,15 @@
 //! `.claude/settings.json` (someone else's file) is a warning and is skipped.
 //! The settings files are read only in a trusted folder (`trust.rs`).
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use alcove_core::{CommandHooks, EventSink, HookConfig, HookEntry, HookSession, Hooks, NoHooks};
+use alcove_core::{CommandHooks, EventSink, HookConfig, HookSession, Hooks, NoHooks};
 use serde::Deserialize;
 
 use crate::UsageError;
-use crate::config_show::Layer;
-
-/// `[hooks]`: settings, and one array of entries per event.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub(crate) struct HooksEntry {
-    /// How many times Stop / SubagentStop hooks may send one run back to
-    /// work (default 3).
-    pub(crate) max_stop_continuations: Option<u32>,
-    /// `[[hooks.<Event>]]` entries, by event name.
-    #[serde(flatten)]
-    pub(crate) events: BTreeMap<String, Vec<HookEntry>>,
-}
+use crate::config::Layer;
+use crate::settings::hooks::HooksEntry;
 
 /// Every hook configured for a session by the config `layers` and the
 /// settings files of `files_root` (a trusted workspace; `None` reads
@@ -124,7 +112,7 @@ mod tests {
         )
         .unwrap();
         let layer = |source: &str, text: &str| Layer {
-            kind: crate::config_show::LayerKind::Flag,
+            kind: crate::config::LayerKind::Flag,
             source: source.to_owned(),
             table: toml::from_str(text).unwrap(),
         };
