@@ -12,11 +12,11 @@ use alcove_tools::EnvPolicy;
 use serde::Deserialize;
 
 use super::{Config, SettingError, Untrusted};
+use crate::config::Layer;
 
 /// An untrusted project keeps only the rules that narrow.
 pub(crate) static UNTRUSTED: [(&str, Untrusted); 1] =
     [("permissions", Untrusted::Only(&["deny", "ask"]))];
-use crate::config::Layer;
 
 /// `[permissions]`: allow / ask / deny rules in Claude Code syntax.
 #[derive(Debug, Clone, Default, Deserialize)]

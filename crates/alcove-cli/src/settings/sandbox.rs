@@ -11,10 +11,10 @@ use alcove_tools::{ResourceLimits, SandboxMode};
 use serde::Deserialize;
 
 use super::{SettingError, Untrusted};
+use crate::config::{Layer, LayerKind};
 
 /// An untrusted project keeps only the mode (taken only when stricter).
 pub(crate) static UNTRUSTED: [(&str, Untrusted); 1] = [("sandbox", Untrusted::Only(&["mode"]))];
-use crate::config::{Layer, LayerKind};
 
 /// `[sandbox]`, or `sandbox = "<mode>"`.
 #[derive(Debug, Deserialize)]
