@@ -554,3 +554,24 @@ fn config_show_into_a_closed_pipe_ends_cleanly() {
         assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
     }
 }
+
+/// In the interactive UI a refused key is a notice that says what to do,
+/// not the provider's JSON alone.
+#[test]
+fn a_refused_key_in_the_ui_says_what_to_do() {
+    let (env, server) = setup(Script::new().conversation(
+        "hello",
+        vec![Step::http_error(
+            401,
+            r#"{"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}"#,
+        )],
+    ));
+    let pane = crate::tui::Pane::start(&env, &server, &[]);
+    pane.wait_for_screen("Ask anything");
+    pane.prompt("hello");
+    let screen = pane.wait_for("Remedy: set a valid key");
+    assert!(
+        screen.contains("ANTHROPIC_API_KEY") && screen.contains("invalid x-api-key"),
+        "{screen}"
+    );
+}
