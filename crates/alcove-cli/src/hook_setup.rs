@@ -23,11 +23,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use alcove_core::{CommandHooks, EventSink, HookConfig, HookSession, Hooks, NoHooks};
-use serde::Deserialize;
 
 use crate::UsageError;
 use crate::config::Layer;
-use crate::settings::hooks::HooksEntry;
 
 /// Every hook configured for a session by the config `layers` and the
 /// settings files of `files_root` (a trusted workspace; `None` reads
@@ -39,11 +37,9 @@ pub(crate) fn load(
     let mut config = HookConfig::default();
     let mut warnings = Vec::new();
     for layer in layers {
-        let Some(table) = layer.table.get("hooks") else {
+        let Some(entry) = crate::settings::hooks::of_layer(layer)? else {
             continue;
         };
-        let entry = HooksEntry::deserialize(table.clone())
-            .map_err(|err| UsageError(format!("{}: [hooks]: {err}", layer.source)))?;
         for (event, entries) in &entry.events {
             warnings.extend(config.add(event, entries, &layer.source));
         }

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use alcove_core::HookEntry;
 use serde::Deserialize;
 
-use super::Config;
+use super::{Config, SettingError};
+use crate::config::Layer;
 
 /// How often Stop / SubagentStop hooks may send one run back to work
 /// when `hooks.max_stop_continuations` is not set.
@@ -24,6 +25,17 @@ pub(crate) struct HooksEntry {
     /// `[[hooks.<Event>]]` entries, by event name.
     #[serde(flatten)]
     pub(crate) events: BTreeMap<String, Vec<HookEntry>>,
+}
+
+/// One layer's `[hooks]`, if it has any: hook entries add up across
+/// layers, so each layer's are read on their own.
+pub(crate) fn of_layer(layer: &Layer) -> Result<Option<HooksEntry>, SettingError> {
+    let Some(table) = layer.table.get("hooks") else {
+        return Ok(None);
+    };
+    HooksEntry::deserialize(table.clone())
+        .map(Some)
+        .map_err(|err| SettingError(format!("{}: [hooks]: {err}", layer.source)))
 }
 
 /// How often Stop / SubagentStop hooks may send one run back.
