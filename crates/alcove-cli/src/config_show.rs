@@ -173,6 +173,12 @@ fn render(
     let known = crate::config_check::known_keys();
     let mut ignored = Vec::new();
     for layer in layers {
+        for old in crate::config_check::deprecated_in(&layer.table) {
+            ignored.push(format!(
+                "# deprecated: {} is read as {}; write that  # {}\n",
+                old.old, old.new, layer.source
+            ));
+        }
         for path in crate::config_check::unknown_paths(&known, &layer.table) {
             ignored.push(format!(
                 "# ignored (unknown key): {}  # {}\n",
@@ -290,7 +296,7 @@ mod tests {
             Layer {
                 kind: LayerKind::Project("/w/.alcove/config.toml".into()),
                 source: "project /w/.alcove/config.toml".to_owned(),
-                table: "[agents]\nmax_depth = 2\n".parse().unwrap(),
+                table: "[agents]\nmax_depth = 2\nmax_tokens = 300\n".parse().unwrap(),
             },
             Layer {
                 kind: LayerKind::Flag,
@@ -337,6 +343,12 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("# user /u/config.toml"), "{text}");
+        assert!(
+            text.contains(
+                "# deprecated: agents.max_tokens is read as agents.token_budget; write that  # project /w/.alcove/config.toml"
+            ),
+            "{text}"
+        );
         let parsed: Result<toml::Table, _> = text.parse();
         assert!(parsed.is_ok(), "the output is TOML: {parsed:?}\n{text}");
     }
