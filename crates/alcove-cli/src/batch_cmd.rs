@@ -20,9 +20,9 @@ use clap::{Args, ValueEnum};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Config;
 use crate::output::Trace;
 use crate::session::{FrontEnd, Session, SessionEnd};
+use crate::settings::Config;
 use crate::{CommonArgs, UsageError, batch_progress, exec};
 use alcove_protocol::RunStatus;
 
@@ -57,18 +57,6 @@ enum RunnerKind {
     Inprocess,
     Process,
     Slurm,
-}
-
-/// `[batch]` in config.toml.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub(crate) struct BatchEntry {
-    /// `srun --cpus-per-task` (default 1).
-    pub(crate) cpus_per_task: Option<u32>,
-    /// More `srun` options, e.g. ["--partition=short", "--mem=2G"].
-    pub(crate) srun_options: Vec<String>,
-    /// Where the model's `spawn_batch` tasks run: inprocess (default), process or slurm.
-    pub(crate) runner: Option<String>,
 }
 
 /// What an earlier run stored in the batch folder, so a rerun keeps the id.
@@ -251,7 +239,7 @@ struct Runners {
 impl Runners {
     fn new(common: &CommonArgs, config: &Config) -> anyhow::Result<Runners> {
         let alcove = alcove_exec(common)?;
-        // `ALCOVE_SUBAGENT_COMMAND` is in `config.agents.command` (`env_settings`).
+        // `ALCOVE_SUBAGENT_COMMAND` is in `config.agents.command` (`settings::agents::ENV`).
         let command = config
             .agents
             .command

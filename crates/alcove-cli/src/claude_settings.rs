@@ -10,8 +10,9 @@
 //!   "defaultMode": "acceptEdits"}}
 //! ```
 //!
-//! Each file becomes one [`Layer`] of the same kind as the alcove file
-//! beside it (`user …` or `project …`), just below it: `allow` / `ask` /
+//! Each file becomes one table that `config.rs` makes a layer of the same
+//! kind as the alcove file beside it (`user …` or `project …`), just
+//! below it: `allow` / `ask` /
 //! `deny` become `[permissions]`, `defaultMode` becomes `permission_mode`
 //! and `additionalDirectories` becomes `sandbox.writable_roots` (which a
 //! project layer may not widen). A rule alcove cannot read, or a file that
@@ -22,8 +23,6 @@ use std::path::{Path, PathBuf};
 
 use alcove_core::{PermissionMode, Rule};
 use serde::Deserialize;
-
-use crate::config_show::{Layer, LayerKind};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
@@ -51,42 +50,38 @@ fn user_file() -> Option<PathBuf> {
         .map(|home| PathBuf::from(home).join(".claude/settings.json"))
 }
 
-/// The user layer (`~/.claude/settings.json`), if the file has permissions.
-pub(crate) fn user_layer(warnings: &mut Vec<String>) -> Option<Layer> {
-    layer("user", &user_file()?, warnings)
+/// The user file (`~/.claude/settings.json`) and its table, if the file
+/// has permissions.
+pub(crate) fn user_table(warnings: &mut Vec<String>) -> Option<(PathBuf, toml::Table)> {
+    let path = user_file()?;
+    table("user", &path, warnings).map(|table| (path, table))
 }
 
-/// The project layers (`.claude/settings.json`, then
+/// The project files and their tables (`.claude/settings.json`, then
 /// `.claude/settings.local.json`, which wins).
-pub(crate) fn project_layers(workspace: &Path, warnings: &mut Vec<String>) -> Vec<Layer> {
+pub(crate) fn project_tables(
+    workspace: &Path,
+    warnings: &mut Vec<String>,
+) -> Vec<(PathBuf, toml::Table)> {
     [".claude/settings.json", ".claude/settings.local.json"]
         .iter()
-        .filter_map(|relative| layer("project", &workspace.join(relative), warnings))
+        .filter_map(|relative| {
+            let path = workspace.join(relative);
+            table("project", &path, warnings).map(|table| (path, table))
+        })
         .collect()
 }
 
 /// What is wrong in the Claude Code settings files a session reads.
 pub(crate) fn warnings(workspace: &Path) -> Vec<String> {
     let mut warnings = Vec::new();
-    user_layer(&mut warnings);
-    project_layers(workspace, &mut warnings);
+    user_table(&mut warnings);
+    project_tables(workspace, &mut warnings);
     warnings
 }
 
-/// `permission_mode` as the layers set it (the merged config does not see
-/// Claude Code's `defaultMode`): the last layer that sets it wins.
-pub(crate) fn apply_mode(config: &mut crate::config::Config, layers: &[Layer]) {
-    if let Some(mode) = layers
-        .iter()
-        .rev()
-        .find_map(|layer| layer.table.get("permission_mode")?.as_str())
-    {
-        config.permission_mode = Some(mode.to_owned());
-    }
-}
-
-/// One file's `permissions` as a layer of `kind`.
-fn layer(kind: &str, path: &Path, warnings: &mut Vec<String>) -> Option<Layer> {
+/// One file's `permissions` as a config table.
+fn table(whose: &str, path: &Path, warnings: &mut Vec<String>) -> Option<toml::Table> {
     let text = std::fs::read_to_string(path).ok()?;
     let file: SettingsFile = match serde_json::from_str(&text) {
         Ok(file) => file,
@@ -99,7 +94,7 @@ fn layer(kind: &str, path: &Path, warnings: &mut Vec<String>) -> Option<Layer> {
         }
     };
     let permissions = file.permissions?;
-    let source = format!("{kind} {}", path.display());
+    let source = format!("{whose} {}", path.display());
     let mut table = toml::Table::new();
     let mut rules = toml::Table::new();
     for (key, texts) in [
@@ -150,15 +145,7 @@ fn layer(kind: &str, path: &Path, warnings: &mut Vec<String>) -> Option<Layer> {
         sandbox.insert("writable_roots".to_owned(), toml::Value::Array(roots));
         table.insert("sandbox".to_owned(), toml::Value::Table(sandbox));
     }
-    let kind = match kind {
-        "user" => LayerKind::User(path.to_owned()),
-        _ => LayerKind::Project(path.to_owned()),
-    };
-    (!table.is_empty()).then_some(Layer {
-        kind,
-        source,
-        table,
-    })
+    (!table.is_empty()).then_some(table)
 }
 
 #[cfg(test)]
@@ -178,17 +165,14 @@ mod tests {
         .unwrap();
         std::fs::write(dir.path().join(".claude/settings.local.json"), "{ not json").unwrap();
         let mut warnings = Vec::new();
-        let layers = project_layers(dir.path(), &mut warnings);
-        assert_eq!(layers.len(), 1);
-        let layer = &layers[0];
-        assert!(layer.source.starts_with("project ") && layer.source.ends_with("settings.json"));
-        assert_eq!(
-            layer.table["permissions"]["deny"].as_array().unwrap().len(),
-            1
-        );
-        assert_eq!(layer.table["permission_mode"].as_str(), Some("acceptEdits"));
+        let tables = project_tables(dir.path(), &mut warnings);
+        assert_eq!(tables.len(), 1);
+        let (path, table) = &tables[0];
+        assert!(path.ends_with(".claude/settings.json"), "{path:?}");
+        assert_eq!(table["permissions"]["deny"].as_array().unwrap().len(), 1);
+        assert_eq!(table["permission_mode"].as_str(), Some("acceptEdits"));
         assert!(
-            layer.table["sandbox"]["writable_roots"][0]
+            table["sandbox"]["writable_roots"][0]
                 .as_str()
                 .unwrap()
                 .ends_with("/../shared")

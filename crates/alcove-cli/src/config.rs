@@ -1,206 +1,68 @@
-//! Configuration: TOML files layered under environment and flags.
+//! The configuration's layers, read and merged: nothing else. What a key
+//! means, its default, its environment variable and how it resolves into
+//! the values a session uses live in its section's module under
+//! `settings/`; this module only knows tables and where they came from.
 //!
-//! Layers, later wins: user file (`$ALCOVE_HOME/config.toml`, else
-//! `$XDG_CONFIG_HOME/alcove/config.toml`, else `~/.config/alcove/config.toml`)
-//! < project file (`.alcove/config.toml` in the workspace) < the
-//! environment variables that set keys (`env_settings`) < `-c key=value`
-//! flags; dedicated flags (`--model`, …) win over all. A file that does not parse is an error naming the file,
-//! line and column. A project file counts only as far as the folder's
-//! trust lets it (`trust.rs` filters the layers before they merge).
+//! One precedence, later wins, enforced here ([`LayerKind::rank`],
+//! [`merged`]): built-in defaults < user file (`$ALCOVE_HOME/config.toml`,
+//! else `$XDG_CONFIG_HOME/alcove/config.toml`, else
+//! `~/.config/alcove/config.toml`) < project file (`.alcove/config.toml` in
+//! the workspace) < the environment variables that set keys (a layer
+//! `settings::environment` builds) < `-c key=value` flags; dedicated flags
+//! (`--model`, …) win over all, applied by the setting's `resolve`. Claude
+//! Code's settings files are layers just below alcove's file of the same
+//! kind (`claude_settings.rs`). A file that does not parse is an error
+//! naming the file, line and column. A project file counts only as far as
+//! the folder's trust lets it (`trust.rs` filters the layers before they
+//! merge).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use serde::Deserialize;
 
-/// The merged configuration.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub(crate) struct Config {
-    /// `provider/model`.
-    pub(crate) model: Option<String>,
-    /// The permission mode when no flag says otherwise.
-    pub(crate) permission_mode: Option<String>,
-    /// The main agent's turn cap.
-    pub(crate) max_turns: Option<u32>,
-    /// The output token limit of each model request.
-    pub(crate) max_tokens: Option<u32>,
-    /// The sampling temperature sent to every provider (see `model_options`).
-    pub(crate) temperature: Option<f32>,
-    /// The reasoning effort every model is asked for, unless
-    /// `[model_options]` says otherwise (`docs/thinking-and-images.md`).
-    #[serde(deserialize_with = "crate::model_options::effort_setting")]
-    pub(crate) effort: Option<String>,
-    /// The most tool calls one reply may run (default 32; the rest are
-    /// answered with an error saying why).
-    pub(crate) max_tool_calls_per_reply: Option<usize>,
-    /// `auto` (default: chosen per model), `full`, `local` or `lean`:
-    /// which tools the main agent is offered (`agent_setup.rs`; `lean`
-    /// leaves out the background-delegation tools unless
-    /// `agents.collab = true`).
-    pub(crate) tool_profile: Option<String>,
-    /// Settings per provider or per `provider/model`.
-    pub(crate) model_options: BTreeMap<String, crate::model_options::ModelOptionsEntry>,
-    /// Extra providers by id.
-    pub(crate) providers: BTreeMap<String, ProviderEntry>,
-    /// Retry and timeout settings for model requests.
-    pub(crate) retry: RetryEntry,
-    /// Delegation limits.
-    pub(crate) agents: AgentsEntry,
-    /// `[batch]`: `alcove batch` defaults and Slurm options.
-    pub(crate) batch: crate::batch_cmd::BatchEntry,
-    /// `[hooks]`: command hooks by event, and their settings.
-    pub(crate) hooks: crate::hook_setup::HooksEntry,
-    /// `[permissions]`: allow / ask / deny rules (they add up across layers:
-    /// see `permission_setup`).
-    pub(crate) permissions: crate::permission_setup::PermissionsEntry,
-    /// `[env]`: which environment variables Bash commands see.
-    pub(crate) env: crate::permission_setup::EnvEntry,
-    /// `[model_aliases]`: what `model: opus` (etc.) in agent definitions,
-    /// skills and commands means (`opus = "anthropic/claude-opus-4-5"`).
-    pub(crate) model_aliases: BTreeMap<String, String>,
-    /// The session model's context window in tokens (wins over everything).
-    pub(crate) model_context_window: Option<u64>,
-    /// `[context_windows]`: windows by `"provider/model"` or `"provider"`.
-    pub(crate) context_windows: BTreeMap<String, u64>,
-    /// When to compact: a fraction of the window (`0.85`) or tokens (`120000`).
-    pub(crate) auto_compact_at: Option<toml::Value>,
-    /// Send `prompt_cache_key` to OpenAI-compatible servers (default: only
-    /// to the built-in `openai` provider); `[providers.<id>]` can say too.
-    pub(crate) prompt_cache_key: Option<bool>,
-    /// `[pricing."provider/model"]`: prices per million tokens.
-    pub(crate) pricing: BTreeMap<String, Price>,
-    /// `[telemetry]`: OpenTelemetry traces (off unless a collector is named).
-    pub(crate) telemetry: crate::telemetry::TelemetryEntry,
-    /// `[web]`: the search service behind `WebSearch`.
-    pub(crate) web: WebEntry,
-    /// `[background]`: limits of background commands.
-    pub(crate) background: BackgroundEntry,
-    /// `[projects."<folder>"] trust = "trusted"`: the folders the user
-    /// trusts (read from the user's file only, by `trust.rs`).
-    pub(crate) projects: BTreeMap<String, toml::Value>,
+/// One config file, one environment variable or one `-c` flag, as a table.
+#[derive(Debug, Clone)]
+pub(crate) struct Layer {
+    /// Whose settings these are: what a folder's trust decides on.
+    pub(crate) kind: LayerKind,
+    /// `user /path/config.toml`, `project /ws/.alcove/config.toml`,
+    /// `env ALCOVE_MODEL`, `-c key=value`.
+    pub(crate) source: String,
+    pub(crate) table: toml::Table,
 }
 
-/// `[background]`: `Bash` commands run with `run_in_background`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub(crate) struct BackgroundEntry {
-    /// How many may run at once in a session, every agent's together
-    /// (default 8).
-    pub(crate) max_running: Option<usize>,
-    /// KiB of unread output kept per command (default 64); older output
-    /// is dropped, and `BashOutput` says how much.
-    pub(crate) output_kib: Option<usize>,
+/// Where a layer came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum LayerKind {
+    /// The user's own file.
+    User(PathBuf),
+    /// A file in the workspace: what a cloned repository controls, held
+    /// to the folder's trust (`trust.rs`).
+    Project(PathBuf),
+    /// An environment variable that sets a key.
+    Env,
+    /// A `-c` flag.
+    Flag,
 }
 
-/// The limits `[background]` sets, over the defaults.
-pub(crate) fn background_limits(entry: &BackgroundEntry) -> alcove_tools::BackgroundLimits {
-    let defaults = alcove_tools::BackgroundLimits::default();
-    alcove_tools::BackgroundLimits {
-        max_running: entry.max_running.unwrap_or(defaults.max_running),
-        output_bytes: entry
-            .output_kib
-            .map_or(defaults.output_bytes, |kib| kib.max(1).saturating_mul(1024)),
+impl LayerKind {
+    /// The file the layer was read from, if any.
+    pub(crate) fn file(&self) -> Option<&Path> {
+        match self {
+            LayerKind::User(path) | LayerKind::Project(path) => Some(path),
+            LayerKind::Env | LayerKind::Flag => None,
+        }
     }
-}
 
-/// `[web]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub(crate) struct WebEntry {
-    /// A SearXNG-compatible endpoint (`https://search.example/search`):
-    /// `WebSearch` is offered only when it is set.
-    pub(crate) search_url: Option<String>,
-}
-
-/// `[pricing."provider/model"]`: what a million tokens of each kind cost.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub(crate) struct Price {
-    /// Uncached input.
-    pub(crate) input: f64,
-    /// Output.
-    pub(crate) output: f64,
-    /// Input read from the cache.
-    pub(crate) cache_read: f64,
-    /// Input written to the cache.
-    pub(crate) cache_write: f64,
-}
-
-/// `[agents]`: delegation limits.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub(crate) struct AgentsEntry {
-    /// How deep children may nest (default 1: children cannot delegate).
-    pub(crate) max_depth: Option<u32>,
-    /// A child's turn cap (default 30).
-    pub(crate) max_turns: Option<u32>,
-    /// How many spawned children may run at once (default 4).
-    pub(crate) max_concurrent: Option<usize>,
-    /// How many synchronous `Agent` children may run at once (default 16).
-    pub(crate) max_parallel: Option<usize>,
-    /// A child's wall-clock budget in seconds.
-    pub(crate) timeout_secs: Option<f64>,
-    /// A child's token budget (input plus output).
-    pub(crate) max_tokens: Option<u64>,
-    /// What all children together may use, in tokens (input plus output).
-    pub(crate) tree_max_tokens: Option<u64>,
-    /// What all children together may use, in model turns.
-    pub(crate) tree_max_turns: Option<u32>,
-    /// Whether `exec` waits for spawned agents still running when the main
-    /// agent ends and gives it one more run with their results (default true).
-    pub(crate) wait_on_exit: Option<bool>,
-    /// Whether spawn_agent / send_input / wait / close_agent / resume_agent are offered (default true).
-    pub(crate) collab: Option<bool>,
-    /// A shell command that runs each spawned agent's submission (the process runner).
-    pub(crate) command: Option<String>,
-    /// The shortest wait `wait` accepts, in ms (default 10000).
-    pub(crate) wait_min_ms: Option<u64>,
-    /// The longest wait `wait` accepts, in ms (default 300000).
-    pub(crate) wait_max_ms: Option<u64>,
-}
-
-/// `[retry]`: how model requests are retried.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub(crate) struct RetryEntry {
-    /// Retries after the first attempt.
-    pub(crate) max_retries: Option<u32>,
-    /// The first backoff delay.
-    pub(crate) base_delay_ms: Option<u64>,
-    /// The longest backoff delay (also caps `retry-after`).
-    pub(crate) max_delay_ms: Option<u64>,
-    /// How long the first byte of an answer may take (a local server reads
-    /// the whole prompt first).
-    pub(crate) first_byte_timeout_ms: Option<u64>,
-    /// How long a started stream may stay silent.
-    pub(crate) idle_timeout_ms: Option<u64>,
-}
-
-impl Price {
-    /// What `usage` costs at this price, in dollars.
-    pub(crate) fn cost(&self, usage: &alcove_protocol::Usage) -> f64 {
-        (usage.input_tokens as f64 * self.input
-            + usage.output_tokens as f64 * self.output
-            + usage.cache_read_tokens as f64 * self.cache_read
-            + usage.cache_write_tokens as f64 * self.cache_write)
-            / 1_000_000.0
+    /// Where the kind stands in the one precedence: a higher rank wins.
+    pub(crate) fn rank(&self) -> u8 {
+        match self {
+            LayerKind::User(_) => 0,
+            LayerKind::Project(_) => 1,
+            LayerKind::Env => 2,
+            LayerKind::Flag => 3,
+        }
     }
-}
-
-/// `[providers.<id>]`.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct ProviderEntry {
-    /// `anthropic`, `openai` (Chat Completions) or `openai-responses`.
-    pub(crate) kind: String,
-    /// The base URL (with `/v1` for OpenAI-compatible servers).
-    pub(crate) base_url: String,
-    /// The environment variable holding the key, if one is needed.
-    pub(crate) api_key_env: Option<String>,
-    /// Whether the server accepts `prompt_cache_key` (OpenAI kind only;
-    /// default false: some servers reject fields they do not know).
-    pub(crate) prompt_cache_key: Option<bool>,
 }
 
 /// Where alcove keeps its files.
@@ -241,39 +103,77 @@ impl Dirs {
     }
 }
 
-/// Merges the layers (user file < project file < `-c` flags), as a
-/// folder's trust left them (`trust.rs`).
-pub(crate) fn from_layers(layers: &[crate::config_show::Layer]) -> anyhow::Result<Config> {
+/// The file, environment and `-c` layers, lowest first (files that do not
+/// exist are skipped): `environment` is the layer of the variables that
+/// set keys (`settings::environment`).
+pub(crate) fn layers(
+    dirs: &Dirs,
+    workspace: &Path,
+    overrides: &[String],
+    environment: Vec<Layer>,
+) -> anyhow::Result<Vec<Layer>> {
+    let mut layers = Vec::new();
+    // Claude Code's settings files sit just below alcove's of the same kind
+    // (their warnings are the session's: `claude_settings::warnings`).
+    let mut ignored = Vec::new();
+    let user = dirs.config.join("config.toml");
+    if let Some((path, table)) = crate::claude_settings::user_table(&mut ignored) {
+        layers.push(file_layer(LayerKind::User(path), table));
+    }
+    if let Some(table) = read_table(&user)? {
+        layers.push(file_layer(LayerKind::User(user), table));
+    }
+    for (path, table) in crate::claude_settings::project_tables(workspace, &mut ignored) {
+        layers.push(file_layer(LayerKind::Project(path), table));
+    }
+    let project = workspace.join(".alcove/config.toml");
+    if let Some(table) = read_table(&project)? {
+        layers.push(file_layer(LayerKind::Project(project), table));
+    }
+    layers.extend(environment);
+    for item in overrides {
+        layers.push(Layer {
+            kind: LayerKind::Flag,
+            source: format!("-c {item}"),
+            table: parse_override(item)?,
+        });
+    }
+    in_precedence(&mut layers);
+    Ok(layers)
+}
+
+fn file_layer(kind: LayerKind, table: toml::Table) -> Layer {
+    let whose = match kind {
+        LayerKind::User(_) => "user",
+        _ => "project",
+    };
+    let source = match kind.file() {
+        Some(path) => format!("{whose} {}", path.display()),
+        None => whose.to_owned(),
+    };
+    Layer {
+        kind,
+        source,
+        table,
+    }
+}
+
+/// Orders layers lowest first by [`LayerKind::rank`], keeping the order
+/// of layers of one kind.
+pub(crate) fn in_precedence(layers: &mut [Layer]) {
+    layers.sort_by_key(|layer| layer.kind.rank());
+}
+
+/// The layers merged into one table, in the one precedence (later wins;
+/// tables merge key by key, any other value replaces).
+pub(crate) fn merged(layers: &[Layer]) -> toml::Table {
+    let mut ordered: Vec<&Layer> = layers.iter().collect();
+    ordered.sort_by_key(|layer| layer.kind.rank());
     let mut merged = toml::Table::new();
-    // One precedence: flags > `-c` > environment > project > user > defaults.
-    for layer in layers
-        .iter()
-        .filter(|layer| layer.kind != crate::config_show::LayerKind::Flag)
-    {
+    for layer in ordered {
         merge(&mut merged, layer.table.clone());
     }
-    merge(&mut merged, crate::env_settings::table());
-    for layer in layers
-        .iter()
-        .filter(|layer| layer.kind == crate::config_show::LayerKind::Flag)
-    {
-        merge(&mut merged, layer.table.clone());
-    }
-    Config::deserialize(toml::Value::Table(merged)).map_err(|err| {
-        // The merged table has no lines: name the file (and line) of a bad
-        // value when one file alone shows it.
-        layers
-            .iter()
-            .filter_map(|layer| {
-                let path = layer.kind.file()?;
-                Some((path, std::fs::read_to_string(path).ok()?))
-            })
-            .find_map(|(path, text)| {
-                let err = toml::from_str::<Config>(&text).err()?;
-                Some(anyhow::anyhow!("{}: {err}", path.display()))
-            })
-            .unwrap_or_else(|| anyhow::Error::new(err).context("invalid configuration"))
-    })
+    merged
 }
 
 pub(crate) fn read_table(path: &Path) -> anyhow::Result<Option<toml::Table>> {
@@ -336,7 +236,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn project_overrides_user_and_flags_override_both() {
+    fn one_precedence_user_project_environment_flags() {
         let dir = tempfile::tempdir().unwrap();
         let dirs = Dirs {
             config: dir.path().join("home"),
@@ -352,15 +252,31 @@ mod tests {
         .unwrap();
         std::fs::write(
             workspace.join(".alcove/config.toml"),
-            "model = \"openai/b\"\n",
+            "model = \"openai/b\"\n[agents]\nmax_depth = 2\n",
         )
         .unwrap();
-        let layers =
-            crate::config_show::layers(&dirs, &workspace, &["max_turns=9".to_owned()]).unwrap();
-        let config = from_layers(&layers).unwrap();
-        assert_eq!(config.model.as_deref(), Some("openai/b"));
-        assert_eq!(config.max_turns, Some(9));
-        assert_eq!(config.providers["local"].base_url, "http://x/v1");
+        let environment = vec![Layer {
+            kind: LayerKind::Env,
+            source: "env ALCOVE_X".to_owned(),
+            table: "max_turns = 8\n[agents]\nmax_concurrent = 5\n"
+                .parse()
+                .unwrap(),
+        }];
+        let mut layers =
+            layers(&dirs, &workspace, &["max_turns=9".to_owned()], environment).unwrap();
+        let kinds: Vec<u8> = layers.iter().map(|layer| layer.kind.rank()).collect();
+        assert_eq!(kinds, [0, 1, 2, 3]);
+        // The order is the kinds', whatever order the layers come in.
+        layers.reverse();
+        let merged = merged(&layers);
+        assert_eq!(merged["model"].as_str(), Some("openai/b"));
+        assert_eq!(merged["max_turns"].as_integer(), Some(9));
+        assert_eq!(merged["agents"]["max_depth"].as_integer(), Some(2));
+        assert_eq!(merged["agents"]["max_concurrent"].as_integer(), Some(5));
+        assert_eq!(
+            merged["providers"]["local"]["base_url"].as_str(),
+            Some("http://x/v1")
+        );
     }
 
     #[test]
@@ -377,7 +293,7 @@ mod tests {
         .unwrap();
         let err = format!(
             "{:#}",
-            crate::config_show::layers(&dirs, dir.path(), &[]).unwrap_err()
+            layers(&dirs, dir.path(), &[], Vec::new()).unwrap_err()
         );
         assert!(
             err.contains("config.toml") && err.contains("line 2"),

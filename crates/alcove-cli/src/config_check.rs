@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use alcove_core::known_keys::KeyTree;
 use serde::Deserialize;
 
-use crate::config::{self, Config, Dirs};
-use crate::sandbox_setup::{LimitsTable, SandboxTable};
+use crate::config::{self, Dirs};
+use crate::settings::{self, Config};
 
 /// One thing wrong with the configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,14 +35,23 @@ impl std::fmt::Display for Finding {
     }
 }
 
-/// Every key a config layer may set: [`Config`]'s, and the sections their
-/// consumers read from the raw layers (`[sandbox]`, `[limits]`,
-/// `[mcp_servers]`).
+/// Every key a config layer may set (`settings::known_keys`).
 pub(crate) fn known_keys() -> KeyTree {
-    KeyTree::of::<Config>()
-        .with_field("sandbox", KeyTree::of::<SandboxTable>())
-        .with_field("limits", KeyTree::of::<LimitsTable>())
-        .with_field("mcp_servers", KeyTree::Map(Box::new(KeyTree::Open)))
+    settings::known_keys()
+}
+
+/// The warning for a key still read under its old name, if `path` is one.
+fn deprecated(place: String, path: &[String]) -> Option<Finding> {
+    let dotted = path.join(".");
+    let old = settings::deprecated().find(|key| key.old == dotted)?;
+    Some(Finding {
+        place,
+        message: format!(
+            "`{}` is deprecated and still read: write `{}` ({})",
+            old.old, old.new, old.why
+        ),
+        error: false,
+    })
 }
 
 /// The config files of a workspace, lowest first (as `config::load` reads them).
@@ -95,6 +104,9 @@ fn findings(dirs: &Dirs, workspace: &Path, overrides: &[String], with_types: boo
         walk_table(&tree, &table, &mut path, &mut |key, _| {
             findings.push(unknown(place.clone(), &key));
         });
+        for key in leaves(&table) {
+            findings.extend(deprecated(place.clone(), &key));
+        }
         if !with_types {
             continue;
         }
@@ -125,13 +137,23 @@ fn check_file(tree: &KeyTree, path: &Path, text: &str, with_types: bool) -> Vec<
             unknown_keys.push((offset, key));
         },
     );
-    unknown_keys.sort_by_key(|(offset, _)| *offset);
-    for (offset, key) in unknown_keys {
-        findings.push(unknown(
-            format!("{}:{}", path.display(), line(offset)),
-            &key,
-        ));
-    }
+    let mut old_keys = Vec::new();
+    spanned_keys(document.get_ref(), &mut Vec::new(), &mut |key, offset| {
+        old_keys.push((offset, key));
+    });
+    let mut found: Vec<(usize, Finding)> = unknown_keys
+        .into_iter()
+        .map(|(offset, key)| {
+            let place = format!("{}:{}", path.display(), line(offset));
+            (offset, unknown(place, &key))
+        })
+        .collect();
+    found.extend(old_keys.into_iter().filter_map(|(offset, key)| {
+        let place = format!("{}:{}", path.display(), line(offset));
+        Some((offset, deprecated(place, &key)?))
+    }));
+    found.sort_by_key(|(offset, _)| *offset);
+    findings.extend(found.into_iter().map(|(_, finding)| finding));
     if !with_types {
         return findings;
     }
@@ -206,6 +228,50 @@ fn walk_spanned(
     }
 }
 
+/// Calls `found` with every key of a parsed file (dotted path) and its offset.
+fn spanned_keys(
+    table: &toml::de::DeTable<'_>,
+    path: &mut Vec<String>,
+    found: &mut dyn FnMut(Vec<String>, usize),
+) {
+    for (key, value) in table {
+        path.push(key.get_ref().to_string());
+        found(path.clone(), key.span().start);
+        if let toml::de::DeValue::Table(inner) = value.get_ref() {
+            spanned_keys(inner, path, found);
+        }
+        path.pop();
+    }
+}
+
+/// The keys of `table` read under an old name (`config show` notes them).
+pub(crate) fn deprecated_in(table: &toml::Table) -> Vec<&'static settings::Deprecated> {
+    leaves(table)
+        .iter()
+        .filter_map(|path| {
+            let dotted = path.join(".");
+            settings::deprecated().find(|key| key.old == dotted)
+        })
+        .collect()
+}
+
+/// Every key of a table (a `-c` flag's), as paths.
+fn leaves(table: &toml::Table) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut stack = vec![(Vec::new(), table)];
+    while let Some((prefix, table)) = stack.pop() {
+        for (key, value) in table {
+            let mut path: Vec<String> = prefix.clone();
+            path.push(key.clone());
+            if let toml::Value::Table(inner) = value {
+                stack.push((path.clone(), inner));
+            }
+            out.push(path);
+        }
+    }
+    out
+}
+
 /// Calls `found` with each unknown key of a table (a `-c` flag's) and its path.
 fn walk_table(
     tree: &KeyTree,
@@ -239,8 +305,9 @@ pub(crate) fn unknown_paths(tree: &KeyTree, table: &toml::Table) -> Vec<Vec<Stri
 }
 
 /// `alcove config check`: every finding of the config layers and of the
-/// agent definitions' and skills' front matter; 1 when there is any.
-pub(crate) fn run(dirs: &Dirs, workspace: &Path, overrides: &[String]) -> u8 {
+/// agent definitions' and skills' front matter, as the text to print, and
+/// the exit status: 1 when there is any.
+pub(crate) fn run(dirs: &Dirs, workspace: &Path, overrides: &[String]) -> (String, u8) {
     let mut lines: Vec<String> = check(dirs, workspace, overrides)
         .iter()
         .map(ToString::to_string)
@@ -254,13 +321,14 @@ pub(crate) fn run(dirs: &Dirs, workspace: &Path, overrides: &[String]) -> u8 {
             .map(|warning| format!("warning: {warning}")),
     );
     if lines.is_empty() {
-        println!("alcove: the configuration has no unknown keys or wrong values");
-        return 0;
+        return (
+            "alcove: the configuration has no unknown keys or wrong values\n".to_owned(),
+            0,
+        );
     }
-    for line in &lines {
-        println!("{line}");
-    }
-    1
+    let mut text = lines.join("\n");
+    text.push('\n');
+    (text, 1)
 }
 
 #[cfg(test)]
@@ -292,6 +360,31 @@ mod tests {
             "{found:?}"
         );
         assert!(found[1].contains("`permission_mode`"), "{found:?}");
+    }
+
+    #[test]
+    fn an_old_name_is_a_warning_naming_the_new_one() {
+        let found = messages("[agents]\nmax_depth = 2\nmax_tokens = 300\n");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].starts_with("/u/config.toml:3: warning: `agents.max_tokens` is deprecated")
+                && found[0].contains("`agents.token_budget`"),
+            "{found:?}"
+        );
+        let flags = findings(
+            &Dirs {
+                config: "/nonexistent-u".into(),
+                data: "/nonexistent-u".into(),
+            },
+            Path::new("/nonexistent-w"),
+            &[
+                "agents.max_tokens=300".to_owned(),
+                "max_tokens=300".to_owned(),
+            ],
+            true,
+        );
+        assert_eq!(flags.len(), 1, "{flags:?}");
+        assert_eq!(flags[0].place, "-c agents.max_tokens=300");
     }
 
     #[test]

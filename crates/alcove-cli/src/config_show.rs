@@ -1,19 +1,17 @@
 //! `alcove config show`: the merged configuration, each value with where it
-//! came from — a built-in default, the user file, the project file, an
-//! `ALCOVE_*` environment variable or a flag.
-//!
-//! Also home of [`Layer`]: the config files and `-c` flags as separate
-//! tables, for the settings that add up across layers instead of replacing
-//! each other (permission rules).
+//! came from — a built-in default (each section's `describe`), the user
+//! file, the project file, an `ALCOVE_*` environment variable or a flag —
+//! printed from the same layers, in the same precedence, as a session
+//! reads them.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use alcove_core::AgentLimits;
 use clap::{Args, Subcommand};
 
-use crate::config::{self, Dirs};
-use crate::{CommonArgs, UsageError, context_setup, permission_setup, provider, session};
+use crate::config::{Dirs, Layer};
+use crate::settings::Config;
+use crate::{CommonArgs, UsageError, context_setup, permission_setup, provider};
 
 /// `alcove config` arguments.
 #[derive(Debug, Args)]
@@ -31,126 +29,48 @@ enum ConfigCommand {
     Check,
 }
 
-/// One config file, or one `-c` flag, as a table.
-#[derive(Debug, Clone)]
-pub(crate) struct Layer {
-    /// Whose settings these are: what a folder's trust decides on.
-    pub(crate) kind: LayerKind,
-    /// `user /path/config.toml`, `project /ws/.alcove/config.toml`, `-c key=value`.
-    pub(crate) source: String,
-    pub(crate) table: toml::Table,
-}
-
-/// Where a layer came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum LayerKind {
-    /// The user's own file.
-    User(std::path::PathBuf),
-    /// A file in the workspace: what a cloned repository controls, held
-    /// to the folder's trust (`trust.rs`).
-    Project(std::path::PathBuf),
-    /// A `-c` flag.
-    Flag,
-}
-
-impl LayerKind {
-    /// The file the layer was read from, if any.
-    pub(crate) fn file(&self) -> Option<&Path> {
-        match self {
-            LayerKind::User(path) | LayerKind::Project(path) => Some(path),
-            LayerKind::Flag => None,
-        }
-    }
-}
-
-/// The file and `-c` layers, lowest first (files that do not exist are skipped).
-pub(crate) fn layers(
-    dirs: &Dirs,
-    workspace: &Path,
-    overrides: &[String],
-) -> anyhow::Result<Vec<Layer>> {
-    let mut layers = Vec::new();
-    // Claude Code's settings files sit just below alcove's of the same kind
-    // (their warnings are the session's: `claude_settings::warnings`).
-    let mut ignored = Vec::new();
-    for kind in [
-        LayerKind::User(dirs.config.join("config.toml")),
-        LayerKind::Project(workspace.join(".alcove/config.toml")),
-    ] {
-        let Some(path) = kind.file() else { continue };
-        let whose = match kind {
-            LayerKind::User(_) => {
-                layers.extend(crate::claude_settings::user_layer(&mut ignored));
-                "user"
-            }
-            _ => {
-                layers.extend(crate::claude_settings::project_layers(
-                    workspace,
-                    &mut ignored,
-                ));
-                "project"
-            }
-        };
-        if let Some(table) = config::read_table(path)? {
-            layers.push(Layer {
-                source: format!("{whose} {}", path.display()),
-                kind,
-                table,
-            });
-        }
-    }
-    for item in overrides {
-        layers.push(Layer {
-            kind: LayerKind::Flag,
-            source: format!("-c {item}"),
-            table: config::parse_override(item)?,
-        });
-    }
-    Ok(layers)
-}
-
 pub(crate) async fn run(common: &CommonArgs, args: &ConfigArgs) -> anyhow::Result<u8> {
     let workspace = common.workspace()?;
     let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
     if let ConfigCommand::Check = args.command {
-        return Ok(crate::config_check::run(
-            &dirs,
-            workspace.root(),
-            &common.overrides,
-        ));
+        let (text, code) = crate::config_check::run(&dirs, workspace.root(), &common.overrides);
+        write_out(&text)?;
+        return Ok(code);
     }
     let usage = |err: anyhow::Error| UsageError(format!("{err:#}"));
     // The same checks a session makes: a broken file or rule is exit 2 here too.
     let settings =
         crate::trust::ProjectSettings::of(common, &dirs, workspace.root()).map_err(usage)?;
-    let mut merged = settings.config().map_err(usage)?;
+    let merged = settings.config().map_err(usage)?;
     let layers = settings.layers.clone();
-    crate::claude_settings::apply_mode(&mut merged, &layers);
     permission_setup::mode(common, &merged)?;
     let rules = permission_setup::rules(&layers, common)?;
-    let env: Vec<(String, String)> = crate::env_settings::values()
-        .into_iter()
-        .map(|(setting, value)| {
-            (
-                format!("env {}", setting.var),
-                format!("{}={value}", setting.key),
-            )
-        })
-        .collect();
-    print!(
-        "{}",
-        render(workspace.root(), &layers, &env, common, &rules)
-    );
+    let mut text = render(workspace.root(), &layers, common, &rules);
     if let Some(notice) = settings.notice() {
-        println!("# {notice}");
+        text.push_str(&format!("# {notice}\n"));
     }
-    print!("{}", context_lines(common, &merged).await?);
+    text.push_str(&context_lines(common, &merged).await?);
+    write_out(&text)?;
     Ok(0)
+}
+
+/// Writes `text` to stdout; a reader that has gone (`alcove config show |
+/// head -1`) is no error: what it did not read, it did not want.
+fn write_out(text: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        result => Ok(result?),
+    }
 }
 
 /// The model's context window and compaction threshold, and where the
 /// window figure came from, as comments (they are derived, not set).
-async fn context_lines(common: &CommonArgs, config: &config::Config) -> anyhow::Result<String> {
+async fn context_lines(common: &CommonArgs, config: &Config) -> anyhow::Result<String> {
     let spec = common.model.clone().or_else(|| config.model.clone());
     let Some(spec) = spec else {
         return Ok(
@@ -213,95 +133,6 @@ fn wire(provider: &alcove_model::ProviderConfig) -> String {
     }
 }
 
-/// The built-in defaults, from the constants the session uses.
-fn defaults() -> toml::Table {
-    let agents = AgentLimits::default();
-    let retry = alcove_model::RetryPolicy::default();
-    let millis = |duration: std::time::Duration| {
-        toml::Value::Integer(i64::try_from(duration.as_millis()).unwrap_or(i64::MAX))
-    };
-    let mut table = toml::Table::new();
-    let mut put = |key: &str, value: toml::Value| {
-        insert_dotted(&mut table, key, value);
-    };
-    put("permission_mode", "default".into());
-    put("max_turns", i64::from(session::DEFAULT_MAX_TURNS).into());
-    put("max_tokens", i64::from(session::DEFAULT_MAX_TOKENS).into());
-    put(
-        "max_tool_calls_per_reply",
-        i64::try_from(alcove_core::DEFAULT_MAX_TOOL_CALLS_PER_REPLY)
-            .unwrap_or(i64::MAX)
-            .into(),
-    );
-    put("tool_profile", "auto".into());
-    put("agents.max_depth", i64::from(agents.max_depth).into());
-    put("agents.max_turns", i64::from(agents.max_turns).into());
-    put(
-        "agents.max_concurrent",
-        i64::try_from(agents.max_concurrent)
-            .unwrap_or(i64::MAX)
-            .into(),
-    );
-    put(
-        "agents.max_parallel",
-        i64::try_from(agents.max_parallel)
-            .unwrap_or(i64::MAX)
-            .into(),
-    );
-    put("agents.collab", agents.collab.into());
-    put("retry.max_retries", i64::from(retry.max_retries).into());
-    put("retry.base_delay_ms", millis(retry.base_delay));
-    put("retry.max_delay_ms", millis(retry.max_delay));
-    put(
-        "retry.first_byte_timeout_ms",
-        millis(retry.first_byte_timeout),
-    );
-    put("retry.idle_timeout_ms", millis(retry.idle_timeout));
-    put(
-        "hooks.max_stop_continuations",
-        i64::from(session::STOP_HOOK_LIMIT).into(),
-    );
-    put("env.scrub", true.into());
-    put("env.keep", toml::Value::Array(Vec::new()));
-    put("sandbox.mode", "workspace-write".into());
-    put("sandbox.network", false.into());
-    put("sandbox.allow_loopback", false.into());
-    put("sandbox.auto_allow", true.into());
-    let limits = alcove_tools::ResourceLimits::default();
-    for (key, value) in [
-        ("limits.cpu_secs", limits.cpu_secs),
-        ("limits.address_space_mb", limits.address_space_mb),
-        ("limits.processes", limits.processes),
-        ("limits.file_size_mb", limits.file_size_mb),
-        ("limits.open_files", limits.open_files),
-    ] {
-        let value = value
-            .and_then(|value| i64::try_from(value).ok())
-            .unwrap_or(0);
-        put(key, value.into());
-    }
-    table
-}
-
-fn insert_dotted(table: &mut toml::Table, key: &str, value: toml::Value) {
-    let mut parts: Vec<&str> = key.split('.').collect();
-    let Some(last) = parts.pop() else { return };
-    let mut cursor = table;
-    for part in parts {
-        let entry = cursor
-            .entry(part.to_owned())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        if !entry.is_table() {
-            *entry = toml::Value::Table(toml::Table::new());
-        }
-        let toml::Value::Table(inner) = entry else {
-            return;
-        };
-        cursor = inner;
-    }
-    cursor.insert(last.to_owned(), value);
-}
-
 /// Every leaf of `table` under `prefix`, as dotted keys; the rule lists are left out.
 fn flatten(
     prefix: &str,
@@ -331,16 +162,23 @@ fn flatten(
 fn render(
     workspace: &Path,
     layers: &[Layer],
-    env: &[(String, String)],
     common: &CommonArgs,
     rules: &alcove_core::RuleSet,
 ) -> String {
     let mut values = BTreeMap::new();
-    flatten("", &defaults(), "default", &mut values);
+    for (key, value) in crate::settings::defaults() {
+        values.insert(key, (value, "default".to_owned()));
+    }
     // Unknown keys are not settings: they are listed apart, at the end.
     let known = crate::config_check::known_keys();
     let mut ignored = Vec::new();
     for layer in layers {
+        for old in crate::config_check::deprecated_in(&layer.table) {
+            ignored.push(format!(
+                "# deprecated: {} is read as {}; write that  # {}\n",
+                old.old, old.new, layer.source
+            ));
+        }
         for path in crate::config_check::unknown_paths(&known, &layer.table) {
             ignored.push(format!(
                 "# ignored (unknown key): {}  # {}\n",
@@ -349,20 +187,10 @@ fn render(
             ));
         }
     }
-    for layer in layers.iter().filter(|layer| layer.kind != LayerKind::Flag) {
-        flatten_known(&known, layer, &mut values);
-    }
-    for (source, assignment) in env {
-        if let Some((key, value)) = assignment.split_once('=') {
-            let value = format!("v = {value}")
-                .parse::<toml::Table>()
-                .ok()
-                .and_then(|mut table| table.remove("v"))
-                .unwrap_or_else(|| toml::Value::String(value.to_owned()));
-            values.insert(key.to_owned(), (value, source.clone()));
-        }
-    }
-    for layer in layers.iter().filter(|layer| layer.kind == LayerKind::Flag) {
+    // The one precedence (`config::in_precedence`), as the session merges.
+    let mut ordered = layers.to_vec();
+    crate::config::in_precedence(&mut ordered);
+    for layer in &ordered {
         flatten_known(&known, layer, &mut values);
     }
     if let Some(model) = &common.model {
@@ -453,6 +281,7 @@ fn remove_path(table: &mut toml::Table, path: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::LayerKind;
 
     #[test]
     fn every_value_says_where_it_came_from() {
@@ -467,12 +296,18 @@ mod tests {
             Layer {
                 kind: LayerKind::Project("/w/.alcove/config.toml".into()),
                 source: "project /w/.alcove/config.toml".to_owned(),
-                table: "[agents]\nmax_depth = 2\n".parse().unwrap(),
+                table: "[agents]\nmax_depth = 2\nmax_tokens = 300\n".parse().unwrap(),
             },
             Layer {
                 kind: LayerKind::Flag,
                 source: "-c max_turns=9".to_owned(),
                 table: "max_turns = 9\n".parse().unwrap(),
+            },
+            // Listed last, but below `-c` in the precedence.
+            Layer {
+                kind: LayerKind::Env,
+                source: "env ALCOVE_MODEL".to_owned(),
+                table: "model = \"openai/b\"\nmax_turns = 8\n".parse().unwrap(),
             },
         ];
         use clap::Parser;
@@ -485,9 +320,8 @@ mod tests {
         ])
         .unwrap()
         .common;
-        let env = vec![("env ALCOVE_MODEL".to_owned(), "model=openai/b".to_owned())];
         let rules = permission_setup::rules(&layers, &common).unwrap();
-        let text = render(Path::new("/w"), &layers, &env, &common, &rules);
+        let text = render(Path::new("/w"), &layers, &common, &rules);
         let line = |key: &str| {
             text.lines()
                 .find(|line| line.starts_with(&format!("{key} = ")))
@@ -509,6 +343,12 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("# user /u/config.toml"), "{text}");
+        assert!(
+            text.contains(
+                "# deprecated: agents.max_tokens is read as agents.token_budget; write that  # project /w/.alcove/config.toml"
+            ),
+            "{text}"
+        );
         let parsed: Result<toml::Table, _> = text.parse();
         assert!(parsed.is_ok(), "the output is TOML: {parsed:?}\n{text}");
     }

@@ -16,7 +16,8 @@ use alcove_model::{ProviderConfig, WireProtocol};
 use alcove_protocol::Usage;
 
 use crate::UsageError;
-use crate::config::{Config, Price};
+use crate::settings::Config;
+use crate::settings::model::Price;
 
 /// How long a local server may take to say its window.
 const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
@@ -105,26 +106,9 @@ pub(crate) fn from_table(model: &str) -> WindowChoice {
     }
 }
 
-/// The compaction settings for a window, from `auto_compact_at`.
+/// The compaction settings for a window (`settings::compaction`).
 pub(crate) fn limits(config: &Config, window: u64) -> Result<ContextLimits, UsageError> {
-    if window == 0 {
-        return Err(UsageError(
-            "model_context_window must be at least 1 token".to_owned(),
-        ));
-    }
-    let compact_at = match &config.auto_compact_at {
-        None => None,
-        Some(toml::Value::Float(fraction)) if *fraction > 0.0 && *fraction <= 1.0 => {
-            Some((window as f64 * fraction) as u64)
-        }
-        Some(toml::Value::Integer(tokens)) if *tokens > 1 => u64::try_from(*tokens).ok(),
-        Some(other) => {
-            return Err(UsageError(format!(
-                "auto_compact_at = {other} is neither a fraction of the window (0 < f <= 1.0, e.g. 0.85) nor a token count (e.g. 120000)"
-            )));
-        }
-    };
-    Ok(ContextLimits::new(window, compact_at))
+    crate::settings::compaction::resolve(config, window).map_err(|err| UsageError(err.0))
 }
 
 /// The `prompt_cache_key` to send (the session id), if this provider

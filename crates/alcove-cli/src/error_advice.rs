@@ -1,9 +1,11 @@
 //! A model failure said as what to do: a refused key names the variable
 //! or config entry it came from and how to set it; a missing model, a
 //! quota and a billing error each get one line of cause and one of remedy,
-//! with the provider's own message kept after them.
+//! with the provider's own message kept after them. Every place a failed
+//! run reaches the user says it so: `exec`'s stderr, the UI's notice, the
+//! plain mode's stderr and `session_ended`'s `error`.
 
-use crate::config::Config;
+use crate::settings::Config;
 
 /// Where the key of `provider` (the `provider/model`'s first part) is
 /// read: the variable, and the config entry that names it, if any.
@@ -28,6 +30,10 @@ fn key_source(provider: &str, config: &Config) -> (String, Option<String>) {
 /// `error` (a failed run's) with a cause and a remedy in front when it is
 /// one alcove knows; otherwise as it is.
 pub(crate) fn explain(error: &str, model_name: &str, config: &Config) -> String {
+    // Already explained (a UI turn's error reaches `session_ended` too).
+    if error.contains(PROVIDER_SAID) {
+        return error.to_owned();
+    }
     let (provider, model) = model_name.split_once('/').unwrap_or((model_name, ""));
     let status = error
         .split_once("returned HTTP ")
@@ -64,10 +70,13 @@ pub(crate) fn explain(error: &str, model_name: &str, config: &Config) -> String 
         _ => None,
     };
     match advice {
-        Some((cause, remedy)) => format!("{cause}\n{remedy}\nThe provider said: {error}"),
+        Some((cause, remedy)) => format!("{cause}\n{remedy}\n{PROVIDER_SAID}{error}"),
         None => error.to_owned(),
     }
 }
+
+/// What comes before the provider's own message.
+const PROVIDER_SAID: &str = "The provider said: ";
 
 fn billing(provider: &str) -> (String, String) {
     (
@@ -119,5 +128,6 @@ mod tests {
             explain("cannot connect to x: y", "openai/m", &config),
             "cannot connect to x: y"
         );
+        assert_eq!(explain(&text, "openai/gpt-5", &config), text);
     }
 }

@@ -232,7 +232,7 @@ pub(crate) async fn run(common: &CommonArgs, mut args: ExecArgs) -> anyhow::Resu
         }
         RunStatus::Failed | RunStatus::Budget | RunStatus::Halted => {
             let error = outcome.error.unwrap_or_default();
-            let error = crate::error_advice::explain(&error, &session.model_name, &session.config);
+            let error = session.explain(&error);
             eprintln!("alcove: the model failed: {error}");
             Ok(1)
         }

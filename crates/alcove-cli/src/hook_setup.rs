@@ -19,27 +19,13 @@
 //! `.claude/settings.json` (someone else's file) is a warning and is skipped.
 //! The settings files are read only in a trusted folder (`trust.rs`).
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use alcove_core::{CommandHooks, EventSink, HookConfig, HookEntry, HookSession, Hooks, NoHooks};
-use serde::Deserialize;
+use alcove_core::{CommandHooks, EventSink, HookConfig, HookSession, Hooks, NoHooks};
 
 use crate::UsageError;
-use crate::config_show::Layer;
-
-/// `[hooks]`: settings, and one array of entries per event.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub(crate) struct HooksEntry {
-    /// How many times Stop / SubagentStop hooks may send one run back to
-    /// work (default 3).
-    pub(crate) max_stop_continuations: Option<u32>,
-    /// `[[hooks.<Event>]]` entries, by event name.
-    #[serde(flatten)]
-    pub(crate) events: BTreeMap<String, Vec<HookEntry>>,
-}
+use crate::config::Layer;
 
 /// Every hook configured for a session by the config `layers` and the
 /// settings files of `files_root` (a trusted workspace; `None` reads
@@ -51,11 +37,9 @@ pub(crate) fn load(
     let mut config = HookConfig::default();
     let mut warnings = Vec::new();
     for layer in layers {
-        let Some(table) = layer.table.get("hooks") else {
+        let Some(entry) = crate::settings::hooks::of_layer(layer)? else {
             continue;
         };
-        let entry = HooksEntry::deserialize(table.clone())
-            .map_err(|err| UsageError(format!("{}: [hooks]: {err}", layer.source)))?;
         for (event, entries) in &entry.events {
             warnings.extend(config.add(event, entries, &layer.source));
         }
@@ -124,7 +108,7 @@ mod tests {
         )
         .unwrap();
         let layer = |source: &str, text: &str| Layer {
-            kind: crate::config_show::LayerKind::Flag,
+            kind: crate::config::LayerKind::Flag,
             source: source.to_owned(),
             table: toml::from_str(text).unwrap(),
         };

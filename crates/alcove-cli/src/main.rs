@@ -15,7 +15,6 @@ mod config;
 mod config_check;
 mod config_show;
 mod context_setup;
-mod env_settings;
 mod error_advice;
 mod exec;
 mod familiar_flags;
@@ -36,6 +35,7 @@ mod report;
 mod resume;
 mod sandbox_setup;
 mod session;
+mod settings;
 mod skills_cmd;
 mod structured_output;
 mod telemetry;
@@ -201,6 +201,12 @@ impl std::fmt::Display for UsageError {
 }
 
 impl std::error::Error for UsageError {}
+
+impl From<settings::SettingError> for UsageError {
+    fn from(err: settings::SettingError) -> UsageError {
+        UsageError(err.0)
+    }
+}
 
 fn main() -> ExitCode {
     // The sandbox launcher (`alcove __sandbox …`) runs before anything

@@ -16,8 +16,6 @@ use std::path::{Path, PathBuf};
 use alcove_mcp::{ServerConfig, ServerEntry};
 use serde_json::{Map, Value};
 
-use crate::config_show;
-
 /// One layer's view of the servers.
 struct Found {
     source: String,
@@ -29,14 +27,14 @@ struct Found {
 /// left them; the workspace's JSON files are read only from `files_root`
 /// (a trusted folder).
 pub(crate) fn configs_from(
-    layers: Vec<config_show::Layer>,
+    layers: Vec<crate::config::Layer>,
     files_root: Option<&Path>,
 ) -> (Vec<ServerConfig>, Vec<String>) {
     let mut warnings = Vec::new();
     let mut found: BTreeMap<String, Result<Found, String>> = BTreeMap::new();
     let (lower, upper): (Vec<_>, Vec<_>) = layers
         .into_iter()
-        .partition(|layer| matches!(layer.kind, config_show::LayerKind::User(_)));
+        .partition(|layer| matches!(layer.kind, crate::config::LayerKind::User(_)));
     for layer in &lower {
         merge_toml(&mut found, &layer.source, &layer.table);
     }
@@ -170,10 +168,11 @@ mod tests {
             "[mcp_servers.b]\nenabled = false\n[mcp_servers.d]\nargs = [\"no command\"]\n",
         )
         .unwrap();
-        let layers = config_show::layers(
+        let layers = crate::config::layers(
             &dirs,
             &workspace,
             &["mcp_servers.c.enabled=false".to_owned()],
+            Vec::new(),
         )
         .unwrap();
         let (servers, warnings) = configs_from(layers, Some(&workspace));

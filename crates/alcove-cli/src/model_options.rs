@@ -23,111 +23,13 @@
 
 use std::time::Duration;
 
-use alcove_model::{LOCAL_FIRST_BYTE_TIMEOUT, ProviderConfig, Thinking, WireProtocol};
-use serde::Deserialize;
+use alcove_model::{LOCAL_FIRST_BYTE_TIMEOUT, ProviderConfig, WireProtocol};
 
-use crate::config::{Config, RetryEntry};
+use crate::settings::Config;
+use crate::settings::model::{ModelOptionsEntry, RetryEntry, Wire};
 
 /// The temperature a local server gets unless one is configured.
 pub(crate) const LOCAL_TEMPERATURE: f32 = 0.2;
-
-/// `[model_options."<provider>"]` or `[model_options."<provider>/<model>"]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub(crate) struct ModelOptionsEntry {
-    /// The sampling temperature sent with each request.
-    pub(crate) temperature: Option<f32>,
-    /// How long the first byte of an answer may take, in ms.
-    pub(crate) first_byte_timeout_ms: Option<u64>,
-    /// How long a started stream may stay silent, in ms.
-    pub(crate) idle_timeout_ms: Option<u64>,
-    /// OpenAI wire: run tool calls the model wrote as text (default: on for
-    /// a local server, off otherwise).
-    pub(crate) text_tool_calls: Option<bool>,
-    /// OpenAI providers: the wire spoken (default: Responses for the
-    /// models `openai_wire.rs` lists on the built-in provider, else the
-    /// provider's kind).
-    pub(crate) wire: Option<Wire>,
-    /// Another name for `effort`, kept from when the OpenAI wires had a
-    /// key of their own; `effort` wins when both are set.
-    #[serde(deserialize_with = "effort_setting")]
-    pub(crate) reasoning_effort: Option<String>,
-    /// Responses: the reasoning summary (`auto`, `concise`, `detailed`, or
-    /// `off` for none), streamed as thinking.
-    pub(crate) reasoning_summary: Option<String>,
-    /// Anthropic wire: `"adaptive"`, `"off"` or a thinking budget in tokens
-    /// (default: adaptive where the model takes it, else off).
-    #[serde(deserialize_with = "thinking_setting")]
-    pub(crate) thinking: Option<Thinking>,
-    /// How hard the model thinks (`minimal`, `low`, `medium`, `high`,
-    /// `xhigh`, `max`), read by every wire: Anthropic's
-    /// `output_config.effort` and thinking budget, Responses'
-    /// `reasoning.effort`, Chat's `reasoning_effort`.
-    #[serde(deserialize_with = "effort_setting")]
-    pub(crate) effort: Option<String>,
-    /// Whether the model takes images (default: yes, but not a local
-    /// server on the OpenAI wire, whose models mostly do not); without,
-    /// each image is a text note.
-    pub(crate) vision: Option<bool>,
-}
-
-impl ModelOptionsEntry {
-    /// The effort this entry sets, under either of its names.
-    fn effort(&self) -> Option<&str> {
-        self.effort.as_deref().or(self.reasoning_effort.as_deref())
-    }
-}
-
-/// `wire = "responses" | "chat"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum Wire {
-    /// OpenAI Responses (`/v1/responses`).
-    Responses,
-    /// OpenAI Chat Completions (`/v1/chat/completions`).
-    Chat,
-}
-
-/// `thinking = "adaptive" | "off" | <budget tokens>`.
-fn thinking_setting<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<Thinking>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Setting {
-        Budget(i64),
-        Word(String),
-    }
-    let invalid = |what: &str| {
-        serde::de::Error::custom(format!(
-            "thinking must be \"adaptive\", \"off\" or a budget of at least {MIN_THINKING_BUDGET} tokens, not {what}"
-        ))
-    };
-    match Setting::deserialize(deserializer)? {
-        Setting::Budget(tokens) => match u32::try_from(tokens) {
-            Ok(tokens) if tokens >= MIN_THINKING_BUDGET => Ok(Some(Thinking::Budget(tokens))),
-            _ => Err(invalid(&tokens.to_string())),
-        },
-        Setting::Word(word) => match word.trim().to_ascii_lowercase().as_str() {
-            "adaptive" | "on" => Ok(Some(Thinking::Adaptive)),
-            "off" | "none" | "disabled" => Ok(Some(Thinking::Off)),
-            _ => Err(invalid(&format!("{word:?}"))),
-        },
-    }
-}
-
-/// `effort = "low" | "medium" | "high" | …`.
-pub(crate) fn effort_setting<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<String>, D::Error> {
-    let word = String::deserialize(deserializer)?;
-    alcove_model::parse_effort(&word)
-        .map(Some)
-        .map_err(serde::de::Error::custom)
-}
-
-/// The smallest thinking budget Anthropic accepts.
-const MIN_THINKING_BUDGET: u32 = 1024;
 
 /// Applies the defaults and every configured layer to `provider`.
 pub(crate) fn apply(provider: &mut ProviderConfig, config: &Config) {
@@ -460,6 +362,7 @@ mod tests {
 #[cfg(test)]
 mod thinking_tests {
     use super::*;
+    use alcove_model::Thinking;
 
     #[test]
     fn thinking_and_effort_settings_parse_or_say_why_not() {

@@ -23,48 +23,23 @@ use std::path::PathBuf;
 
 use alcove_core::{PermissionGate, PermissionMode, Rule, RuleKind, RuleSet};
 use alcove_tools::EnvPolicy;
-use serde::Deserialize;
 
-use crate::config::Config;
-use crate::config_show::Layer;
+use crate::config::Layer;
+use crate::settings::Config;
+use crate::settings::permissions::layer_rules;
 use crate::{CommonArgs, UsageError};
-
-/// `[permissions]`: allow / ask / deny rules in Claude Code syntax.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub(crate) struct PermissionsEntry {
-    /// Rules for calls that run without asking.
-    pub(crate) allow: Vec<String>,
-    /// Rules for calls that need approval.
-    pub(crate) ask: Vec<String>,
-    /// Rules for calls that never run; a bare tool name also hides the tool.
-    pub(crate) deny: Vec<String>,
-}
-
-/// `[env]`: which environment variables commands see.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub(crate) struct EnvEntry {
-    /// Names passed through even though they look like secrets.
-    pub(crate) keep: Vec<String>,
-    /// Whether secret-looking variables are removed at all (default true).
-    pub(crate) scrub: Option<bool>,
-}
 
 /// The permission mode: `--permission-mode`, else config, else `default`.
 pub(crate) fn mode(common: &CommonArgs, config: &Config) -> Result<PermissionMode, UsageError> {
-    let text = common
-        .permission_mode
-        .clone()
-        .or_else(|| config.permission_mode.clone());
-    match text.as_deref() {
-        None => Ok(PermissionMode::Default),
-        Some(text) => PermissionMode::parse(text).ok_or_else(|| {
-            UsageError(format!(
-                "unknown permission mode `{text}`; use default, acceptEdits, plan, bypassPermissions or dontAsk"
-            ))
-        }),
-    }
+    Ok(crate::settings::permissions::mode(
+        common.permission_mode.as_deref(),
+        config,
+    )?)
+}
+
+/// What commands' environment keeps, from `[env]` (`settings::permissions`).
+pub(crate) fn env_policy(config: &Config) -> EnvPolicy {
+    crate::settings::permissions::env_policy(config)
 }
 
 /// The session's root gate: `mode`, the rules of every layer and flag, and
@@ -103,56 +78,6 @@ pub(crate) fn rules(layers: &[Layer], common: &CommonArgs) -> Result<RuleSet, Us
     Ok(set)
 }
 
-/// The `[permissions]` lists of one layer.
-pub(crate) fn layer_rules(layer: &Layer) -> Result<Vec<(RuleKind, Vec<String>)>, UsageError> {
-    let Some(permissions) = layer.table.get("permissions") else {
-        return Ok(Vec::new());
-    };
-    let Some(table) = permissions.as_table() else {
-        return Err(UsageError(format!(
-            "{}: `permissions` must be a table",
-            layer.source
-        )));
-    };
-    let mut lists = Vec::new();
-    for kind in [RuleKind::Deny, RuleKind::Ask, RuleKind::Allow] {
-        let Some(value) = table.get(kind.as_str()) else {
-            continue;
-        };
-        let texts = value
-            .as_array()
-            .and_then(|items| {
-                items
-                    .iter()
-                    .map(|item| item.as_str().map(str::to_owned))
-                    .collect::<Option<Vec<_>>>()
-            })
-            .ok_or_else(|| {
-                UsageError(format!(
-                    "{}: `permissions.{}` must be an array of rule strings",
-                    layer.source,
-                    kind.as_str()
-                ))
-            })?;
-        lists.push((kind, texts));
-    }
-    Ok(lists)
-}
-
-/// What commands' environment keeps, from `[env]`; every configured
-/// provider's `api_key_env` is a secret whatever its name.
-pub(crate) fn env_policy(config: &Config) -> EnvPolicy {
-    EnvPolicy {
-        scrub: config.env.scrub.unwrap_or(true),
-        keep: config.env.keep.clone(),
-        secret_names: config
-            .providers
-            .values()
-            .filter_map(|entry| entry.api_key_env.clone())
-            .collect(),
-    }
-}
-
 /// The session's one redactor, for every sink: the values of the variables
 /// `env` treats as secrets (8 characters or more) and the model's API key,
 /// collected once.
@@ -168,7 +93,7 @@ mod tests {
 
     fn layer(source: &str, text: &str) -> Layer {
         Layer {
-            kind: crate::config_show::LayerKind::Flag,
+            kind: crate::config::LayerKind::Flag,
             source: source.to_owned(),
             table: text.parse().unwrap(),
         }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use alcove_model::{ProviderConfig, RetryPolicy, WireProtocol};
 
 use crate::UsageError;
-use crate::config::Config;
+use crate::settings::Config;
 
 const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
 const DEFAULT_OPENAI_MODEL: &str = "gpt-4.1";
@@ -34,7 +34,7 @@ pub(crate) async fn resolve(
     flag: Option<&str>,
     config: &Config,
 ) -> Result<ProviderConfig, UsageError> {
-    // `ALCOVE_MODEL` is in `config.model` (below `-c`): `env_settings`.
+    // `ALCOVE_MODEL` is in `config.model` (below `-c`): `settings::model::ENV`.
     let spec = flag.map(str::to_owned).or_else(|| config.model.clone());
     match spec {
         Some(spec) => resolve_spec(&spec, config),

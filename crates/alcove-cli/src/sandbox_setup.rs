@@ -35,40 +35,10 @@ use std::sync::Arc;
 
 use alcove_core::{EventSink, Runtime};
 use alcove_protocol::{AgentEvent, AgentPath, EventKind};
-use alcove_tools::{Confinement, ResourceLimits, SandboxMode, SandboxScope};
-use serde::Deserialize;
+use alcove_tools::{Confinement, SandboxMode, SandboxScope};
 
-use crate::config_show::{Layer, LayerKind};
+use crate::config::Layer;
 use crate::{CommonArgs, UsageError};
-
-/// `[sandbox]`, or `sandbox = "<mode>"`.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum SandboxEntry {
-    Mode(String),
-    Table(SandboxTable),
-}
-
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub(crate) struct SandboxTable {
-    mode: Option<String>,
-    network: Option<bool>,
-    allow_loopback: Option<bool>,
-    deny_read: Option<Vec<String>>,
-    writable_roots: Option<Vec<String>>,
-    auto_allow: Option<bool>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub(crate) struct LimitsTable {
-    cpu_secs: Option<u64>,
-    address_space_mb: Option<u64>,
-    processes: Option<u64>,
-    file_size_mb: Option<u64>,
-    open_files: Option<u64>,
-}
 
 /// What the session runs commands with.
 pub(crate) struct SandboxSetup {
@@ -156,71 +126,10 @@ pub(crate) fn setup(
     workspace: &Path,
     ceiling: Option<SandboxScope>,
 ) -> Result<SandboxSetup, UsageError> {
-    let mut warnings = Vec::new();
-    let mut table = SandboxTable::default();
-    let mut project_mode = None;
-    let mut limits = ResourceLimits::default();
-    for layer in layers {
-        let is_project = matches!(layer.kind, LayerKind::Project(_));
-        if let Some(value) = layer.table.get("sandbox") {
-            let entry: SandboxEntry = value
-                .clone()
-                .try_into()
-                .map_err(|err| UsageError(format!("{}: [sandbox]: {err}", layer.source)))?;
-            let own = match entry {
-                SandboxEntry::Mode(mode) => SandboxTable {
-                    mode: Some(mode),
-                    ..SandboxTable::default()
-                },
-                SandboxEntry::Table(own) => own,
-            };
-            if is_project {
-                project_mode = own
-                    .mode
-                    .as_deref()
-                    .map(|text| parse_mode(text, &layer.source))
-                    .transpose()?;
-                if own.network.is_some()
-                    || own.allow_loopback.is_some()
-                    || own.deny_read.is_some()
-                    || own.writable_roots.is_some()
-                    || own.auto_allow.is_some()
-                {
-                    warnings.push(format!(
-                        "{}: only sandbox.mode is read from a project's config (and only when \
-                         stricter); its other [sandbox] keys are ignored",
-                        layer.source
-                    ));
-                }
-            } else {
-                merge(&mut table, own);
-            }
-        }
-        if let Some(value) = layer.table.get("limits") {
-            let own: LimitsTable = value
-                .clone()
-                .try_into()
-                .map_err(|err| UsageError(format!("{}: [limits]: {err}", layer.source)))?;
-            let set = |slot: &mut Option<u64>, value: Option<u64>| {
-                if value.is_some() {
-                    *slot = value;
-                }
-            };
-            set(&mut limits.cpu_secs, own.cpu_secs);
-            set(&mut limits.address_space_mb, own.address_space_mb);
-            set(&mut limits.processes, own.processes);
-            set(&mut limits.file_size_mb, own.file_size_mb);
-            set(&mut limits.open_files, own.open_files);
-        }
-    }
-    let mut mode = match (&common.sandbox, &table.mode) {
-        (Some(text), _) => parse_mode(text, "--sandbox")?,
-        (None, Some(text)) => parse_mode(text, "sandbox.mode")?,
-        (None, None) => SandboxMode::default(),
-    };
-    if let Some(project) = project_mode {
-        mode = mode.stricter(project);
-    }
+    let settings = crate::settings::sandbox::read(layers)?;
+    let warnings = settings.warnings.clone();
+    let table = &settings.table;
+    let mut mode = crate::settings::sandbox::mode(common.sandbox.as_deref(), &settings)?;
     if let Some(ceiling) = ceiling {
         mode = mode.stricter(ceiling.mode);
     }
@@ -241,7 +150,7 @@ pub(crate) fn setup(
         confinement.writable_roots = roots.iter().map(resolve).collect();
     }
     confinement.allow_loopback = table.allow_loopback.unwrap_or(false);
-    confinement.limits = limits;
+    confinement.limits = settings.limits;
     if scope.is_confined() {
         confinement.defer_probe();
     }
@@ -251,23 +160,6 @@ pub(crate) fn setup(
         confinement: Arc::new(confinement),
         warnings,
     })
-}
-
-fn parse_mode(text: &str, source: &str) -> Result<SandboxMode, UsageError> {
-    SandboxMode::parse(text).ok_or_else(|| {
-        UsageError(format!(
-            "{source}: unknown sandbox mode `{text}`; use workspace-write, read-only or off"
-        ))
-    })
-}
-
-fn merge(into: &mut SandboxTable, from: SandboxTable) {
-    into.mode = from.mode.or(into.mode.take());
-    into.network = from.network.or(into.network);
-    into.allow_loopback = from.allow_loopback.or(into.allow_loopback);
-    into.deny_read = from.deny_read.or(into.deny_read.take());
-    into.writable_roots = from.writable_roots.or(into.writable_roots.take());
-    into.auto_allow = from.auto_allow.or(into.auto_allow);
 }
 
 /// `~/x` against the home folder, a relative path against the workspace.

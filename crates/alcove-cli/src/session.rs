@@ -15,10 +15,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use alcove_core::{
-    AgentRun, Approver, Charter, Commands, DEFAULT_MAX_TOOL_CALLS_PER_REPLY, Definitions,
-    EventSink, FanOut, HookSession, Limits, Memory, ModelFactory, POLICY_ENV, ParentPolicy,
-    PermissionGate, PermissionMode, ProjectContext, Runtime, SkillTool, Skills, Supervisor,
-    Transcript, system_prompt,
+    AgentRun, Approver, Charter, Commands, Definitions, EventSink, FanOut, HookSession, Limits,
+    Memory, ModelFactory, POLICY_ENV, ParentPolicy, PermissionGate, PermissionMode, ProjectContext,
+    Runtime, SkillTool, Skills, Supervisor, Transcript, system_prompt,
 };
 use alcove_mcp::McpManager;
 use alcove_protocol::{AgentPath, EventKind, Message};
@@ -27,14 +26,15 @@ use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent_setup::{ProfileChoice, ToolProfile, agent_limits, choose_profile};
-use crate::config::{Config, Dirs};
+use crate::config::Dirs;
 use crate::context_setup::{self, WindowChoice};
 use crate::model_aliases::Aliases;
 use crate::resume::{Resumed, next_child_number, resumed_history};
+use crate::settings::Config;
 use crate::trust::ProjectSettings;
 use crate::{
-    CommonArgs, UsageError, agents_cmd, config_show, hook_setup, mcp_setup, permission_setup,
-    provider, sandbox_setup, skills_cmd,
+    CommonArgs, UsageError, agents_cmd, hook_setup, mcp_setup, permission_setup, provider,
+    sandbox_setup, skills_cmd,
 };
 use open_steps::*;
 
@@ -42,10 +42,6 @@ use open_steps::*;
 const PROJECT_CONTEXT_CAP: usize = 64 * 1024;
 /// Tool results beyond this many bytes keep their head and tail only.
 const RESULT_CAP: usize = 64 * 1024;
-pub(crate) const DEFAULT_MAX_TURNS: u32 = 100;
-pub(crate) const DEFAULT_MAX_TOKENS: u32 = 8192;
-/// How many times stop hooks may send one run back to work.
-pub(crate) const STOP_HOOK_LIMIT: u32 = 3;
 
 /// What a front end adds to a session.
 pub(crate) struct FrontEnd {
@@ -81,7 +77,7 @@ pub(crate) struct Session {
     pub(crate) supervisor: Arc<Supervisor>,
     pub(crate) gate: Arc<PermissionGate>,
     /// The config layers, for a gate in another mode (`gate_in_mode`).
-    layers: Vec<config_show::Layer>,
+    layers: Vec<crate::config::Layer>,
     /// The policy a parent alcove passed, which every gate narrows.
     parent: Option<ParentPolicy>,
     pub(crate) transcript: Arc<Transcript>,
@@ -255,7 +251,7 @@ impl Session {
             tool_specs: Default::default(),
             file_reads: Arc::default(),
             background: Arc::new(alcove_tools::BackgroundShells::new(
-                crate::config::background_limits(&config.background),
+                crate::settings::background::resolve(&config.background),
             )),
             calibration: Arc::default(),
         };

@@ -12,14 +12,14 @@
 //! layers are read: every consumer (the merged config, rules, hooks, MCP
 //! servers, sandbox, telemetry, providers) gets layers already filtered.
 //! In an untrusted folder a project layer keeps only what cannot run code,
-//! widen permissions or move data ([`KEPT_UNTRUSTED`]; deny and ask rules
+//! widen permissions or move data (each section's `UNTRUSTED`; deny and ask rules
 //! among them), the project's hook and MCP files are not read, and
 //! [`ProjectSettings::notice`] names what was ignored in one line.
 
 use std::path::{Path, PathBuf};
 
-use crate::config::{self, Config, Dirs};
-use crate::config_show::{self, Layer, LayerKind};
+use crate::config::{self, Dirs, Layer, LayerKind};
+use crate::settings::{Config, Untrusted};
 
 /// Whether the user trusts the workspace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,43 +30,10 @@ pub(crate) enum Trust {
     Untrusted,
 }
 
-/// The top-level keys an untrusted project file keeps: limits, budgets,
-/// how the model is asked, prices. Everything else (hooks, MCP servers,
-/// `model`, providers, permission mode, `[env]`, `[telemetry]`, `[web]`,
-/// `[limits]`, `[batch]`, aliases, …) is ignored, and so is any key not
-/// listed, so a key added later is held back until it is listed here.
-const KEPT_UNTRUSTED: [&str; 17] = [
-    "max_turns",
-    "max_tokens",
-    "temperature",
-    "effort",
-    "max_tool_calls_per_reply",
-    "tool_profile",
-    "model_options",
-    "retry",
-    "agents",
-    "model_context_window",
-    "context_windows",
-    "auto_compact_at",
-    "prompt_cache_key",
-    "pricing",
-    "background",
-    // Only `deny` and `ask`: they narrow.
-    "permissions",
-    // Only `mode`, which `sandbox_setup` takes only when stricter.
-    "sandbox",
-];
-
-/// Keys inside a kept table that an untrusted project file loses.
-const DROPPED_INSIDE: [(&str, &str); 1] = [("agents", "command")];
-
-/// Keys inside a kept table that are all an untrusted project file keeps.
-const ONLY_INSIDE: [(&str, &[&str]); 2] =
-    [("permissions", &["deny", "ask"]), ("sandbox", &["mode"])];
-
 /// The config layers as the folder's trust leaves them.
 pub(crate) struct ProjectSettings {
-    /// User file < project file (filtered when untrusted) < `-c` flags.
+    /// User file < project file (filtered when untrusted) < environment
+    /// < `-c` flags.
     pub(crate) layers: Vec<Layer>,
     pub(crate) trust: Trust,
     workspace: PathBuf,
@@ -83,7 +50,7 @@ impl ProjectSettings {
         overrides: &[String],
         flag: bool,
     ) -> anyhow::Result<ProjectSettings> {
-        let layers = config_show::layers(dirs, workspace, overrides)?;
+        let layers = config::layers(dirs, workspace, overrides, crate::settings::environment())?;
         let trust = if flag {
             Trust::Trusted
         } else {
@@ -133,7 +100,7 @@ impl ProjectSettings {
 
     /// The merged configuration.
     pub(crate) fn config(&self) -> anyhow::Result<Config> {
-        config::from_layers(&self.layers)
+        Config::merged(&self.layers)
     }
 
     /// The folder whose own hook and MCP files are read: `None` when it is
@@ -211,34 +178,37 @@ pub(crate) fn records(table: &toml::Table) -> Vec<(PathBuf, bool)> {
         .collect()
 }
 
-/// Drops from a project table what an untrusted folder may not set, and
-/// names it.
+/// Drops from a project table what an untrusted folder may not set (each
+/// section says what it keeps: `settings::kept_untrusted`), and names it.
 fn restrict(table: &mut toml::Table) -> Vec<String> {
     let mut dropped: Vec<String> = Vec::new();
+    let policy = |key: &str| {
+        crate::settings::kept_untrusted()
+            .find(|(kept, _)| *kept == key)
+            .map(|(_, policy)| *policy)
+    };
     table.retain(|key, _| {
-        let keep = KEPT_UNTRUSTED.contains(&key);
+        let keep = policy(key).is_some();
         if !keep {
             dropped.push(key.to_owned());
         }
         keep
     });
-    for (outer, inner) in DROPPED_INSIDE {
-        if let Some(toml::Value::Table(entry)) = table.get_mut(outer)
-            && entry.remove(inner).is_some()
-        {
-            dropped.push(format!("{outer}.{inner}"));
-        }
-    }
-    for (outer, kept) in ONLY_INSIDE {
-        if let Some(toml::Value::Table(entry)) = table.get_mut(outer) {
-            entry.retain(|key, _| {
-                let keep = kept.contains(&key);
-                if !keep {
-                    dropped.push(format!("{outer}.{key}"));
-                }
-                keep
-            });
-        }
+    for (outer, value) in table.iter_mut() {
+        let (Some(rule), toml::Value::Table(entry)) = (policy(outer), value) else {
+            continue;
+        };
+        entry.retain(|key, _| {
+            let keep = match rule {
+                Untrusted::Kept => true,
+                Untrusted::KeptBut(dropped) => !dropped.contains(&key),
+                Untrusted::Only(kept) => kept.contains(&key),
+            };
+            if !keep {
+                dropped.push(format!("{outer}.{key}"));
+            }
+            keep
+        });
     }
     dropped
 }
@@ -329,6 +299,35 @@ mod tests {
         // The user's layer is untouched.
         assert_eq!(settings.layers[0].table["model"].as_str(), Some("a/b"));
         assert_eq!(settings.config().unwrap().model.as_deref(), Some("a/b"));
+    }
+
+    /// What the sections keep together is exactly what an untrusted
+    /// project was allowed before they said it themselves.
+    #[test]
+    fn the_sections_keep_what_an_untrusted_project_kept() {
+        let mut kept: Vec<(&str, Untrusted)> = crate::settings::kept_untrusted().copied().collect();
+        kept.sort_by_key(|(key, _)| *key);
+        let mut expected = vec![
+            ("max_turns", Untrusted::Kept),
+            ("max_tokens", Untrusted::Kept),
+            ("temperature", Untrusted::Kept),
+            ("effort", Untrusted::Kept),
+            ("max_tool_calls_per_reply", Untrusted::Kept),
+            ("tool_profile", Untrusted::Kept),
+            ("model_options", Untrusted::Kept),
+            ("retry", Untrusted::Kept),
+            ("agents", Untrusted::KeptBut(&["command"])),
+            ("model_context_window", Untrusted::Kept),
+            ("context_windows", Untrusted::Kept),
+            ("auto_compact_at", Untrusted::Kept),
+            ("prompt_cache_key", Untrusted::Kept),
+            ("pricing", Untrusted::Kept),
+            ("background", Untrusted::Kept),
+            ("permissions", Untrusted::Only(&["deny", "ask"])),
+            ("sandbox", Untrusted::Only(&["mode"])),
+        ];
+        expected.sort_by_key(|(key, _)| *key);
+        assert_eq!(kept, expected);
     }
 
     #[test]

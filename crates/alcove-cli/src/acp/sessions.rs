@@ -614,7 +614,9 @@ impl Live {
                 ErrorCode::INTERNAL_ERROR,
                 format!(
                     "the model failed: {}",
-                    outcome.error.unwrap_or_else(|| "unknown error".to_owned())
+                    outcome
+                        .error
+                        .map_or_else(|| "unknown error".to_owned(), |e| session.explain(&e))
                 ),
             )),
         }

@@ -36,7 +36,7 @@ use alcove_protocol::{AgentEvent, AgentPath, EventKind, RunStatus, Todo, TodoSta
 use serde_json::Value;
 
 use super::tool_calls;
-use crate::config::Price;
+use crate::settings::model::Price;
 
 /// A tool call announced and not yet finished.
 struct OpenCall {

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::model::{Lane, Report, Span, SpanKind};
 use super::read::{LaneState, Reader};
-use crate::config::Price;
+use crate::settings::model::Price;
 
 /// A child that began this long after its parent's call asked for it is
 /// drawn as waiting to start: `agent_started` comes once the child got its

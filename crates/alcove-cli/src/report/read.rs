@@ -19,7 +19,7 @@ use super::content::{Footer, blocks, footers, input_summary};
 use super::model::{
     self, Block, FailedCommand, Item, Lane, Report, Span, SpanKind, Tokens, first_line,
 };
-use crate::config::Price;
+use crate::settings::model::Price;
 
 /// Tool calls that wait on other agents rather than work themselves.
 const WAITING_TOOLS: &[&str] = &["Agent", "wait"];

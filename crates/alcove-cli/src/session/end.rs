@@ -43,6 +43,12 @@ impl SessionEnd<'_> {
 }
 
 impl Session {
+    /// A failed run's error with its cause and remedy in front, when it is
+    /// one `error_advice` knows.
+    pub(crate) fn explain(&self, error: &str) -> String {
+        crate::error_advice::explain(error, &self.model_name, &self.config)
+    }
+
     /// Ends the session (see the module). Returns the ids of the spawned
     /// agents and batches that were still running and were closed.
     pub(crate) async fn end(&self, end: SessionEnd<'_>) -> Vec<String> {
@@ -80,7 +86,8 @@ impl Session {
                 status: end.status,
                 turns: end.turns,
                 usage,
-                error: end.error,
+                // Said as what to do, as every front end shows it.
+                error: end.error.map(|error| self.explain(&error)),
                 cost: crate::context_setup::cost(&self.config, &self.model_name, &usage),
                 session_id: Some(self.id.clone()),
                 result: end.result.filter(|text| !text.is_empty()),

@@ -13,7 +13,7 @@ pub(super) fn start_telemetry(
     config: &Config,
     warnings: &mut Vec<String>,
 ) -> Option<crate::telemetry::Telemetry> {
-    let target = crate::telemetry::Target::resolve(&config.telemetry, env_var)?;
+    let target = crate::settings::telemetry::Target::resolve(&config.telemetry, env_var)?;
     let parent = env_var(crate::telemetry::TRACEPARENT_ENV);
     match crate::telemetry::Telemetry::start(&target, parent.as_deref()) {
         Ok(telemetry) => Some(telemetry),
@@ -33,7 +33,7 @@ pub(super) struct Settings {
     pub(super) config: Config,
     /// The config layers, each with its source: rules, hooks, MCP servers
     /// and the sandbox read them.
-    pub(super) layers: Vec<config_show::Layer>,
+    pub(super) layers: Vec<crate::config::Layer>,
     /// The workspace when trusted: where its hook and MCP files are read.
     pub(super) files_root: Option<PathBuf>,
     /// What an untrusted folder's settings asked for and did not get.
@@ -49,8 +49,7 @@ impl Settings {
         let dirs = Dirs::from_env().map_err(|err| UsageError(format!("{err:#}")))?;
         let usage = |err: anyhow::Error| UsageError(format!("{err:#}"));
         let project = ProjectSettings::of(common, &dirs, workspace.root()).map_err(usage)?;
-        let mut config = project.config().map_err(usage)?;
-        crate::claude_settings::apply_mode(&mut config, &project.layers);
+        let config = project.config().map_err(usage)?;
         let warnings =
             crate::config_check::session_warnings(&dirs, workspace.root(), &common.overrides);
         Ok(Settings {
@@ -82,7 +81,7 @@ impl Permissions {
     pub(super) fn resolve(
         common: &CommonArgs,
         config: &Config,
-        layers: &[config_show::Layer],
+        layers: &[crate::config::Layer],
         root: &std::path::Path,
         max_turns: Option<u32>,
     ) -> anyhow::Result<Permissions> {
@@ -107,13 +106,7 @@ impl Permissions {
             sandbox.auto_allow,
             access,
         )?;
-        let max_turns = max_turns
-            .or(config.max_turns)
-            .unwrap_or(DEFAULT_MAX_TURNS)
-            .min(charter.max_turns.unwrap_or(u32::MAX));
-        if max_turns == 0 {
-            return Err(UsageError("--max-turns must be at least 1".to_owned()).into());
-        }
+        let max_turns = crate::settings::turns::max_turns(max_turns, config, charter.max_turns)?;
         Ok(Permissions {
             mode,
             parent,
@@ -287,15 +280,10 @@ pub(super) fn session_limits(
     defer_tools: bool,
 ) -> Limits {
     Limits {
-        max_tokens: config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        max_tokens: crate::settings::model::max_tokens(config),
         result_cap: RESULT_CAP,
-        stop_hook_limit: config
-            .hooks
-            .max_stop_continuations
-            .unwrap_or(STOP_HOOK_LIMIT),
-        max_tool_calls_per_reply: config
-            .max_tool_calls_per_reply
-            .unwrap_or(DEFAULT_MAX_TOOL_CALLS_PER_REPLY),
+        stop_hook_limit: crate::settings::hooks::stop_hook_limit(config),
+        max_tool_calls_per_reply: crate::settings::turns::max_tool_calls_per_reply(config),
         context,
         defer_tools,
     }
@@ -316,12 +304,7 @@ pub(super) fn session_tools(
     let mut tools =
         alcove_tools::builtin_tools_confined(permissions.env.clone(), confinement, file_source);
     tools.push(Arc::new(alcove_core::WebFetch::default()));
-    if let Some(url) = config
-        .web
-        .search_url
-        .as_deref()
-        .filter(|url| !url.trim().is_empty())
-    {
+    if let Some(url) = crate::settings::web::search_url(&config.web) {
         tools.push(Arc::new(
             alcove_core::WebSearch::new(url).map_err(UsageError)?,
         ));
@@ -358,7 +341,7 @@ pub(super) const LOCAL_LEAVES_OUT: [&str; 2] = ["spawn_batch", "retry_batch"];
 /// the policy of a parent alcove (which it narrows, never loosens).
 pub(super) fn session_gate(
     mode: PermissionMode,
-    layers: &[config_show::Layer],
+    layers: &[crate::config::Layer],
     common: &CommonArgs,
     parent: Option<ParentPolicy>,
     sandboxed_commands: bool,

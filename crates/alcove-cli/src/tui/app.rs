@@ -41,7 +41,7 @@ pub(crate) struct Facts {
     pub(crate) window: u64,
     pub(crate) window_source: String,
     /// The model's price, when config has one.
-    pub(crate) price: Option<crate::config::Price>,
+    pub(crate) price: Option<crate::settings::model::Price>,
     /// The session's MCP servers, read live by `/mcp`.
     pub(crate) mcp: Option<Arc<alcove_mcp::McpManager>>,
 }

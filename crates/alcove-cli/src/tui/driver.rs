@@ -235,7 +235,8 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
                 app.overlay = Overlay::None;
                 None
             }
-            Input::TurnDone(outcome) => {
+            Input::TurnDone(mut outcome) => {
+                outcome.error = outcome.error.map(|error| session.explain(&error));
                 turn = None;
                 while let Ok(event) = channels.events.try_recv() {
                     app.apply_event(&event, now);

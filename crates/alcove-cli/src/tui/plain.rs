@@ -231,7 +231,7 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
             alcove_protocol::RunStatus::Failed | alcove_protocol::RunStatus::Halted => {
                 eprintln!(
                     "alcove: the model failed: {}",
-                    outcome.error.clone().unwrap_or_default()
+                    session.explain(&outcome.error.clone().unwrap_or_default())
                 );
                 1
             }

@@ -6,7 +6,7 @@ use alcove_testkit::{Block, Script, Step};
 use serde_json::json;
 
 use crate::agents::{agent, agent_result};
-use crate::support::{exec, exec_command, finish, of_type, read_jsonl, setup};
+use crate::support::{Outcome, exec, exec_command, finish, of_type, read_jsonl, setup};
 
 #[test]
 fn a_child_without_text_and_a_child_at_its_turn_cap_are_never_completed() {
@@ -152,8 +152,9 @@ fn a_child_over_its_wall_clock_budget_is_stopped_and_says_so() {
     );
 }
 
-#[test]
-fn a_child_over_its_token_budget_is_stopped_and_says_so() {
+/// Runs a parent whose child goes over a token budget of 300 set by
+/// `flag`; the child's result as the parent saw it, and the run's output.
+fn over_token_budget(flag: &str) -> (String, Outcome) {
     let (env, server) = setup(
         Script::new()
             .conversation(
@@ -176,13 +177,9 @@ fn a_child_over_its_token_budget_is_stopped_and_says_so() {
             ),
     );
     let out = finish(
-        exec_command(
-            &env,
-            &server,
-            &["-c", "agents.max_tokens=300", "token parent"],
-        )
-        .spawn()
-        .unwrap(),
+        exec_command(&env, &server, &["-c", flag, "token parent"])
+            .spawn()
+            .unwrap(),
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(server.requests_for("HUNGRY child").len(), 1);
@@ -196,6 +193,27 @@ fn a_child_over_its_token_budget_is_stopped_and_says_so() {
     assert!(
         content.contains("status: incomplete: budget (tokens over 300)"),
         "{content}"
+    );
+    (content, out)
+}
+
+#[test]
+fn a_child_over_its_token_budget_is_stopped_and_says_so() {
+    let (_, out) = over_token_budget("agents.token_budget=300");
+    assert!(!out.stderr.contains("deprecated"), "{}", out.stderr);
+}
+
+/// `agents.max_tokens` read as a request's output cap; it is still the
+/// child's budget under its old name, with a warning naming the new one.
+#[test]
+fn the_old_name_of_the_token_budget_still_works_and_says_its_new_name() {
+    let (_, out) = over_token_budget("agents.max_tokens=300");
+    assert!(
+        out.stderr.contains(
+            "`agents.max_tokens` is deprecated and still read: write `agents.token_budget`"
+        ),
+        "{}",
+        out.stderr
     );
 }
 

@@ -476,3 +476,102 @@ fn worktrees_clean_names_the_branches_it_kept() {
         out.stderr
     );
 }
+
+/// The same refused key, as `session_ended` records it (what every front
+/// end ends with, the UI's included): cause and remedy first, the
+/// provider's message after, not the raw JSON alone.
+#[test]
+fn a_refused_key_in_session_ended_says_what_to_do() {
+    let (env, server) = setup(Script::new().conversation(
+        "hello",
+        vec![Step::http_error(
+            401,
+            r#"{"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}"#,
+        )],
+    ));
+    let mut command = env.command_openai(alcove(), &server);
+    command
+        .args(["exec", "--json", "hello"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = finish(command.spawn().unwrap());
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let ended = out
+        .events()
+        .into_iter()
+        .find(|event| event["type"] == "session_ended")
+        .expect("a session_ended line");
+    let error = ended["error"].as_str().unwrap_or_default();
+    let lines: Vec<&str> = error.lines().collect();
+    assert!(
+        lines.len() == 3
+            && lines[0] == "openai refused the API key read from OPENAI_API_KEY."
+            && lines[1].starts_with("Remedy: set a valid key (`export OPENAI_API_KEY=…`)")
+            && lines[2].starts_with("The provider said: ")
+            && lines[2].contains("Incorrect API key provided"),
+        "{error}"
+    );
+}
+
+/// `alcove exec` with no prompt on a terminal says it is reading one from
+/// stdin (rather than waiting silently), then runs what was typed.
+#[test]
+fn exec_without_a_prompt_on_a_terminal_says_it_reads_stdin() {
+    let (env, server) =
+        setup(Script::new().conversation("typed prompt", vec![Step::text("the typed answer")]));
+    let pane = crate::tui::Pane::start(&env, &server, &["exec"]);
+    pane.wait_for("alcove: reading the prompt from stdin; end it with Ctrl-D");
+    pane.type_text("typed prompt");
+    pane.key("Enter");
+    pane.key("C-d");
+    pane.wait_for("the typed answer");
+    assert_eq!(pane.wait_exit(), 0, "{}", pane.capture());
+}
+
+/// `alcove config show | head -1`: a reader that has gone is no panic.
+#[test]
+fn config_show_into_a_closed_pipe_ends_cleanly() {
+    let (env, server) = setup(Script::new());
+    for args in [["config", "show"], ["config", "check"]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        // Nobody will read: the first write finds the pipe closed.
+        drop(reader);
+        let mut command = env.command(alcove(), &server);
+        command
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(writer)
+            .stderr(Stdio::piped());
+        let child = command.spawn().unwrap();
+        drop(command);
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+    }
+}
+
+/// In the interactive UI a refused key is a notice that says what to do,
+/// not the provider's JSON alone.
+#[test]
+fn a_refused_key_in_the_ui_says_what_to_do() {
+    let (env, server) = setup(Script::new().conversation(
+        "hello",
+        vec![Step::http_error(
+            401,
+            r#"{"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}"#,
+        )],
+    ));
+    let pane = crate::tui::Pane::start(&env, &server, &[]);
+    pane.wait_for_screen("Ask anything");
+    pane.prompt("hello");
+    let screen = pane.wait_for("Remedy: set a valid key");
+    assert!(
+        screen.contains("ANTHROPIC_API_KEY") && screen.contains("invalid x-api-key"),
+        "{screen}"
+    );
+}
