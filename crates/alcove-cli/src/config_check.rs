@@ -7,7 +7,7 @@
 //! (`max_turn` → `max_turns`); a value of the wrong type is an error.
 //! Sessions print the warnings at start-up; `alcove config check` prints
 //! every finding, agent definitions' and skills' front matter included,
-//! and exits 1 when there is any.
+//! and exits 1 when there is any but a key read under its old name.
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +26,9 @@ pub(crate) struct Finding {
     pub(crate) message: String,
     /// A wrong type (the session does not start), not an ignored key.
     pub(crate) error: bool,
+    /// A key still read under its old name: said, but no reason for
+    /// `alcove config check` to fail (the key works).
+    pub(crate) deprecated: bool,
 }
 
 impl std::fmt::Display for Finding {
@@ -51,6 +54,7 @@ fn deprecated(place: String, path: &[String]) -> Option<Finding> {
             old.old, old.new, old.why
         ),
         error: false,
+        deprecated: true,
     })
 }
 
@@ -115,6 +119,7 @@ fn findings(dirs: &Dirs, workspace: &Path, overrides: &[String], with_types: boo
                 place,
                 message: err.message().to_owned(),
                 error: true,
+                deprecated: false,
             });
         }
     }
@@ -166,6 +171,7 @@ fn check_file(tree: &KeyTree, path: &Path, text: &str, with_types: bool) -> Vec<
             place,
             message: err.message().to_owned(),
             error: true,
+            deprecated: false,
         });
     }
     findings
@@ -181,6 +187,7 @@ fn unknown(place: String, key: &alcove_core::known_keys::UnknownKey) -> Finding 
         place,
         message: format!("unknown key `{}` is ignored{hint}", key.path),
         error: false,
+        deprecated: false,
     }
 }
 
@@ -306,14 +313,15 @@ pub(crate) fn unknown_paths(tree: &KeyTree, table: &toml::Table) -> Vec<Vec<Stri
 
 /// `alcove config check`: every finding of the config layers and of the
 /// agent definitions' and skills' front matter, as the text to print, and
-/// the exit status: 1 when there is any.
+/// the exit status: 1 when there is any but a key still read under its old
+/// name (a lint step must not break on an upgrade for a key that works).
 pub(crate) fn run(dirs: &Dirs, workspace: &Path, overrides: &[String]) -> (String, u8) {
-    let mut lines: Vec<String> = check(dirs, workspace, overrides)
-        .iter()
-        .map(ToString::to_string)
-        .collect();
+    let findings = check(dirs, workspace, overrides);
+    let only_deprecated = findings.iter().all(|finding| finding.deprecated);
+    let mut lines: Vec<String> = findings.iter().map(ToString::to_string).collect();
     let (_, definition_warnings) = crate::agents_cmd::load(dirs, workspace);
     let (_, _, skill_warnings) = crate::skills_cmd::load(dirs, workspace);
+    let front_matter = definition_warnings.len() + skill_warnings.len();
     lines.extend(
         definition_warnings
             .into_iter()
@@ -328,7 +336,12 @@ pub(crate) fn run(dirs: &Dirs, workspace: &Path, overrides: &[String]) -> (Strin
     }
     let mut text = lines.join("\n");
     text.push('\n');
-    (text, 1)
+    let status = if only_deprecated && front_matter == 0 {
+        0
+    } else {
+        1
+    };
+    (text, status)
 }
 
 #[cfg(test)]

@@ -84,7 +84,8 @@ pub(crate) struct AgentsEntry {
 }
 
 impl AgentsEntry {
-    /// A child's token budget, under either of its names.
+    /// A child's token budget, under either of its names (`Config::merged`
+    /// has already moved each layer's old name to the new one).
     pub(crate) fn token_budget(&self) -> Option<u64> {
         self.token_budget.or(self.max_tokens)
     }
@@ -185,5 +186,37 @@ mod tests {
         assert_eq!(budget("token_budget = 400"), Some(400));
         assert_eq!(budget("token_budget = 400\nmax_tokens = 300"), Some(400));
         assert_eq!(budget(""), None);
+    }
+}
+
+#[cfg(test)]
+mod old_name_tests {
+    use crate::config::{Layer, LayerKind};
+    use crate::settings::Config;
+
+    fn layer(kind: LayerKind, text: &str) -> Layer {
+        Layer {
+            kind,
+            source: "test".to_owned(),
+            table: toml::from_str(text).unwrap(),
+        }
+    }
+
+    #[test]
+    fn an_old_name_on_the_command_line_beats_the_new_name_in_the_users_file() {
+        let user = layer(
+            LayerKind::User("/u/config.toml".into()),
+            "[agents]\ntoken_budget = 200000\n",
+        );
+        let flag = layer(LayerKind::Flag, "[agents]\nmax_tokens = 5000\n");
+        let config = Config::merged(&[user, flag]).unwrap();
+        assert_eq!(config.agents.token_budget(), Some(5000));
+        let flag = layer(LayerKind::Flag, "[agents]\ntoken_budget = 7000\n");
+        let old_user = layer(
+            LayerKind::User("/u/config.toml".into()),
+            "[agents]\nmax_tokens = 300\n",
+        );
+        let config = Config::merged(&[old_user, flag]).unwrap();
+        assert_eq!(config.agents.token_budget(), Some(7000));
     }
 }

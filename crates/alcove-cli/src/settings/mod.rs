@@ -108,6 +108,13 @@ impl Config {
     /// The layers merged in the one precedence (`config::merged`) and read
     /// into the settings types.
     pub(crate) fn merged(layers: &[Layer]) -> anyhow::Result<Config> {
+        let renamed: Vec<Layer>;
+        let layers = if layers.iter().any(|layer| has_old_key(&layer.table)) {
+            renamed = layers.iter().cloned().map(with_new_names).collect();
+            &renamed
+        } else {
+            layers
+        };
         let merged = crate::config::merged(layers);
         Config::deserialize(toml::Value::Table(merged)).map_err(|err| {
             // The merged table has no lines: name the file (and line) of a bad
@@ -115,7 +122,12 @@ impl Config {
             layers
                 .iter()
                 .filter_map(|layer| {
-                    let path = layer.kind.file()?;
+                    // Claude Code's JSON files never parse as TOML: only
+                    // alcove's own files can be blamed this way.
+                    let path = layer
+                        .kind
+                        .file()
+                        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))?;
                     Some((path, std::fs::read_to_string(path).ok()?))
                 })
                 .find_map(|(path, text)| {
@@ -252,6 +264,51 @@ pub(crate) fn kept_untrusted() -> impl Iterator<Item = &'static (&'static str, U
 /// why it was renamed (`config check` and the start-up warnings say so).
 pub(crate) fn deprecated() -> impl Iterator<Item = &'static Deprecated> {
     agents::DEPRECATED.iter()
+}
+
+/// Whether `table` sets a key under its old name.
+fn has_old_key(table: &toml::Table) -> bool {
+    deprecated().any(|key| dotted(table, key.old).is_some())
+}
+
+/// The value at `key` (dotted) in `table`.
+fn dotted<'t>(table: &'t toml::Table, key: &str) -> Option<&'t toml::Value> {
+    let mut parts = key.split('.');
+    let mut value = table.get(parts.next()?)?;
+    for part in parts {
+        value = value.as_table()?.get(part)?;
+    }
+    Some(value)
+}
+
+/// `layer` with each old name written as its new one, so an old name
+/// takes its layer's place in the one precedence (a `-c` with the old
+/// name beats a user file with the new). Within one layer the new name
+/// wins.
+fn with_new_names(mut layer: Layer) -> Layer {
+    for key in deprecated() {
+        let Some((section, old_leaf)) = key.old.rsplit_once('.') else {
+            continue;
+        };
+        let Some(new_leaf) = key
+            .new
+            .strip_prefix(section)
+            .and_then(|rest| rest.strip_prefix('.'))
+        else {
+            continue;
+        };
+        let mut cursor = Some(&mut layer.table);
+        for part in section.split('.') {
+            cursor = cursor.and_then(|table| table.get_mut(part)?.as_table_mut());
+        }
+        if let Some(table) = cursor
+            && let Some(value) = table.remove(old_leaf)
+            && !table.contains_key(new_leaf)
+        {
+            table.insert(new_leaf.to_owned(), value);
+        }
+    }
+    layer
 }
 
 /// A key kept under an old name.
