@@ -208,6 +208,27 @@ impl From<settings::SettingError> for UsageError {
     }
 }
 
+/// `alcove agents | head -1`: printing into a pipe whose reader has gone
+/// is the end of the listing, not a crash. `println!` panics on EPIPE; the
+/// panic with that message alone ends alcove quietly. (Not SIGPIPE's
+/// default action: a hook that exits without reading its stdin would then
+/// kill alcove.)
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
     // The sandbox launcher (`alcove __sandbox …`) runs before anything
     // starts a thread: it must be single-threaded to enter namespaces.
@@ -217,6 +238,7 @@ fn main() -> ExitCode {
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     heap::keep_freed_memory();
+    quiet_on_closed_stdout();
     // What a command leaves running outside its process group is alcove's
     // to end when it exits (`end_children` below).
     alcove_tools::adopt_orphans();

@@ -533,7 +533,12 @@ fn exec_without_a_prompt_on_a_terminal_says_it_reads_stdin() {
 #[test]
 fn config_show_into_a_closed_pipe_ends_cleanly() {
     let (env, server) = setup(Script::new());
-    for args in [["config", "show"], ["config", "check"]] {
+    for args in [
+        &["config", "show"][..],
+        &["config", "check"],
+        &["agents"],
+        &["agents", "--json"],
+    ] {
         let (reader, writer) = std::io::pipe().unwrap();
         // Nobody will read: the first write finds the pipe closed.
         drop(reader);
