@@ -246,13 +246,22 @@ pub(crate) struct Saved {
 }
 
 /// The folders saved workflows live in, nearest first: the project's
-/// `.alcove/workflows` and `.claude/workflows`, then the user's.
-pub(crate) fn saved_folders(workspace: &Path, config_dir: &Path) -> Vec<PathBuf> {
-    vec![
-        workspace.join(".alcove/workflows"),
-        workspace.join(".claude/workflows"),
-        config_dir.join("workflows"),
-    ]
+/// `.alcove/workflows` and `.claude/workflows` when the folder is trusted
+/// (`project` is the trusted workspace, `None` in an untrusted one: a
+/// cloned repository's scripts would run agents as the user), then the
+/// user's.
+pub(crate) fn saved_folders(project: Option<&Path>, config_dir: &Path) -> Vec<PathBuf> {
+    let mut folders: Vec<PathBuf> = project
+        .into_iter()
+        .flat_map(|root| {
+            [
+                root.join(".alcove/workflows"),
+                root.join(".claude/workflows"),
+            ]
+        })
+        .collect();
+    folders.push(config_dir.join("workflows"));
+    folders
 }
 
 /// Every `*.js` in `folders`; a name found twice keeps the nearest.

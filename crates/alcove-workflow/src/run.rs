@@ -326,6 +326,12 @@ impl RunState {
                 ("answered".to_owned(), Ok(value))
             }
             AgentOutcome::Null { reason, detail, .. } => {
+                // An agent stopped because the provider halted the tree
+                // was halted, not cancelled by anyone.
+                let reason = match reason {
+                    NullReason::Cancelled if lock(&self.halted).is_some() => NullReason::Halted,
+                    reason => reason,
+                };
                 {
                     let mut counts = lock(&self.counts);
                     match reason {
