@@ -309,10 +309,12 @@ impl Session {
         let mut workflows = Vec::new();
         if chosen.profile.profile == ToolProfile::Full {
             workflows = crate::workflow_host::saved_folders(files_root.as_deref(), &dirs.config);
+            let prices = crate::workflow_launch::prices(&config, &chosen.name);
             tools.push(Arc::new(crate::workflow_tool::WorkflowTool::new(
                 &supervisor,
                 &dirs.data,
                 workflows.clone(),
+                (chosen.name.clone(), prices),
             )));
         }
         // Instructions, then the skill catalog; the memory section comes last

@@ -26,7 +26,7 @@ use crate::output::Trace;
 use crate::session::{FrontEnd, Session, SessionEnd};
 use crate::trust::ProjectSettings;
 use crate::workflow_host::{ChildHost, saved_folders, saved_workflows};
-use crate::workflow_launch::{self, OpenedRun, RunStart};
+use crate::workflow_launch::{self, Budget, OpenedRun, RunStart};
 use crate::{CommonArgs, UsageError, exec};
 
 /// `alcove workflow …`.
@@ -52,7 +52,7 @@ pub(crate) struct RunArgs {
     /// The script's `args`, as JSON.
     #[arg(long, value_name = "JSON")]
     args: Option<String>,
-    /// The run's budget: tokens=N (every input and output token of its agents).
+    /// The run's budget: tokens=N (every input and output token of its agents) and/or usd=X (at the models' [pricing]).
     #[arg(long, value_name = "LIMITS")]
     budget: Option<String>,
     /// Resume an earlier run: finished agents with unchanged prompts replay, the rest run.
@@ -180,9 +180,9 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
             workflow_launch::resumed_args(record, given_args).map_err(|_| {
                 UsageError("--resume runs with the run's own args; leave --args out".to_owned())
             })?,
-            budget_given.or(record.budget),
+            budget_given.unwrap_or_else(|| Budget::of(record)),
         ),
-        None => (given_args, budget_given),
+        None => (given_args, budget_given.unwrap_or_default()),
     };
     let limits = Limits {
         concurrency: args.concurrency,
@@ -201,25 +201,6 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
     if !args.yes {
         approve()?;
     }
-
-    let OpenedRun {
-        run_id,
-        dir,
-        run_dir,
-        replay,
-        mut record,
-    } = workflow_launch::open_run(
-        &dirs.data,
-        RunStart {
-            workflow: &workflow,
-            source: &source,
-            script_path: Some(&script_path),
-            args: script_args.clone(),
-            budget,
-            earlier,
-        },
-    )
-    .map_err(anyhow::Error::msg)?;
 
     // The session's slots are the run's: every agent takes one.
     let mut common = common.clone();
@@ -243,6 +224,35 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
         file_source: None,
     };
     let session = Session::open(&common, front_end).await?;
+    let prices = workflow_launch::prices(&session.config, &session.model_name);
+    if let Some(reason) = workflow_launch::unpriced(budget, prices.as_ref(), &session.model_name) {
+        session
+            .end(SessionEnd {
+                status: RunStatus::Failed,
+                error: Some(reason.clone()),
+                ..SessionEnd::quiet("other")
+            })
+            .await;
+        return Err(UsageError(format!("--budget: {reason}")).into());
+    }
+    let OpenedRun {
+        run_id,
+        dir,
+        run_dir,
+        replay,
+        mut record,
+    } = workflow_launch::open_run(
+        &dirs.data,
+        RunStart {
+            workflow: &workflow,
+            source: &source,
+            script_path: Some(&script_path),
+            args: script_args.clone(),
+            budget,
+            earlier,
+        },
+    )
+    .map_err(anyhow::Error::msg)?;
     session.ready().await;
     let json_mode = args.json;
     emit(
@@ -268,11 +278,14 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
         saved: trusted_folders(&common, &dirs)?,
         workspace: session.runtime.workspace.root().to_owned(),
         events: Box::new(move |event| show(json_mode, &event)),
+        prices,
+        spent_usd: std::sync::Mutex::new(0.0),
     };
     let signal = tokio::spawn(exec::watch_signals(cancel.clone()));
     let options = RunOptions {
         args: script_args,
-        budget,
+        budget: budget.tokens,
+        budget_usd: budget.usd,
         limits,
         cancel: run_cancel,
         dir: Some(run_dir),
@@ -388,12 +401,17 @@ fn report(json_mode: bool, run_id: &str, end: &RunEnd) {
                 "error": end.error,
                 "agents": end.agents,
                 "tokens": end.tokens,
+                "usd": end.usd,
             }),
         );
         return;
     }
+    let dollars = end
+        .usd
+        .map(|usd| format!(", ${usd:.4}"))
+        .unwrap_or_default();
     eprintln!(
-        "workflow {run_id}: {} — {}; {} tokens",
+        "workflow {run_id}: {} — {}; {} tokens{dollars}",
         end.status.as_str(),
         end.agents.describe(),
         end.tokens

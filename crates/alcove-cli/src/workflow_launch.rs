@@ -1,20 +1,74 @@
 //! What the two ways into a workflow share — `alcove workflow run` and the
-//! model's `Workflow` tool (`workflow_tool.rs`): the budget's text, the run
+//! model's `Workflow` tool (`workflow_tool.rs`): the budget (its text, its
+//! prices), the run
 //! to resume and its args, the plan shown before anything runs, and the
 //! run's folder (`<data dir>/workflows/<run_id>/`: script.js, journal.jsonl,
 //! run.json) from its start to its end record.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use alcove_protocol::Usage;
 use alcove_workflow::{
     JournalRecord, Limits, RunDir, RunEnd, RunRecord, Workflow, read_answers, read_run,
 };
 use serde_json::Value;
 
-/// `tokens=N` (every input and output token of the run's agents).
-pub(crate) fn parse_budget(text: &str) -> Result<u64, String> {
-    let mut tokens = None;
+use crate::config::Config;
+
+/// A run's budget: tokens (every input and output token of its agents),
+/// dollars (at their models' known prices), or both.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Budget {
+    pub(crate) tokens: Option<u64>,
+    pub(crate) usd: Option<f64>,
+}
+
+impl Budget {
+    /// The budget an earlier run kept in its run.json.
+    pub(crate) fn of(record: &RunRecord) -> Budget {
+        Budget {
+            tokens: record.budget,
+            usd: record.budget_usd,
+        }
+    }
+}
+
+/// Prices a child's use in dollars: its model (`None`: the session's) and
+/// its usage; `None` where the price is not known.
+pub(crate) type PriceOf = dyn Fn(Option<&str>, &Usage) -> Option<f64> + Send + Sync;
+
+/// The session's prices (`[pricing."provider/model"]`), when its own model
+/// has one: a dollar budget can only be held then.
+pub(crate) fn prices(config: &Config, model: &str) -> Option<Arc<PriceOf>> {
+    config.pricing.get(model)?;
+    let pricing = config.pricing.clone();
+    let model = model.to_owned();
+    Some(Arc::new(move |child: Option<&str>, usage: &Usage| {
+        pricing
+            .get(child.unwrap_or(&model))
+            .map(|price| price.cost(usage))
+    }))
+}
+
+/// Why a dollar budget cannot be held, if it cannot.
+pub(crate) fn unpriced(
+    budget: Budget,
+    prices: Option<&Arc<PriceOf>>,
+    model: &str,
+) -> Option<String> {
+    (budget.usd.is_some() && prices.is_none()).then(|| {
+        format!(
+            "a dollar budget needs the price of {model}: add [pricing.\"{model}\"] (dollars per \
+             million tokens: input, output, cache_read, cache_write) to the config"
+        )
+    })
+}
+
+/// `tokens=N,usd=X` (either or both).
+pub(crate) fn parse_budget(text: &str) -> Result<Budget, String> {
+    let mut budget = Budget::default();
     for part in text
         .split(',')
         .map(str::trim)
@@ -22,21 +76,29 @@ pub(crate) fn parse_budget(text: &str) -> Result<u64, String> {
     {
         match part.split_once('=') {
             Some(("tokens", value)) => {
-                tokens = Some(
+                budget.tokens = Some(
                     value
                         .trim()
                         .parse::<u64>()
                         .map_err(|_| format!("--budget tokens={value}: not a whole number"))?,
                 );
             }
-            _ => {
-                return Err(format!(
-                    "--budget {part}: use tokens=N (dollars are not metered by workflows yet)"
-                ));
+            Some(("usd", value)) => {
+                let usd = value
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|usd| usd.is_finite() && *usd > 0.0)
+                    .ok_or_else(|| format!("--budget usd={value}: not a positive amount"))?;
+                budget.usd = Some(usd);
             }
+            _ => return Err(format!("--budget {part}: use tokens=N and/or usd=X")),
         }
     }
-    tokens.ok_or_else(|| "--budget: give tokens=N".to_owned())
+    if budget == Budget::default() {
+        return Err("--budget: give tokens=N and/or usd=X".to_owned());
+    }
+    Ok(budget)
 }
 
 /// An earlier run to resume: its record and folder. `id` must look like a
@@ -70,7 +132,7 @@ pub(crate) fn plan(
     workflow: &Workflow,
     source: &str,
     limits: Limits,
-    budget: Option<u64>,
+    budget: Budget,
     resume: bool,
 ) -> String {
     let meta = &workflow.meta;
@@ -92,11 +154,20 @@ pub(crate) fn plan(
         "  caps: {} agents at once, {} per run, {} items per parallel/pipeline call\n",
         limits.concurrency, limits.max_agents, limits.max_items
     ));
-    match budget {
-        Some(tokens) => text.push_str(&format!(
-            "  budget: {tokens} tokens (every input and output token of its agents)\n"
-        )),
-        None => text.push_str("  budget: none (the session's agent limits apply)\n"),
+    match (budget.tokens, budget.usd) {
+        (None, None) => text.push_str("  budget: none (the session's agent limits apply)\n"),
+        (tokens, usd) => {
+            let mut parts = Vec::new();
+            if let Some(tokens) = tokens {
+                parts.push(format!(
+                    "{tokens} tokens (every input and output token of its agents)"
+                ));
+            }
+            if let Some(usd) = usd {
+                parts.push(format!("${usd:.2} (at the models' known prices)"));
+            }
+            text.push_str(&format!("  budget: {}\n", parts.join(" and ")));
+        }
     }
     if resume {
         text.push_str("  resume: finished agents with unchanged prompts replay from the journal\n");
@@ -122,7 +193,7 @@ pub(crate) struct RunStart<'a> {
     /// The script's file, when it came from one.
     pub(crate) script_path: Option<&'a Path>,
     pub(crate) args: Option<Value>,
-    pub(crate) budget: Option<u64>,
+    pub(crate) budget: Budget,
     /// The run resumed: its record and folder.
     pub(crate) earlier: Option<(RunRecord, PathBuf)>,
 }
@@ -150,7 +221,8 @@ pub(crate) fn open_run(data: &Path, start: RunStart<'_>) -> Result<OpenedRun, St
             .script_path
             .map(|path| std::path::absolute(path).unwrap_or_else(|_| path.to_owned())),
         args: start.args.unwrap_or(Value::Null),
-        budget: start.budget,
+        budget: start.budget.tokens,
+        budget_usd: start.budget.usd,
         status: "running".to_owned(),
         result: Value::Null,
         error: None,
@@ -181,8 +253,22 @@ mod tests {
 
     #[test]
     fn budgets_and_run_ids_are_checked() {
-        assert_eq!(parse_budget("tokens=400000"), Ok(400_000));
-        assert!(parse_budget("usd=3").unwrap_err().contains("use tokens=N"));
+        assert_eq!(
+            parse_budget("tokens=400000"),
+            Ok(Budget {
+                tokens: Some(400_000),
+                usd: None
+            })
+        );
+        assert_eq!(
+            parse_budget("tokens=10, usd=2.5"),
+            Ok(Budget {
+                tokens: Some(10),
+                usd: Some(2.5)
+            })
+        );
+        assert!(parse_budget("usd=-1").unwrap_err().contains("positive"));
+        assert!(parse_budget("eur=3").unwrap_err().contains("usd=X"));
         assert!(
             parse_budget("tokens=lots")
                 .unwrap_err()

@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::workflow_host::{ChildHost, saved_workflows};
-use crate::workflow_launch::{self, OpenedRun, RunStart};
+use crate::workflow_launch::{self, Budget, OpenedRun, PriceOf, RunStart};
 
 /// The tool's name.
 pub(crate) const WORKFLOW: &str = "Workflow";
@@ -49,7 +49,7 @@ file system, network or require. Give exactly one of script, scriptPath or name 
 resumeFromRunId alone). Returns at once with a run_id: `wait` with ids [run_id] returns the \
 result (you are also notified when it ends); `close_agent` with the run_id stops it.";
 
-const INPUT_SCHEMA: &str = r#"{"type":"object","properties":{"script":{"type":"string","description":"The script's source."},"scriptPath":{"type":"string","description":"A .js file in the workspace holding the script."},"name":{"type":"string","description":"A saved workflow's meta.name."},"args":{"description":"The script's `args` (any JSON value)."},"resumeFromRunId":{"type":"string","description":"An earlier run (wf_…) to resume: finished agents with unchanged prompts replay, the rest run, with the run's own args."},"budget":{"type":"object","properties":{"tokens":{"type":"integer","description":"Every input and output token of the run's agents."}},"additionalProperties":false}},"additionalProperties":false}"#;
+const INPUT_SCHEMA: &str = r#"{"type":"object","properties":{"script":{"type":"string","description":"The script's source."},"scriptPath":{"type":"string","description":"A .js file in the workspace holding the script."},"name":{"type":"string","description":"A saved workflow's meta.name."},"args":{"description":"The script's `args` (any JSON value)."},"resumeFromRunId":{"type":"string","description":"An earlier run (wf_…) to resume: finished agents with unchanged prompts replay, the rest run, with the run's own args."},"budget":{"type":"object","properties":{"tokens":{"type":"integer","description":"Every input and output token of the run's agents."},"usd":{"type":"number","description":"Dollars, at the models' known prices."}},"additionalProperties":false}},"additionalProperties":false}"#;
 
 /// The arguments, as the model writes them.
 #[derive(Deserialize)]
@@ -74,6 +74,17 @@ pub(crate) struct WorkflowInput {
 struct BudgetInput {
     #[serde(default)]
     tokens: Option<u64>,
+    #[serde(default)]
+    usd: Option<f64>,
+}
+
+impl BudgetInput {
+    fn budget(&self) -> Budget {
+        Budget {
+            tokens: self.tokens,
+            usd: self.usd,
+        }
+    }
 }
 
 /// A checked call: the script read and checked, its plan shown.
@@ -82,7 +93,7 @@ pub(crate) struct WorkflowCall {
     source: String,
     script_path: Option<PathBuf>,
     args: Option<Value>,
-    budget: Option<u64>,
+    budget: Budget,
     earlier: Option<(RunRecord, PathBuf)>,
     limits: Limits,
 }
@@ -94,17 +105,27 @@ pub(crate) struct WorkflowTool {
     data: PathBuf,
     /// The saved-workflow folders the folder's trust allows.
     saved: Vec<PathBuf>,
+    /// The session's model and its prices (when known), for dollar budgets.
+    model: String,
+    prices: Option<Arc<PriceOf>>,
     spec: ToolSpec,
 }
 
 impl WorkflowTool {
     /// The tool for a session whose runs go under `data` and whose saved
     /// workflows are in `saved`.
-    pub(crate) fn new(supervisor: &Arc<Supervisor>, data: &Path, saved: Vec<PathBuf>) -> Self {
+    pub(crate) fn new(
+        supervisor: &Arc<Supervisor>,
+        data: &Path,
+        saved: Vec<PathBuf>,
+        (model, prices): (String, Option<Arc<PriceOf>>),
+    ) -> Self {
         WorkflowTool {
             supervisor: Arc::downgrade(supervisor),
             data: data.to_owned(),
             saved,
+            model,
+            prices,
             spec: ToolSpec {
                 name: WORKFLOW.to_owned(),
                 description: DESCRIPTION.to_owned(),
@@ -236,17 +257,17 @@ impl ScopedTool<AgentScope> for WorkflowTool {
             .source(&input, earlier.as_ref(), workspace)
             .map_err(fail)?;
         let workflow = Workflow::parse(&source).map_err(|err| fail(format!("{shown}: {err}")))?;
+        let given = input.budget.as_ref().map(BudgetInput::budget);
         let (args, budget) = match &earlier {
             Some((record, _)) => (
                 workflow_launch::resumed_args(record, input.args).map_err(fail)?,
-                input
-                    .budget
-                    .as_ref()
-                    .and_then(|budget| budget.tokens)
-                    .or(record.budget),
+                given.unwrap_or_else(|| Budget::of(record)),
             ),
-            None => (input.args, input.budget.and_then(|budget| budget.tokens)),
+            None => (input.args, given.unwrap_or_default()),
         };
+        if let Some(reason) = workflow_launch::unpriced(budget, self.prices.as_ref(), &self.model) {
+            return Err(fail(reason));
+        }
         let limits = self.limits();
         let plan = workflow_launch::plan(&workflow, &shown, limits, budget, earlier.is_some());
         let invocation = Invocation {
@@ -353,11 +374,14 @@ impl WorkflowTool {
             saved: self.saved.clone(),
             workspace: scope.runtime().workspace.root().to_owned(),
             events: Box::new(move |event| observed.note(event)),
+            prices: self.prices.clone(),
+            spent_usd: Mutex::new(0.0),
         });
         supervisor.host_runs().insert(&run_id, run.clone());
         let options = RunOptions {
             args,
-            budget,
+            budget: budget.tokens,
+            budget_usd: budget.usd,
             limits,
             cancel,
             dir: Some(run_dir),
@@ -388,7 +412,8 @@ impl WorkflowTool {
             "name": name,
             "agent_call_sites": sites,
             "max_concurrent": limits.concurrency,
-            "budget_tokens": budget,
+            "budget_tokens": budget.tokens,
+            "budget_usd": budget.usd,
             "dir": dir,
             "next": format!("call wait with ids [\"{run_id}\"] to collect its result"),
         }))
@@ -480,6 +505,7 @@ impl HostRun for WorkflowRun {
                 "agents": end.agents.describe(),
                 "counts": end.agents,
                 "tokens": end.tokens,
+                "usd": end.usd,
                 "run_json_error": journal_error,
             }),
             None => json!({

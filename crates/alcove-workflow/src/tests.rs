@@ -22,6 +22,8 @@ struct FakeHost {
     running: AtomicUsize,
     most_at_once: AtomicUsize,
     nested: Option<String>,
+    /// Dollars each agent costs, when the host knows prices.
+    usd_each: Option<f64>,
 }
 
 impl FakeHost {
@@ -33,6 +35,7 @@ impl FakeHost {
             running: AtomicUsize::new(0),
             most_at_once: AtomicUsize::new(0),
             nested: None,
+            usd_each: None,
         })
     }
 
@@ -74,6 +77,11 @@ impl Host for FakeHost {
 
     fn event(&self, event: RunEvent) {
         self.events.lock().unwrap().push(event);
+    }
+
+    fn spent_usd(&self) -> Option<f64> {
+        let agents = self.calls.lock().unwrap().len();
+        self.usd_each.map(|each| each * agents as f64)
     }
 
     fn workflow_source(&self, name: &str) -> Result<String, String> {
@@ -541,4 +549,27 @@ async fn a_thrown_error_names_the_files_line() {
             .contains("nope (at <anonymous> (line 3:"),
         "{end:?}"
     );
+}
+
+#[tokio::test]
+async fn a_dollar_budget_stops_agents_once_their_known_prices_spend_it() {
+    let host = Arc::new(FakeHost {
+        usd_each: Some(0.01),
+        ..Arc::into_inner(FakeHost::echo()).unwrap()
+    });
+    let options = RunOptions {
+        budget_usd: Some(0.025),
+        ..RunOptions::default()
+    };
+    let end = run_with(
+        &host,
+        "const out = []\nfor (let i = 0; i < 10; i++) out.push(await agent(`s${i}`))\nreturn out",
+        options,
+    )
+    .await;
+    assert_eq!(end.status, EndStatus::BudgetExhausted, "{end:?}");
+    assert_eq!(host.prompts().len(), 3, "{:?}", host.prompts());
+    assert_eq!(end.agents.refused_by_budget, 1);
+    assert!(end.error.unwrap_or_default().contains("$0.0300 of $0.0250"));
+    assert!((end.usd.unwrap() - 0.03).abs() < 1e-9, "{:?}", end.usd);
 }

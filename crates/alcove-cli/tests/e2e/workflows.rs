@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 
 use crate::support::{Outcome, alcove, finish, read_jsonl, setup};
 
+/// Dollar budgets.
+mod dollars;
 /// A provider that refuses the key halts a wide run.
 mod halted;
 /// The model's `Workflow` tool.

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 /// A session keeps at most this many ended runs addressable; the oldest go first.
 const ENDED_KEPT: usize = 32;
@@ -108,11 +109,39 @@ impl HostRuns {
         json!({"status": status, "runs": views, "timed_out": timed_out})
     }
 
+    /// Waits until every run going now has ended (or `cancel` fires):
+    /// their views by id, or `None` when none was going. `exec` gives the
+    /// main agent these when it ended before its runs did, as it does a
+    /// spawned agent's results.
+    pub async fn wait_running(&self, cancel: &CancellationToken) -> Option<Value> {
+        let running: Vec<(String, Arc<dyn HostRun>)> = self
+            .runs
+            .lock()
+            .ok()?
+            .iter()
+            .filter(|(_, run)| run.is_running())
+            .cloned()
+            .collect();
+        if running.is_empty() {
+            return None;
+        }
+        let runs: Vec<Arc<dyn HostRun>> = running.iter().map(|(_, run)| run.clone()).collect();
+        tokio::select! {
+            () = self.until_stopped(&runs, None) => {}
+            () = cancel.cancelled() => return None,
+        }
+        let views: serde_json::Map<String, Value> = running
+            .iter()
+            .map(|(id, run)| (id.clone(), run.view()))
+            .collect();
+        Some(Value::Object(views))
+    }
+
     /// `close_agent` on a run id: stops it and waits (briefly) for its end.
     pub(crate) async fn close(&self, id: &str) -> Result<Value, String> {
         let run = self.get(id).ok_or_else(|| format!("run not found: {id}"))?;
         run.cancel();
-        self.until_stopped(std::slice::from_ref(&run), Duration::from_secs(10))
+        self.until_stopped(std::slice::from_ref(&run), Some(Duration::from_secs(10)))
             .await;
         Ok(json!({"id": id, "status": run.status(), "run": run.view()}))
     }
@@ -131,12 +160,14 @@ impl HostRuns {
             run.cancel();
         }
         let stopping: Vec<Arc<dyn HostRun>> = running.iter().map(|(_, run)| run.clone()).collect();
-        self.until_stopped(&stopping, Duration::from_secs(10)).await;
+        self.until_stopped(&stopping, Some(Duration::from_secs(10)))
+            .await;
         running.into_iter().map(|(id, _)| id).collect()
     }
 
-    async fn until_stopped(&self, runs: &[Arc<dyn HostRun>], limit: Duration) {
-        let deadline = tokio::time::Instant::now() + limit;
+    /// Waits until none of `runs` is running, at most `limit` (none: no limit).
+    async fn until_stopped(&self, runs: &[Arc<dyn HostRun>], limit: Option<Duration>) {
+        let deadline = limit.map(|limit| tokio::time::Instant::now() + limit);
         loop {
             let ended = self.ended.notified();
             tokio::pin!(ended);
@@ -144,9 +175,15 @@ impl HostRuns {
             if runs.iter().all(|run| !run.is_running()) {
                 return;
             }
+            let timeout = async {
+                match deadline {
+                    Some(deadline) => tokio::time::sleep_until(deadline).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 () = &mut ended => {}
-                () = tokio::time::sleep_until(deadline) => return,
+                () = timeout => return,
             }
         }
     }

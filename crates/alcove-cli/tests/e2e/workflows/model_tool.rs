@@ -78,11 +78,11 @@ fn the_models_workflow_call_brings_the_scripts_value_back_to_it() {
     );
     assert!(!kid.tool_names().contains(&"Workflow".to_owned()));
     let events = out.events();
-    let children: Vec<&Value> = events
+    let children = events
         .iter()
         .filter(|event| event["type"] == "agent_started" && event["agent"] == "main")
-        .collect();
-    assert_eq!(children.len(), 2, "{}", out.stdout);
+        .count();
+    assert_eq!(children, 2, "{}", out.stdout);
     // The run's folder keeps its args and end, as a resume needs them.
     let dir = started["dir"].as_str().unwrap();
     let run: Value =
@@ -125,4 +125,35 @@ fn a_workflow_in_the_default_mode_is_refused_with_its_plan_and_nothing_runs() {
     );
     assert!(text.contains("agents at once"), "{text}");
     assert!(server.requests_for("[kid-").is_empty(), "an agent started");
+}
+
+#[test]
+fn exec_waits_for_a_run_the_main_agent_left_going_and_gives_it_the_result() {
+    let script = PAIR.replace("[kid-", "[late-");
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "[parent] start the pair and go",
+                vec![
+                    load("Workflow"),
+                    Step::tool_call("Workflow", json!({"script": script})),
+                    Step::text("started it"),
+                    Step::text("the pair said alpha and beta"),
+                ],
+            )
+            .conversation("[late-a]", vec![Step::text("alpha").delay(300)])
+            .conversation("[late-b]", vec![Step::text("beta").delay(300)]),
+    );
+    let out = exec(
+        &env,
+        &server,
+        &["--allow", "Workflow", "[parent] start the pair and go"],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    server.assert_script_finished();
+    assert_eq!(out.stdout.trim(), "the pair said alpha and beta");
+    let requests = server.requests_for("[parent] start the pair and go");
+    let last = requests.last().unwrap().last_user_text();
+    assert!(last.contains("workflow_runs"), "{last}");
+    assert!(last.contains("\"alpha\""), "{last}");
 }
