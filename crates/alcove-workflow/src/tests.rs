@@ -573,3 +573,54 @@ async fn a_dollar_budget_stops_agents_once_their_known_prices_spend_it() {
     assert!(end.error.unwrap_or_default().contains("$0.0300 of $0.0250"));
     assert!((end.usd.unwrap() - 0.03).abs() < 1e-9, "{:?}", end.usd);
 }
+
+/// The first agent finds the provider refusing the tree; the others run
+/// until the run stops them.
+struct HaltFirst;
+
+#[async_trait::async_trait]
+impl Host for HaltFirst {
+    async fn agent(&self, call: AgentCall, cancel: CancellationToken) -> AgentOutcome {
+        if call.prompt == "a0" {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            return AgentOutcome::Null {
+                reason: NullReason::Halted,
+                detail: "401 invalid_api_key".into(),
+                tokens: 0,
+            };
+        }
+        cancel.cancelled().await;
+        AgentOutcome::Null {
+            reason: NullReason::Cancelled,
+            detail: "cancelled".into(),
+            tokens: 0,
+        }
+    }
+
+    fn event(&self, _event: RunEvent) {}
+
+    fn workflow_source(&self, name: &str) -> Result<String, String> {
+        Err(format!("no saved workflow `{name}`"))
+    }
+}
+
+#[tokio::test]
+async fn agents_stopped_by_a_provider_halt_count_as_halted_not_cancelled() {
+    let workflow = Workflow::parse(&format!(
+        "{META}return await parallel(Array.from({{ length: 8 }}, (_, i) => () => agent(`a${{i}}`)))"
+    ))
+    .unwrap();
+    let options = RunOptions {
+        limits: Limits {
+            concurrency: 4,
+            ..Limits::default()
+        },
+        ..RunOptions::default()
+    };
+    let end = run(&workflow, Arc::new(HaltFirst), options).await;
+    assert_eq!(end.status, EndStatus::Halted, "{end:?}");
+    assert_eq!(end.agents.null_cancelled, 0, "{:?}", end.agents);
+    // The four that started are halted; calls still waiting may be dropped
+    // with the stopped script before they count.
+    assert!(end.agents.null_halted >= 4, "{:?}", end.agents);
+}
