@@ -45,6 +45,7 @@ mod tui;
 mod workflow_cmd;
 mod workflow_host;
 mod workflow_launch;
+mod workflow_progress;
 mod workflow_tool;
 mod worktrees_cmd;
 

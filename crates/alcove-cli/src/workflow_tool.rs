@@ -21,16 +21,16 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
-use alcove_core::{AgentScope, HostRun, Supervisor};
+use alcove_core::{AgentScope, Supervisor};
 use alcove_protocol::{Schema, ToolSpec};
 use alcove_tools::{Access, Invocation, ScopedTool, ToolContext, ToolOutput, Workspace};
-use alcove_workflow::{Limits, RunEnd, RunEvent, RunOptions, RunRecord, Workflow};
+use alcove_workflow::{Limits, RunEnd, RunOptions, RunRecord, Workflow};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 use crate::workflow_host::{ChildHost, saved_workflows};
 use crate::workflow_launch::{self, Budget, OpenedRun, PriceOf, RunStart};
+use crate::workflow_progress::WorkflowRun;
 
 /// The tool's name.
 pub(crate) const WORKFLOW: &str = "Workflow";
@@ -357,11 +357,7 @@ impl WorkflowTool {
         let mut parent = caller.clone();
         parent.cancel = cancel.clone();
         let name = workflow.meta.name.clone();
-        let run = Arc::new(WorkflowRun {
-            name: name.clone(),
-            cancel: cancel.clone(),
-            progress: Mutex::new(Progress::default()),
-        });
+        let run = Arc::new(WorkflowRun::new(name.clone(), cancel.clone()));
         let observed = run.clone();
         let host = Arc::new(ChildHost {
             supervisor: supervisor.clone(),
@@ -433,93 +429,4 @@ fn first_line(end: &RunEnd) -> String {
         .chars()
         .take(200)
         .collect()
-}
-
-/// What a run has done so far, from its events.
-#[derive(Default)]
-struct Progress {
-    phase: Option<String>,
-    started: u32,
-    ended: u32,
-    /// The last few `log()` lines.
-    log: Vec<String>,
-    end: Option<(RunEnd, Option<String>)>,
-}
-
-/// `log()` lines `wait` shows of a running run.
-const LOG_LINES: usize = 5;
-
-/// A workflow run as the core's `wait` and `close_agent` see it.
-struct WorkflowRun {
-    name: String,
-    cancel: CancellationToken,
-    progress: Mutex<Progress>,
-}
-
-impl WorkflowRun {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Progress> {
-        self.progress
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn note(&self, event: RunEvent) {
-        let mut progress = self.lock();
-        match event {
-            RunEvent::Phase(title) => progress.phase = Some(title),
-            RunEvent::Log(line) => {
-                progress.log.push(line);
-                let excess = progress.log.len().saturating_sub(LOG_LINES);
-                progress.log.drain(..excess);
-            }
-            RunEvent::AgentStarted { .. } => progress.started += 1,
-            RunEvent::AgentEnded { .. } => progress.ended += 1,
-        }
-    }
-
-    fn finish(&self, end: RunEnd, journal_error: Option<String>) {
-        self.lock().end = Some((end, journal_error));
-    }
-}
-
-impl HostRun for WorkflowRun {
-    fn is_running(&self) -> bool {
-        self.lock().end.is_none()
-    }
-
-    fn status(&self) -> String {
-        match &self.lock().end {
-            Some((end, _)) => end.status.as_str().to_owned(),
-            None => "running".to_owned(),
-        }
-    }
-
-    fn view(&self) -> Value {
-        let progress = self.lock();
-        match &progress.end {
-            Some((end, journal_error)) => json!({
-                "name": self.name,
-                "status": end.status.as_str(),
-                "result": end.result,
-                "error": end.error,
-                "agents": end.agents.describe(),
-                "counts": end.agents,
-                "tokens": end.tokens,
-                "usd": end.usd,
-                "run_json_error": journal_error,
-            }),
-            None => json!({
-                "name": self.name,
-                "status": "running",
-                "phase": progress.phase,
-                "agents_started": progress.started,
-                "agents_ended": progress.ended,
-                "log": progress.log,
-            }),
-        }
-    }
-
-    fn cancel(&self) {
-        self.cancel.cancel();
-    }
 }
