@@ -252,15 +252,25 @@ async fn finish_spawned(
     // Bounded like `wait` (`agents.wait_max_ms`): what still runs after
     // that is closed, as when waiting is off.
     let limit = session.supervisor.limits().wait_max;
-    let waited = tokio::time::timeout(limit, session.supervisor.wait_for_running(cancel)).await;
-    let Ok(Some(results)) = waited else {
-        return outcome;
+    // Workflow runs the main agent started are waited for the same way.
+    let waited = tokio::time::timeout(limit, async {
+        let agents = session.supervisor.wait_for_running(cancel).await;
+        let runs = session.supervisor.host_runs().wait_running(cancel).await;
+        (agents, runs)
+    })
+    .await;
+    let results = match waited {
+        Ok((Some(agents), None)) => agents,
+        Ok((agents, Some(runs))) => {
+            serde_json::json!({"agents": agents, "workflow_runs": runs})
+        }
+        _ => return outcome,
     };
     // Their end notices are in the message below.
     let _ = runtime.inbox.take(&AgentPath::main());
     let text = format!(
-        "[alcove] You ended while spawned agents were still running; alcove waited for them. \
-         Their results (as `wait` reports them):\n{}\nFinish your answer with them.",
+        "[alcove] You ended while spawned agents or workflow runs were still running; alcove \
+         waited for them. Their results (as `wait` reports them):\n{}\nFinish your answer with them.",
         serde_json::to_string_pretty(&results).unwrap_or_default()
     );
     let mut more = run.clone();

@@ -44,6 +44,9 @@ mod trust_cmd;
 mod tui;
 mod workflow_cmd;
 mod workflow_host;
+mod workflow_launch;
+mod workflow_progress;
+mod workflow_tool;
 mod worktrees_cmd;
 
 use std::path::PathBuf;

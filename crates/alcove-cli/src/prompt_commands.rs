@@ -1,4 +1,5 @@
-//! `/init` and the other `/word` prompts that are not the UI's own commands:
+//! `/init`, saved workflows' `/<name>` and the other `/word` prompts that
+//! are not the UI's own commands:
 //! what a prompt becomes before it reaches the model, the same in `exec`,
 //! the inline UI and the plain front end.
 //!
@@ -44,6 +45,40 @@ pub(crate) fn expand_prompt(session: &Session, input: &str) -> Option<Expansion>
         });
     }
     expand(input, &session.commands, &session.skills)
+        .or_else(|| workflow_command(&session.workflows, trimmed))
+}
+
+/// `/<name> [args]` for a saved workflow (after custom commands and
+/// skills of the same name): a turn asking the main agent to run it through
+/// its `Workflow` tool — so the gate, the plan's approval and every
+/// child's life are the tool's — and to wait for its result. The text
+/// after the name is the script's `args`: JSON when it parses as JSON, else
+/// the text as a string. `folders` are those the folder's trust allows.
+pub(crate) fn workflow_command(folders: &[std::path::PathBuf], input: &str) -> Option<Expansion> {
+    let rest = input.strip_prefix('/')?;
+    let (name, text) = match rest.split_once(char::is_whitespace) {
+        Some((name, text)) => (name, text.trim()),
+        None => (rest, ""),
+    };
+    if name.is_empty() || folders.is_empty() {
+        return None;
+    }
+    let workflow = crate::workflow_host::saved_workflows(folders)
+        .into_iter()
+        .find_map(|saved| saved.workflow.ok().filter(|w| w.meta.name == name))?;
+    let mut call = serde_json::json!({ "name": name });
+    if !text.is_empty() {
+        call["args"] = serde_json::from_str(text)
+            .unwrap_or_else(|_| serde_json::Value::String(text.to_owned()));
+    }
+    Some(Expansion {
+        prompt: format!(
+            "Run the saved workflow `{name}` ({}) now: call the Workflow tool with exactly {call}, \
+             then call `wait` with its run_id until the run has ended, and report its result to me.",
+            workflow.meta.description
+        ),
+        model: None,
+    })
 }
 
 /// The prompt a turn sends for `input`, and the runtime it runs on (a

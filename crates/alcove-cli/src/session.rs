@@ -127,6 +127,9 @@ pub(crate) struct Session {
     /// The line naming what an untrusted folder's settings asked for and
     /// did not get (also a start-up warning).
     pub(crate) trust_notice: Option<String>,
+    /// The folders of the saved workflows `/<name>` runs (the project's
+    /// only when trusted); empty when the `Workflow` tool is not offered.
+    pub(crate) workflows: Vec<PathBuf>,
 }
 
 impl Session {
@@ -291,13 +294,25 @@ impl Session {
         for message in setup_warnings {
             runtime.emit(&AgentPath::main(), EventKind::Warning { message });
         }
-        let tools = session_tools(
+        let mut tools = session_tools(
             &config,
             &permissions,
             &skills,
             &runtime,
             front_end.file_source.clone(),
         )?;
+        // Workflows (the full tool profile): the engine is built only when one runs.
+        let mut workflows = Vec::new();
+        if chosen.profile.profile == ToolProfile::Full {
+            workflows = crate::workflow_host::saved_folders(files_root.as_deref(), &dirs.config);
+            let prices = crate::workflow_launch::prices(&config, &chosen.name);
+            tools.push(Arc::new(crate::workflow_tool::WorkflowTool::new(
+                &supervisor,
+                &dirs.data,
+                workflows.clone(),
+                (chosen.name.clone(), prices),
+            )));
+        }
         // Instructions, then the skill catalog; the memory section comes last
         // (see `main_run`), so its changes leave the rest of the prefix as it was.
         let mut prompt = system_prompt(runtime.workspace.root(), &project);
@@ -342,6 +357,7 @@ impl Session {
             probe_start,
             sandbox: permissions.sandbox,
             trust_notice: notice,
+            workflows,
         })
     }
 

@@ -231,6 +231,17 @@ fn project_files(workspace: &Path) -> Vec<String> {
             found.push(format!("MCP servers in {}", shown(&path, workspace)));
         }
     }
+    for relative in [".alcove/workflows", ".claude/workflows"] {
+        let scripts = std::fs::read_dir(workspace.join(relative)).map_or(0, |entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|entry| entry.path().extension().is_some_and(|ext| ext == "js"))
+                .count()
+        });
+        if scripts > 0 {
+            found.push(format!("saved workflows in {relative}"));
+        }
+    }
     found
 }
 

@@ -16,10 +16,7 @@ use std::sync::Arc;
 
 use alcove_core::{EventSink, NoApprover};
 use alcove_protocol::RunStatus;
-use alcove_workflow::{
-    EndStatus, Limits, RunDir, RunEnd, RunEvent, RunOptions, RunRecord, Workflow, read_answers,
-    read_run,
-};
+use alcove_workflow::{EndStatus, Limits, RunEnd, RunEvent, RunOptions, Workflow};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -27,7 +24,9 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Dirs;
 use crate::output::Trace;
 use crate::session::{FrontEnd, Session, SessionEnd};
+use crate::trust::ProjectSettings;
 use crate::workflow_host::{ChildHost, saved_folders, saved_workflows};
+use crate::workflow_launch::{self, Budget, OpenedRun, RunStart};
 use crate::{CommonArgs, UsageError, exec};
 
 /// `alcove workflow …`.
@@ -53,7 +52,7 @@ pub(crate) struct RunArgs {
     /// The script's `args`, as JSON.
     #[arg(long, value_name = "JSON")]
     args: Option<String>,
-    /// The run's budget: tokens=N (every input and output token of its agents).
+    /// The run's budget: tokens=N (every input and output token of its agents) and/or usd=X (at the models' [pricing]).
     #[arg(long, value_name = "LIMITS")]
     budget: Option<String>,
     /// Resume an earlier run: finished agents with unchanged prompts replay, the rest run.
@@ -77,10 +76,26 @@ pub(crate) async fn run(common: &CommonArgs, args: WorkflowArgs) -> anyhow::Resu
     }
 }
 
+/// The folders saved workflows are read from: the project's only when the
+/// folder is trusted (`trust.rs`), as for its hooks and MCP servers.
+fn trusted_folders(common: &CommonArgs, dirs: &Dirs) -> anyhow::Result<Vec<PathBuf>> {
+    let workspace = common.workspace()?;
+    let project = ProjectSettings::of(common, dirs, workspace.root())?;
+    Ok(saved_folders(project.files_root(), &dirs.config))
+}
+
 fn list(common: &CommonArgs) -> anyhow::Result<u8> {
     let dirs = Dirs::from_env()?;
+    let saved = saved_workflows(&trusted_folders(common, &dirs)?);
     let workspace = common.workspace()?;
-    let saved = saved_workflows(&saved_folders(workspace.root(), &dirs.config));
+    let every = saved_workflows(&saved_folders(Some(workspace.root()), &dirs.config));
+    let held_back = every.len().saturating_sub(saved.len());
+    if held_back > 0 {
+        println!(
+            "{held_back} saved workflow(s) of this folder are not listed and cannot run: it is not \
+             a trusted folder (trust it with `alcove trust`)"
+        );
+    }
     if saved.is_empty() {
         println!(
             "no saved workflows (put them in .alcove/workflows/*.js or ~/.config/alcove/workflows/*.js)"
@@ -114,35 +129,11 @@ fn find_script(common: &CommonArgs, dirs: &Dirs, name: &str) -> anyhow::Result<(
             .map_err(|err| UsageError(format!("{}: {err}", path.display())))?;
         return Ok((path, source));
     }
-    let workspace = common.workspace()?;
-    saved_workflows(&saved_folders(workspace.root(), &dirs.config))
+    saved_workflows(&trusted_folders(common, dirs)?)
         .into_iter()
         .find(|saved| saved.workflow.as_ref().is_ok_and(|w| w.meta.name == name))
         .and_then(|saved| saved.workflow.ok().map(|w| (saved.path, w.source)))
         .ok_or_else(|| UsageError(format!("{name}: no such file or saved workflow")).into())
-}
-
-fn parse_budget(text: &str) -> Result<u64, UsageError> {
-    let mut tokens = None;
-    for part in text
-        .split(',')
-        .map(str::trim)
-        .filter(|part| !part.is_empty())
-    {
-        match part.split_once('=') {
-            Some(("tokens", value)) => {
-                tokens = Some(value.trim().parse::<u64>().map_err(|_| {
-                    UsageError(format!("--budget tokens={value}: not a whole number"))
-                })?);
-            }
-            _ => {
-                return Err(UsageError(format!(
-                    "--budget {part}: use tokens=N (dollars are not metered by workflows yet)"
-                )));
-            }
-        }
-    }
-    tokens.ok_or_else(|| UsageError("--budget: give tokens=N".to_owned()))
 }
 
 async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> {
@@ -151,16 +142,10 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
         return Err(UsageError("--concurrency must be at least 1".to_owned()).into());
     }
     let earlier = match &args.resume {
-        Some(id) => {
-            let safe = id.starts_with("wf_") && id[3..].chars().all(|c| c.is_ascii_alphanumeric());
-            if !safe {
-                return Err(
-                    UsageError(format!("--resume {id}: not a workflow run id (wf_…)")).into(),
-                );
-            }
-            let dir = dirs.data.join("workflows").join(id);
-            Some((read_run(&dir).map_err(UsageError)?, dir))
-        }
+        Some(id) => Some(
+            workflow_launch::earlier_run(&dirs.data, id)
+                .map_err(|err| UsageError(format!("--resume {err}")))?,
+        ),
         None => None,
     };
     let (script_path, source) = match (&args.script, &earlier) {
@@ -184,25 +169,20 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
         ),
         None => None,
     };
+    let budget_given = args
+        .budget
+        .as_deref()
+        .map(workflow_launch::parse_budget)
+        .transpose()
+        .map_err(UsageError)?;
     let (script_args, budget) = match &earlier {
-        Some((record, _)) => {
-            let stored = (!record.args.is_null()).then(|| record.args.clone());
-            if given_args.is_some() && given_args != stored {
-                return Err(UsageError(
-                    "--resume runs with the run's own args; leave --args out".to_owned(),
-                )
-                .into());
-            }
-            let budget = match &args.budget {
-                Some(text) => Some(parse_budget(text)?),
-                None => record.budget,
-            };
-            (stored, budget)
-        }
-        None => (
-            given_args,
-            args.budget.as_deref().map(parse_budget).transpose()?,
+        Some((record, _)) => (
+            workflow_launch::resumed_args(record, given_args).map_err(|_| {
+                UsageError("--resume runs with the run's own args; leave --args out".to_owned())
+            })?,
+            budget_given.unwrap_or_else(|| Budget::of(record)),
         ),
+        None => (given_args, budget_given.unwrap_or_default()),
     };
     let limits = Limits {
         concurrency: args.concurrency,
@@ -210,37 +190,17 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
     };
     eprint!(
         "{}",
-        plan(&workflow, &script_path, limits, budget, earlier.is_some())
+        workflow_launch::plan(
+            &workflow,
+            &script_path.display().to_string(),
+            limits,
+            budget,
+            earlier.is_some()
+        )
     );
     if !args.yes {
         approve()?;
     }
-
-    let (run_id, dir, replay) = match earlier {
-        Some((record, dir)) => {
-            let replay = read_answers(&dir).unwrap_or_default();
-            (record.run_id, dir, replay)
-        }
-        None => {
-            let id = format!("wf_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-            let dir = dirs.data.join("workflows").join(&id);
-            (id, dir, Default::default())
-        }
-    };
-    let run_dir = RunDir::open(&dir).map_err(anyhow::Error::msg)?;
-    run_dir.write_script(&source).map_err(anyhow::Error::msg)?;
-    let mut record = RunRecord {
-        run_id: run_id.clone(),
-        name: workflow.meta.name.clone(),
-        script_path: Some(std::path::absolute(&script_path).unwrap_or(script_path.clone())),
-        args: script_args.clone().unwrap_or(Value::Null),
-        budget,
-        status: "running".to_owned(),
-        result: Value::Null,
-        error: None,
-        agents: Value::Null,
-    };
-    run_dir.write_run(&record).map_err(anyhow::Error::msg)?;
 
     // The session's slots are the run's: every agent takes one.
     let mut common = common.clone();
@@ -264,6 +224,35 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
         file_source: None,
     };
     let session = Session::open(&common, front_end).await?;
+    let prices = workflow_launch::prices(&session.config, &session.model_name);
+    if let Some(reason) = workflow_launch::unpriced(budget, prices.as_ref(), &session.model_name) {
+        session
+            .end(SessionEnd {
+                status: RunStatus::Failed,
+                error: Some(reason.clone()),
+                ..SessionEnd::quiet("other")
+            })
+            .await;
+        return Err(UsageError(format!("--budget: {reason}")).into());
+    }
+    let OpenedRun {
+        run_id,
+        dir,
+        run_dir,
+        replay,
+        mut record,
+    } = workflow_launch::open_run(
+        &dirs.data,
+        RunStart {
+            workflow: &workflow,
+            source: &source,
+            script_path: Some(&script_path),
+            args: script_args.clone(),
+            budget,
+            earlier,
+        },
+    )
+    .map_err(anyhow::Error::msg)?;
     session.ready().await;
     let json_mode = args.json;
     emit(
@@ -274,25 +263,31 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
         eprintln!("workflow {run_id} started ({})", dir.display());
     }
 
+    // An interrupt stops the run; the run also stops itself (the provider
+    // halted the tree), which must not read as an interrupt.
     let cancel = CancellationToken::new();
+    let run_cancel = cancel.child_token();
     let host = ChildHost {
         supervisor: session.supervisor.clone(),
         runtime: session.runtime.clone(),
-        parent: session.main_run(cancel.clone()),
+        parent: session.main_run(run_cancel.clone()),
         run_id: run_id.clone(),
         dir: dir.clone(),
         default_type: alcove_core::DEFAULT_AGENT_TYPE.to_owned(),
         wall: None,
-        saved: saved_folders(session.runtime.workspace.root(), &dirs.config),
+        saved: trusted_folders(&common, &dirs)?,
         workspace: session.runtime.workspace.root().to_owned(),
         events: Box::new(move |event| show(json_mode, &event)),
+        prices,
+        spent_usd: std::sync::Mutex::new(0.0),
     };
     let signal = tokio::spawn(exec::watch_signals(cancel.clone()));
     let options = RunOptions {
         args: script_args,
-        budget,
+        budget: budget.tokens,
+        budget_usd: budget.usd,
         limits,
-        cancel: cancel.clone(),
+        cancel: run_cancel,
         dir: Some(run_dir),
         replay,
     };
@@ -315,13 +310,7 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
         })
         .await;
 
-    record.status = end.status.as_str().to_owned();
-    record.result = end.result.clone();
-    record.error = end.error.clone();
-    record.agents = serde_json::to_value(&end.agents).unwrap_or(Value::Null);
-    if let Ok(written) = RunDir::open(&dir)
-        && let Err(err) = written.write_run(&record)
-    {
+    if let Err(err) = workflow_launch::record_end(&dir, &mut record, &end) {
         eprintln!("alcove: {err}");
     }
     report(json_mode, &run_id, &end);
@@ -330,47 +319,6 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
         None if end.status == EndStatus::Completed => 0,
         None => 1,
     })
-}
-
-/// What the run will do, before it does it.
-fn plan(
-    workflow: &Workflow,
-    path: &std::path::Path,
-    limits: Limits,
-    budget: Option<u64>,
-    resume: bool,
-) -> String {
-    let meta = &workflow.meta;
-    let mut text = format!(
-        "workflow {} — {}\n  script: {}\n",
-        meta.name,
-        meta.description,
-        path.display()
-    );
-    if !meta.phases.is_empty() {
-        text.push_str(&format!("  phases: {}\n", meta.phases.join(" → ")));
-    }
-    text.push_str(&format!(
-        "  agent() call sites: {}\n",
-        workflow.call_sites.len()
-    ));
-    for site in &workflow.call_sites {
-        text.push_str(&format!("    line {}: {}\n", site.line, site.text));
-    }
-    text.push_str(&format!(
-        "  caps: {} agents at once, {} per run, {} items per parallel/pipeline call\n",
-        limits.concurrency, limits.max_agents, limits.max_items
-    ));
-    match budget {
-        Some(tokens) => text.push_str(&format!(
-            "  budget: {tokens} tokens (every input and output token of its agents)\n"
-        )),
-        None => text.push_str("  budget: none (the session's agent limits apply)\n"),
-    }
-    if resume {
-        text.push_str("  resume: finished agents with unchanged prompts replay from the journal\n");
-    }
-    text
 }
 
 /// Asks on the terminal; with no terminal, refuses (pass --yes).
@@ -453,12 +401,17 @@ fn report(json_mode: bool, run_id: &str, end: &RunEnd) {
                 "error": end.error,
                 "agents": end.agents,
                 "tokens": end.tokens,
+                "usd": end.usd,
             }),
         );
         return;
     }
+    let dollars = end
+        .usd
+        .map(|usd| format!(", ${usd:.4}"))
+        .unwrap_or_default();
     eprintln!(
-        "workflow {run_id}: {} — {}; {} tokens",
+        "workflow {run_id}: {} — {}; {} tokens{dollars}",
         end.status.as_str(),
         end.agents.describe(),
         end.tokens

@@ -21,6 +21,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::structured_output::{MAX_ATTEMPTS, StructuredOutput, Submission};
+use crate::workflow_launch::PriceOf;
 
 /// What every workflow agent is told first: nobody answers it, and its last
 /// message goes back to a script as data. Not part of the resume key.
@@ -41,6 +42,10 @@ pub(crate) struct ChildHost {
     pub(crate) saved: Vec<PathBuf>,
     pub(crate) workspace: PathBuf,
     pub(crate) events: Box<dyn Fn(RunEvent) + Send + Sync>,
+    /// The session's prices, when its model has one (`workflow_launch::prices`).
+    pub(crate) prices: Option<Arc<PriceOf>>,
+    /// Dollars the run's agents cost so far, at known prices.
+    pub(crate) spent_usd: std::sync::Mutex<f64>,
 }
 
 #[async_trait::async_trait]
@@ -95,6 +100,16 @@ impl Host for ChildHost {
             effort: call.effort.clone(),
         };
         let outcome = runner.run(job).await;
+        if let Some(cost) = self
+            .prices
+            .as_ref()
+            .and_then(|price| price(call.model.as_deref(), &outcome.usage))
+        {
+            *self
+                .spent_usd
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) += cost;
+        }
         let submitted = submission.map(|submission| {
             std::mem::take(
                 &mut *submission
@@ -107,6 +122,15 @@ impl Host for ChildHost {
 
     fn event(&self, event: RunEvent) {
         (self.events)(event);
+    }
+
+    fn spent_usd(&self) -> Option<f64> {
+        self.prices.as_ref().map(|_| {
+            *self
+                .spent_usd
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        })
     }
 
     fn workflow_source(&self, name_or_path: &str) -> Result<String, String> {
@@ -246,13 +270,22 @@ pub(crate) struct Saved {
 }
 
 /// The folders saved workflows live in, nearest first: the project's
-/// `.alcove/workflows` and `.claude/workflows`, then the user's.
-pub(crate) fn saved_folders(workspace: &Path, config_dir: &Path) -> Vec<PathBuf> {
-    vec![
-        workspace.join(".alcove/workflows"),
-        workspace.join(".claude/workflows"),
-        config_dir.join("workflows"),
-    ]
+/// `.alcove/workflows` and `.claude/workflows` when the folder is trusted
+/// (`project` is the trusted workspace, `None` in an untrusted one: a
+/// cloned repository's scripts would run agents as the user), then the
+/// user's.
+pub(crate) fn saved_folders(project: Option<&Path>, config_dir: &Path) -> Vec<PathBuf> {
+    let mut folders: Vec<PathBuf> = project
+        .into_iter()
+        .flat_map(|root| {
+            [
+                root.join(".alcove/workflows"),
+                root.join(".claude/workflows"),
+            ]
+        })
+        .collect();
+    folders.push(config_dir.join("workflows"));
+    folders
 }
 
 /// Every `*.js` in `folders`; a name found twice keeps the nearest.

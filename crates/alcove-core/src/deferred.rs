@@ -53,6 +53,7 @@ pub const DEFERRED_TOOLS: &[&str] = &[
     "retry_batch",
     "BashOutput",
     "KillShell",
+    "Workflow",
 ];
 
 /// An agent's MCP tools are deferred when their definitions together are
@@ -78,7 +79,11 @@ pub(crate) fn loaded_for_call(name: &str) -> String {
 
 /// Built-in deferred tools a mention of one loads too: a background agent
 /// is no use without `wait`.
-const COMPANIONS: &[(&str, &str)] = &[("spawn_agent", "wait"), ("spawn_batch", "wait")];
+const COMPANIONS: &[(&str, &str)] = &[
+    ("spawn_agent", "wait"),
+    ("spawn_batch", "wait"),
+    ("Workflow", "wait"),
+];
 
 /// The deferred built-ins `text` (the user's words) names, in the order
 /// named, each followed by its companions. A name counts as a whole word,

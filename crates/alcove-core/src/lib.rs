@@ -62,7 +62,7 @@ pub use agents::{
     TreeBudget, TreeUsage,
 };
 pub use agents::{AgentPermissions, DefinitionError, load_definitions, parse_definition};
-pub use agents::{AgentScope, BatchRunnerFactory, DynTool, ProcessEnv};
+pub use agents::{AgentScope, BatchRunnerFactory, DynTool, HostRun, HostRuns, ProcessEnv};
 pub use agents::{CheckedDelegation, DelegationEnd, DelegationRequest};
 pub use call::{CallInput, ToolCall};
 #[doc(hidden)]

@@ -53,6 +53,7 @@
 mod anthropic;
 mod context;
 mod env;
+mod from_result;
 mod openai;
 mod record;
 mod responses;
@@ -67,6 +68,7 @@ mod wire;
 
 pub use context::OverflowStyle;
 pub use env::TestEnv;
+pub use from_result::from_last_result;
 pub use record::{Protocol, RecordedRequest};
 pub use script::{
     Block, DEFAULT_INPUT_TOKENS, DEFAULT_MODEL, DEFAULT_OUTPUT_TOKENS, PIECE_CHARS, Script, Step,

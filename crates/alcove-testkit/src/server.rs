@@ -388,6 +388,7 @@ async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
                     let step = throttled(&mut state)
                         .map(Ok)
                         .unwrap_or_else(|| next_step(&mut state, &record.first_user_message_text()))
+                        .map(|step| crate::from_result::filled(step, &record))
                         .and_then(|step| match shared.strict {
                             true => strict::offered_calls(&step, &record.body)
                                 .map(|()| step)

@@ -151,4 +151,11 @@ pub trait Host: Send + Sync + 'static {
     /// The source of the saved workflow `name`, or of the script at
     /// `path`, for `workflow(nameOrRef)`.
     fn workflow_source(&self, name_or_path: &str) -> Result<String, String>;
+
+    /// Dollars this run's agents have cost so far, at their models' known
+    /// prices; `None` when the host knows no price (a dollar budget then
+    /// cannot be held, and the host refuses one before the run).
+    fn spent_usd(&self) -> Option<f64> {
+        None
+    }
 }

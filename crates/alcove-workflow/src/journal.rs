@@ -49,6 +49,9 @@ pub struct RunRecord {
     pub args: Value,
     /// The token budget, when one was set.
     pub budget: Option<u64>,
+    /// The dollar budget, when one was set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_usd: Option<f64>,
     /// `running`, or the end status.
     pub status: String,
     /// The script's return value, once completed.

@@ -65,6 +65,9 @@ pub struct RunOptions {
     pub args: Option<Value>,
     /// The token budget (`budget.total`), counted in budget tokens.
     pub budget: Option<u64>,
+    /// The dollar budget, counted by [`Host::spent_usd`]: no agent starts
+    /// once it is spent.
+    pub budget_usd: Option<f64>,
     /// The caps.
     pub limits: Limits,
     /// Stops the run: running agents are cancelled, waiting calls give `null`.
@@ -81,7 +84,7 @@ pub async fn run(workflow: &Workflow, host: Arc<dyn Host>, options: RunOptions) 
     let state = Arc::new(run::RunState::new(
         host,
         options.limits,
-        options.budget,
+        (options.budget, options.budget_usd),
         options.cancel,
         options.dir,
         options.replay,

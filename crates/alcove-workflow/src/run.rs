@@ -145,6 +145,8 @@ pub struct RunEnd {
     pub agents: Counts,
     /// Budget tokens its agents used.
     pub tokens: u64,
+    /// What its agents cost, in dollars, where their prices are known.
+    pub usd: Option<f64>,
 }
 
 /// Everything a run shares between its `agent()` calls.
@@ -152,6 +154,7 @@ pub(crate) struct RunState {
     pub(crate) host: Arc<dyn Host>,
     pub(crate) limits: Limits,
     pub(crate) budget: Option<u64>,
+    budget_usd: Option<f64>,
     pub(crate) cancel: CancellationToken,
     slots: Arc<Semaphore>,
     next_index: AtomicU32,
@@ -175,7 +178,7 @@ impl RunState {
     pub(crate) fn new(
         host: Arc<dyn Host>,
         limits: Limits,
-        budget: Option<u64>,
+        (budget, budget_usd): (Option<u64>, Option<f64>),
         cancel: CancellationToken,
         dir: Option<RunDir>,
         answers: HashMap<String, VecDeque<JournalRecord>>,
@@ -186,6 +189,7 @@ impl RunState {
             slots: Arc::new(Semaphore::new(limits.concurrency.max(1))),
             limits,
             budget,
+            budget_usd,
             cancel,
             next_index: AtomicU32::new(0),
             spent: AtomicU64::new(0),
@@ -326,6 +330,12 @@ impl RunState {
                 ("answered".to_owned(), Ok(value))
             }
             AgentOutcome::Null { reason, detail, .. } => {
+                // An agent stopped because the provider halted the tree
+                // was halted, not cancelled by anyone.
+                let reason = match reason {
+                    NullReason::Cancelled if lock(&self.halted).is_some() => NullReason::Halted,
+                    reason => reason,
+                };
                 {
                     let mut counts = lock(&self.counts);
                     match reason {
@@ -383,17 +393,25 @@ impl RunState {
     }
 
     fn check_budget(&self) -> Result<(), String> {
-        let Some(total) = self.budget else {
-            return Ok(());
-        };
-        let spent = self.spent();
-        if spent < total {
-            return Ok(());
+        if let Some(total) = self.budget {
+            let spent = self.spent();
+            if spent >= total {
+                lock(&self.counts).refused_by_budget += 1;
+                return Err(format!(
+                    "the run's budget is spent ({spent} of {total} tokens): no more agents start"
+                ));
+            }
         }
-        lock(&self.counts).refused_by_budget += 1;
-        Err(format!(
-            "the run's budget is spent ({spent} of {total} tokens): no more agents start"
-        ))
+        if let Some(limit) = self.budget_usd {
+            let spent = self.host.spent_usd().unwrap_or(0.0);
+            if spent >= limit {
+                lock(&self.counts).refused_by_budget += 1;
+                return Err(format!(
+                    "the run's budget is spent (${spent:.4} of ${limit:.4}): no more agents start"
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn journal(&self, call: &AgentCall, key: &str, status: &str, value: Value, tokens: u64) {
@@ -442,6 +460,7 @@ impl RunState {
             error,
             agents: counts,
             tokens: self.spent(),
+            usd: self.host.spent_usd(),
         }
     }
 }

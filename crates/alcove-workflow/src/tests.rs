@@ -22,6 +22,8 @@ struct FakeHost {
     running: AtomicUsize,
     most_at_once: AtomicUsize,
     nested: Option<String>,
+    /// Dollars each agent costs, when the host knows prices.
+    usd_each: Option<f64>,
 }
 
 impl FakeHost {
@@ -33,6 +35,7 @@ impl FakeHost {
             running: AtomicUsize::new(0),
             most_at_once: AtomicUsize::new(0),
             nested: None,
+            usd_each: None,
         })
     }
 
@@ -74,6 +77,11 @@ impl Host for FakeHost {
 
     fn event(&self, event: RunEvent) {
         self.events.lock().unwrap().push(event);
+    }
+
+    fn spent_usd(&self) -> Option<f64> {
+        let agents = self.calls.lock().unwrap().len();
+        self.usd_each.map(|each| each * agents as f64)
     }
 
     fn workflow_source(&self, name: &str) -> Result<String, String> {
@@ -541,4 +549,78 @@ async fn a_thrown_error_names_the_files_line() {
             .contains("nope (at <anonymous> (line 3:"),
         "{end:?}"
     );
+}
+
+#[tokio::test]
+async fn a_dollar_budget_stops_agents_once_their_known_prices_spend_it() {
+    let host = Arc::new(FakeHost {
+        usd_each: Some(0.01),
+        ..Arc::into_inner(FakeHost::echo()).unwrap()
+    });
+    let options = RunOptions {
+        budget_usd: Some(0.025),
+        ..RunOptions::default()
+    };
+    let end = run_with(
+        &host,
+        "const out = []\nfor (let i = 0; i < 10; i++) out.push(await agent(`s${i}`))\nreturn out",
+        options,
+    )
+    .await;
+    assert_eq!(end.status, EndStatus::BudgetExhausted, "{end:?}");
+    assert_eq!(host.prompts().len(), 3, "{:?}", host.prompts());
+    assert_eq!(end.agents.refused_by_budget, 1);
+    assert!(end.error.unwrap_or_default().contains("$0.0300 of $0.0250"));
+    assert!((end.usd.unwrap() - 0.03).abs() < 1e-9, "{:?}", end.usd);
+}
+
+/// The first agent finds the provider refusing the tree; the others run
+/// until the run stops them.
+struct HaltFirst;
+
+#[async_trait::async_trait]
+impl Host for HaltFirst {
+    async fn agent(&self, call: AgentCall, cancel: CancellationToken) -> AgentOutcome {
+        if call.prompt == "a0" {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            return AgentOutcome::Null {
+                reason: NullReason::Halted,
+                detail: "401 invalid_api_key".into(),
+                tokens: 0,
+            };
+        }
+        cancel.cancelled().await;
+        AgentOutcome::Null {
+            reason: NullReason::Cancelled,
+            detail: "cancelled".into(),
+            tokens: 0,
+        }
+    }
+
+    fn event(&self, _event: RunEvent) {}
+
+    fn workflow_source(&self, name: &str) -> Result<String, String> {
+        Err(format!("no saved workflow `{name}`"))
+    }
+}
+
+#[tokio::test]
+async fn agents_stopped_by_a_provider_halt_count_as_halted_not_cancelled() {
+    let workflow = Workflow::parse(&format!(
+        "{META}return await parallel(Array.from({{ length: 8 }}, (_, i) => () => agent(`a${{i}}`)))"
+    ))
+    .unwrap();
+    let options = RunOptions {
+        limits: Limits {
+            concurrency: 4,
+            ..Limits::default()
+        },
+        ..RunOptions::default()
+    };
+    let end = run(&workflow, Arc::new(HaltFirst), options).await;
+    assert_eq!(end.status, EndStatus::Halted, "{end:?}");
+    assert_eq!(end.agents.null_cancelled, 0, "{:?}", end.agents);
+    // The four that started are halted; calls still waiting may be dropped
+    // with the stopped script before they count.
+    assert!(end.agents.null_halted >= 4, "{:?}", end.agents);
 }

@@ -541,6 +541,16 @@ impl Live {
                     .input(hint("arguments")),
             );
         }
+        let workflows = crate::workflow_host::saved_workflows(&self.session.workflows);
+        for workflow in workflows
+            .into_iter()
+            .filter_map(|saved| saved.workflow.ok())
+        {
+            commands.push(
+                AvailableCommand::new(workflow.meta.name, workflow.meta.description)
+                    .input(hint("args (JSON or text)")),
+            );
+        }
         self.updates.send(
             self.updates.top(),
             SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),

@@ -26,6 +26,8 @@ use super::wrap::{text_width, truncate, wrap_line};
 const DIFF_ROWS: usize = 10;
 /// Command rows shown in an approval prompt.
 const COMMAND_ROWS: usize = 6;
+/// Lines of a summary's further lines (a workflow's plan) shown.
+const SUMMARY_ROWS: usize = 10;
 
 /// One approval waiting for the user.
 pub(crate) struct Ask {
@@ -310,17 +312,35 @@ impl ApprovalQueue {
                     ));
                 }
             }
-            _ => out.push(Line::styled(
-                format!(
-                    "  {}: {}",
-                    request.tool,
-                    truncate(
-                        &request.summary,
-                        width.saturating_sub(4 + request.tool.len())
-                    )
-                ),
-                theme.strong(),
-            )),
+            _ => {
+                let mut lines = request.summary.lines();
+                out.push(Line::styled(
+                    format!(
+                        "  {}: {}",
+                        request.tool,
+                        truncate(
+                            lines.next().unwrap_or_default(),
+                            width.saturating_sub(4 + request.tool.len())
+                        )
+                    ),
+                    theme.strong(),
+                ));
+                // A summary of several lines (a workflow's plan) is shown whole, bounded.
+                let rest: Vec<&str> = lines.collect();
+                for line in rest.iter().take(SUMMARY_ROWS) {
+                    out.extend(wrap_line(
+                        &Line::styled(format!("    {line}"), theme.text()),
+                        width,
+                        "      ",
+                    ));
+                }
+                if rest.len() > SUMMARY_ROWS {
+                    out.push(Line::styled(
+                        format!("    … +{} lines", rest.len() - SUMMARY_ROWS),
+                        theme.dim(),
+                    ));
+                }
+            }
         }
         if let Some(diff) = &pending.diff {
             out.extend(diff::render(diff, width, DIFF_ROWS, theme));

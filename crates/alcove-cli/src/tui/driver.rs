@@ -456,7 +456,16 @@ pub(crate) fn prompts(session: &Session) -> Vec<(String, String)> {
                 format!("skill: {}", skill.description),
             )
         });
-    commands.chain(skills).collect()
+    let workflows = crate::workflow_host::saved_workflows(&session.workflows)
+        .into_iter()
+        .filter_map(|saved| saved.workflow.ok())
+        .map(|workflow| {
+            (
+                format!("/{}", workflow.meta.name),
+                format!("workflow: {}", workflow.meta.description),
+            )
+        });
+    commands.chain(skills).chain(workflows).collect()
 }
 
 /// The resume picker; `None` when the user left it.

@@ -12,6 +12,15 @@ use serde_json::{Value, json};
 
 use crate::support::{Outcome, alcove, finish, read_jsonl, setup};
 
+/// Dollar budgets.
+mod dollars;
+/// A provider that refuses the key halts a wide run.
+mod halted;
+/// The model's `Workflow` tool.
+mod model_tool;
+/// Saved workflows: `/<name>`, and folder trust.
+mod saved;
+
 fn workflow_command(env: &TestEnv, server: &FakeServer, args: &[&str]) -> Command {
     let mut command = env.command(alcove(), server);
     command

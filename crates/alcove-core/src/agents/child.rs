@@ -23,8 +23,9 @@ use crate::isolation::worktree::{BRANCH_PREFIX, Worktree};
 use crate::{AgentRun, EventSink, FanOut, PermissionMode, RuleSet, Runtime, Transcript};
 
 /// Tools a child never inherits: delegation is offered again only through
-/// fresh tools bound to the child's own depth.
-pub(crate) const DELEGATION_TOOLS: [&str; 8] = [
+/// fresh tools bound to the child's own depth (a workflow, a front end's
+/// `Workflow` tool, is the main agent's only).
+pub(crate) const DELEGATION_TOOLS: [&str; 9] = [
     "Agent",
     "spawn_agent",
     "spawn_batch",
@@ -33,6 +34,7 @@ pub(crate) const DELEGATION_TOOLS: [&str; 8] = [
     "wait",
     "close_agent",
     "resume_agent",
+    "Workflow",
 ];
 
 /// What a child is asked to be, whichever face starts it (or a queue).

@@ -236,6 +236,8 @@ impl ScopedTool<AgentScope> for CollabTool {
             CollabCall::Close(input) => {
                 if is_batch_id(&input.id) {
                     supervisor.close_batch(&input.id).await
+                } else if supervisor.host_runs.knows(&input.id) {
+                    supervisor.host_runs.close(&input.id).await
                 } else {
                     supervisor.close(&input.id).await
                 }
@@ -403,6 +405,15 @@ impl Supervisor {
         let (min, max) = (self.limits.wait_min, self.limits.wait_max);
         let timeout =
             Duration::from_millis(u64::try_from(requested).unwrap_or(u64::MAX)).clamp(min, max);
+        match ids.iter().filter(|id| self.host_runs.knows(id)).count() {
+            0 => {}
+            n if n == ids.len() => return Ok(self.host_runs.wait(ids, timeout).await),
+            _ => {
+                return Err(
+                    "wait failed: pass either agent ids or workflow run ids, not both".to_owned(),
+                );
+            }
+        }
         match ids.iter().filter(|id| is_batch_id(id)).count() {
             0 => {}
             n if n == ids.len() => return Ok(self.wait_batches(ids, timeout).await),

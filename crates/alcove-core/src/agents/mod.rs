@@ -20,6 +20,8 @@
 //! - `delegation`: a child a front end starts for an outside caller
 //!   (`alcove mcp serve`'s `delegate`), on the same lifecycle.
 //! - `batch`: many tasks in one operation (`spawn_batch`, `alcove batch`).
+//! - `host_runs`: runs a front end's tool left going in the background (a
+//!   workflow), which `wait` and `close_agent` address by id.
 //! - `worktree_child`: reading `isolation` and finishing a child's worktree
 //!   into a line of evidence.
 
@@ -30,6 +32,7 @@ mod child;
 mod collab;
 mod definitions;
 mod delegation;
+mod host_runs;
 mod lifecycle;
 mod loader;
 mod process_runner;
@@ -44,6 +47,7 @@ mod worktree_child;
 pub use budget::{TreeBudget, TreeUsage};
 pub use definitions::{AgentDefinition, AgentPermissions, DEFAULT_AGENT_TYPE, Definitions};
 pub use delegation::{CheckedDelegation, DelegationEnd, DelegationRequest};
+pub use host_runs::{HostRun, HostRuns};
 pub use loader::{DefinitionError, load_definitions, parse_definition};
 pub use scope::{AgentScope, DynTool};
 pub use supervisor::{AgentLimits, BatchRunnerFactory, ModelFactory, ProcessEnv, Supervisor};

@@ -37,6 +37,17 @@ impl AgentScope {
         }
     }
 
+    /// The calling agent's shared parts (a front end's tool starting
+    /// children of its caller builds them from these).
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// The calling agent's run: its path, depth, gate, tools, cancellation.
+    pub fn run(&self) -> &AgentRun {
+        &self.run
+    }
+
     pub(crate) fn path(&self) -> &AgentPath {
         &self.run.path
     }

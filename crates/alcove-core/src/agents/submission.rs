@@ -43,6 +43,7 @@ impl Supervisor {
         let _ =
             tokio::time::timeout(Duration::from_secs(5), futures::future::join_all(tasks)).await;
         closed.extend(self.close_batches().await);
+        closed.extend(self.host_runs.close_all().await);
         closed
     }
 

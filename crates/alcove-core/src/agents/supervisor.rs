@@ -24,6 +24,7 @@ use super::batch::{Batches, batch_tools};
 use super::budget::TreeBudget;
 use super::collab::collab_tools;
 use super::definitions::Definitions;
+use super::host_runs::HostRuns;
 use super::registry::Registry;
 use super::scope::AgentScope;
 use crate::{EventSink, PermissionGate};
@@ -112,6 +113,8 @@ pub struct Supervisor {
     pub(crate) observers: Option<Arc<dyn EventSink>>,
     /// Batches started by `spawn_batch`.
     pub(crate) batches: Batches,
+    /// Runs a front end's tool started in the background (a workflow).
+    pub(crate) host_runs: HostRuns,
     /// Where `spawn_batch` tasks run when not in this process (the front
     /// end's choice: a command, Slurm).
     pub(crate) batch_runner: Option<Arc<BatchRunnerFactory>>,
@@ -188,6 +191,7 @@ impl Supervisor {
             redactor: Arc::default(),
             observers: None,
             batches: Batches::new(limits.max_concurrent),
+            host_runs: HostRuns::default(),
             batch_runner: None,
             process_env: None,
             running: RunningChildren::default(),
@@ -302,6 +306,12 @@ impl Supervisor {
     /// The delegation limits.
     pub fn limits(&self) -> AgentLimits {
         self.limits
+    }
+
+    /// The runs front-end tools left going in the background, which
+    /// `wait` and `close_agent` address by id.
+    pub fn host_runs(&self) -> &HostRuns {
+        &self.host_runs
     }
 
     /// The known agent definitions.
