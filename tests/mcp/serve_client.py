@@ -15,6 +15,9 @@ stdout for the Rust test to check:
   once a progress message contains WORD; then waits (at most 30 s) for the
   server's log line saying the child ended, and prints the log messages.
 - async MESSAGE: `spawn_agent` with MESSAGE, then `wait` for it; both results.
+- roster ARGS MESSAGE: `delegate` with ARGS, then `spawn_agent` with MESSAGE,
+  `list_agents` while it runs, then creates `go.flag` in the current folder,
+  `wait`s for the agent and lists again; also `list_agents` with an argument.
 - elicit ARGS ANSWER: a `delegate` call from a client that offers
   elicitation and answers each request with allow = (ANSWER == "allow").
 """
@@ -88,6 +91,18 @@ async def main(argv):
                 out["waited"] = dump(waited)
                 closed = await session.call_tool("close_agent", {"id": agent})
                 out["closed"] = dump(closed)
+            elif scenario == "roster":
+                delegated = await session.call_tool("delegate", json.loads(args[0]))
+                out["delegated"] = dump(delegated)
+                spawned = await session.call_tool("spawn_agent", {"message": args[1]})
+                agent = spawned.structured_content["agent_id"]
+                out["while_running"] = dump(await session.call_tool("list_agents", {}))
+                with open("go.flag", "w") as flag:
+                    flag.write("go\n")
+                waited = await session.call_tool("wait", {"ids": [agent], "timeout_ms": 60000})
+                out["waited"] = dump(waited)
+                out["after"] = dump(await session.call_tool("list_agents", {}))
+                out["bad"] = dump(await session.call_tool("list_agents", {"status": "running"}))
             elif scenario == "concurrent":
                 results = [None, None]
 

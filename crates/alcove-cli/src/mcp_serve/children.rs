@@ -134,6 +134,11 @@ impl Children {
             .collect()
     }
 
+    /// The session's supervisor (what `list_agents` asks a spawned agent's state of).
+    pub(crate) fn supervisor(&self) -> &Supervisor {
+        &self.supervisor
+    }
+
     /// The token a child of one call runs under: cancelled with the server.
     pub(crate) fn cancel_token(&self) -> CancellationToken {
         self.run.cancel.child_token()

@@ -13,16 +13,18 @@
 //!
 //! The asynchronous face (`spawn_agent`, `send_input`, `wait`,
 //! `close_agent`) is alcove's own collab tools, called as the top agent on
-//! the one dispatch path.
+//! the one dispatch path. `list_agents` lists every call's children.
 //!
 //! - `tools`: what the client's model reads, and a call's arguments.
 //! - `children`: the one seam to the child lifecycle.
 //! - `progress`: events to progress notifications and log messages.
 //! - `elicitation`: approvals asked of the client's user.
+//! - `roster`: the server's children for `list_agents`.
 
 mod children;
 mod elicitation;
 mod progress;
+mod roster;
 mod tools;
 
 use std::sync::Arc;
@@ -54,8 +56,9 @@ pub(crate) struct ServeArgs {}
 pub(crate) async fn run(common: &CommonArgs, _args: ServeArgs) -> anyhow::Result<u8> {
     let link = Arc::new(ClientLink::default());
     let router = Arc::new(EventRouter::new(link.clone()));
+    let roster = Arc::new(roster::Roster::default());
     let front_end = FrontEnd {
-        sinks: vec![router.clone()],
+        sinks: vec![router.clone(), roster.clone()],
         approver: Arc::new(elicitation::ElicitingApprover::new(link.clone())),
         max_turns: None,
         resume: None,
@@ -84,9 +87,11 @@ pub(crate) async fn run(common: &CommonArgs, _args: ServeArgs) -> anyhow::Result
     offered.extend(tools::async_tools(
         children.async_tool_specs(&tools::ASYNC_TOOLS),
     ));
+    offered.push(roster::list_agents_tool());
     let server = DelegationServer {
         children: children.clone(),
         router,
+        roster,
         tools: offered,
         calls: AtomicU64::new(1),
     };
@@ -127,6 +132,7 @@ pub(crate) async fn run(common: &CommonArgs, _args: ServeArgs) -> anyhow::Result
 struct DelegationServer {
     children: Arc<Children>,
     router: Arc<EventRouter>,
+    roster: Arc<roster::Roster>,
     tools: Vec<rmcp::model::Tool>,
     /// Numbers calls: each child's `call_id` is `mcp-<n>`.
     calls: AtomicU64,
@@ -174,6 +180,7 @@ impl ServerHandler for DelegationServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let result = match request.name.as_ref() {
             tools::DELEGATE => self.delegate(request.arguments, &context).await,
+            roster::LIST_AGENTS => self.list_agents(request.arguments),
             name if self.tools.iter().any(|tool| tool.name == name) => {
                 self.async_call(name, request.arguments).await
             }
@@ -274,6 +281,22 @@ impl DelegationServer {
             CallToolResult::success(vec![ContentBlock::text(text)])
         };
         result.structured_content = structured;
+        result
+    }
+}
+
+impl DelegationServer {
+    /// `list_agents`: the server's children, as text and structured content.
+    fn list_agents(&self, arguments: Option<rmcp::model::JsonObject>) -> CallToolResult {
+        if let Some(unknown) = arguments.as_ref().and_then(|map| map.keys().next()) {
+            return tool_error(format!(
+                "invalid arguments for list_agents: it takes none (got `{unknown}`)"
+            ));
+        }
+        let listed = self.roster.list(self.children.supervisor());
+        let text = serde_json::to_string_pretty(&listed).unwrap_or_default();
+        let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+        result.structured_content = Some(listed);
         result
     }
 }

@@ -191,7 +191,7 @@ impl EventSink for EventRouter {
 }
 
 /// Whether `agent` is `child` or one of its descendants.
-fn is_within(agent: &AgentPath, child: &AgentPath) -> bool {
+pub(crate) fn is_within(agent: &AgentPath, child: &AgentPath) -> bool {
     agent == child
         || agent
             .as_str()
