@@ -2,10 +2,12 @@
 `alcove mcp serve` for the end-to-end tests.
 
     serve_client.py SCENARIO [ARG...] -- ALCOVE [ALCOVE_ARG...]
+    serve_client.py SCENARIO [ARG...] -- --http URL TOKEN
 
 starts the server command after `--` over stdio (in the current folder, with
-this process's environment), runs one scenario and prints one JSON object on
-stdout for the Rust test to check:
+this process's environment), or connects to a running server over
+Streamable HTTP with `Authorization: Bearer TOKEN`, runs one scenario and
+prints one JSON object on stdout for the Rust test to check:
 
 - list: `logging/setLevel`, then the tools as listed.
 - delegate ARGS: one `delegate` call with ARGS (JSON), with a progress token;
@@ -18,6 +20,9 @@ stdout for the Rust test to check:
 - roster ARGS MESSAGE: `delegate` with ARGS, then `spawn_agent` with MESSAGE,
   `list_agents` while it runs, then creates `go.flag` in the current folder,
   `wait`s for the agent and lists again; also `list_agents` with an argument.
+- attack (HTTP only): requests without the token and with a wrong one (an
+  initialize, a tools/call of `delegate`, the GET stream, a DELETE), each
+  with its status, and whether the SDK's client got in with a wrong token.
 - elicit ARGS ANSWER: a `delegate` call from a client that offers
   elicitation and answers each request with allow = (ANSWER == "allow").
 """
@@ -31,6 +36,8 @@ import anyio
 from mcp import types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 
 def dump(result):
@@ -60,11 +67,20 @@ async def main(argv):
     async def on_progress(step, total, message):
         progress.append(message)
 
-    params = StdioServerParameters(
-        command=server[0], args=server[1:], env=dict(os.environ), cwd=os.getcwd()
-    )
+    if server[0] == "--http":
+        url, token = server[1], server[2]
+        if scenario == "attack":
+            print(json.dumps(await attack(url, token)))
+            return
+        headers = {"Authorization": f"Bearer {token}"}
+        transport = streamable_http_client(url, http_client=create_mcp_http_client(headers=headers))
+    else:
+        params = StdioServerParameters(
+            command=server[0], args=server[1:], env=dict(os.environ), cwd=os.getcwd()
+        )
+        transport = stdio_client(params)
     out = {}
-    async with stdio_client(params) as (read, write):
+    async with transport as (read, write, *_):
         async with ClientSession(
             read,
             write,
@@ -148,6 +164,64 @@ async def main(argv):
     out["progress"] = progress
     out["elicitations"] = elicitations
     print(json.dumps(out))
+
+
+async def attack(url, token):
+    """What a caller without the token gets."""
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "attacker", "version": "1"},
+        },
+    }
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "delegate", "arguments": {"prompt": "TASK-ATTACK rm -rf ."}},
+    }
+    accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    statuses = {}
+    async with create_mcp_http_client() as http:
+        for name, auth in [
+            ("none", None),
+            ("wrong", f"Bearer {token}x"),
+            ("prefix", f"Bearer {token[:-1]}"),
+            ("basic", f"Basic {token}"),
+            ("no_scheme", token),
+        ]:
+            headers = dict(accept)
+            if auth is not None:
+                headers["Authorization"] = auth
+            for what, request in [
+                ("initialize", lambda: http.post(url, json=initialize, headers=headers)),
+                ("call", lambda: http.post(url, json=call, headers=headers)),
+                ("get", lambda: http.get(url, headers=headers)),
+                ("delete", lambda: http.delete(url, headers=headers)),
+            ]:
+                response = await request()
+                statuses[f"{name}/{what}"] = {
+                    "status": response.status_code,
+                    "www_authenticate": response.headers.get("www-authenticate"),
+                    "body": response.text[:300],
+                }
+    # The SDK's own client with a wrong token does not get a session.
+    sdk = "connected"
+    try:
+        with anyio.fail_after(30):
+            headers = {"Authorization": f"Bearer {token}x"}
+            client = create_mcp_http_client(headers=headers)
+            async with streamable_http_client(url, http_client=client) as (read, write, *_):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    await session.call_tool("delegate", {"prompt": "TASK-ATTACK again"})
+    except BaseException as err:  # noqa: BLE001 - any failure is the expected refusal
+        sdk = f"refused: {type(err).__name__}: {err}"[:300]
+    return {"statuses": statuses, "sdk": sdk}
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 
 mod faults;
 mod serve;
+mod serve_http;
 mod sharing;
 
 use std::path::{Path, PathBuf};
