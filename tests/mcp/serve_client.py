@@ -23,6 +23,8 @@ prints one JSON object on stdout for the Rust test to check:
 - attack (HTTP only): requests without the token and with a wrong one (an
   initialize, a tools/call of `delegate`, the GET stream, a DELETE), each
   with its status, and whether the SDK's client got in with a wrong token.
+- batch ARGS: `spawn_batch` with ARGS (JSON), then `wait` for the batch
+  and `list_agents`; all three results.
 - elicit ARGS ANSWER: a `delegate` call from a client that offers
   elicitation and answers each request with allow = (ANSWER == "allow").
 """
@@ -119,6 +121,13 @@ async def main(argv):
                 out["waited"] = dump(waited)
                 out["after"] = dump(await session.call_tool("list_agents", {}))
                 out["bad"] = dump(await session.call_tool("list_agents", {"status": "running"}))
+            elif scenario == "batch":
+                spawned = await session.call_tool("spawn_batch", json.loads(args[0]))
+                out["spawned"] = dump(spawned)
+                batch = spawned.structured_content["batch_id"]
+                waited = await session.call_tool("wait", {"ids": [batch], "timeout_ms": 60000})
+                out["waited"] = dump(waited)
+                out["listed"] = dump(await session.call_tool("list_agents", {}))
             elif scenario == "concurrent":
                 results = [None, None]
 

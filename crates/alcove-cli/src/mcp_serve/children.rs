@@ -106,7 +106,8 @@ impl Children {
     }
 
     /// Calls one of the asynchronous delegation tools (`spawn_agent`,
-    /// `send_input`, `wait`, `close_agent`) as the server's top agent, on
+    /// `send_input`, `wait`, `close_agent`, `spawn_batch`, `retry_batch`)
+    /// as the server's top agent, on
     /// the one dispatch path: their own semantics, ids and results.
     /// Returns the result's text and whether it is an error.
     pub(crate) async fn call_async_tool(

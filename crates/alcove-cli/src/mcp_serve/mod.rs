@@ -14,8 +14,8 @@
 //! session, all of them on the one alcove session.
 //!
 //! The asynchronous face (`spawn_agent`, `send_input`, `wait`,
-//! `close_agent`) is alcove's own collab tools, called as the top agent on
-//! the one dispatch path. `list_agents` lists every call's children.
+//! `close_agent`, `spawn_batch`, `retry_batch`) is alcove's own collab and
+//! batch tools, called as the top agent on the one dispatch path. `list_agents` lists every call's children.
 //!
 //! - `tools`: what the client's model reads, and a call's arguments.
 //! - `children`: the one seam to the child lifecycle.
@@ -296,8 +296,8 @@ impl DelegationServer {
 }
 
 impl DelegationServer {
-    /// `spawn_agent`, `send_input`, `wait` or `close_agent`: alcove's own
-    /// tool, called as the server's top agent; its JSON result is also the
+    /// `spawn_agent`, `send_input`, `wait`, `close_agent`, `spawn_batch`
+    /// or `retry_batch`: alcove's own tool, called as the server's top agent; its JSON result is also the
     /// structured content.
     async fn async_call(
         &self,

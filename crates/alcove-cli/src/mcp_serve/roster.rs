@@ -15,11 +15,8 @@ use serde_json::{Value, json};
 
 /// How many ended children stay listed; older ones are dropped first.
 const RETAINED_ENDED: usize = 256;
-/// How many of the top agent's spawning calls are remembered (a call's
-/// children may start after it returned: a batch's queue).
+/// How many of the top agent's `spawn_agent` calls are remembered.
 const RETAINED_CALLS: usize = 64;
-/// The tools that start children of the server's top agent.
-const SPAWNING_TOOLS: [&str; 2] = ["spawn_agent", "spawn_batch"];
 
 /// One child of the server's top agent.
 struct Entry {
@@ -36,8 +33,8 @@ struct Entry {
 #[derive(Default)]
 struct State {
     entries: Vec<Entry>,
-    /// The top agent's calls of `spawn_agent`/`spawn_batch`: (call id, tool).
-    spawning_calls: VecDeque<(String, String)>,
+    /// The ids of the top agent's `spawn_agent` calls.
+    spawning_calls: VecDeque<String>,
 }
 
 /// The server's children, as the events tell them.
@@ -97,10 +94,8 @@ impl EventSink for Roster {
         };
         let top = event.agent == AgentPath::main();
         match &event.kind {
-            EventKind::ToolCallStarted { id, name, .. }
-                if top && SPAWNING_TOOLS.contains(&name.as_str()) =>
-            {
-                state.spawning_calls.push_back((id.clone(), name.clone()));
+            EventKind::ToolCallStarted { id, name, .. } if top && name == "spawn_agent" => {
+                state.spawning_calls.push_back(id.clone());
                 if state.spawning_calls.len() > RETAINED_CALLS {
                     state.spawning_calls.pop_front();
                 }
@@ -113,17 +108,19 @@ impl EventSink for Roster {
                 transcript,
                 ..
             } if top => {
-                let started_by = state
-                    .spawning_calls
-                    .iter()
-                    .find(|(id, _)| id == call_id)
-                    .map_or("delegate", |(_, tool)| tool.as_str())
-                    .to_owned();
+                // A batch's task starts under `<batch id>/<task id>`.
+                let started_by = if call_id.starts_with("batch-") && call_id.contains('/') {
+                    "spawn_batch"
+                } else if state.spawning_calls.contains(call_id) {
+                    "spawn_agent"
+                } else {
+                    "delegate"
+                };
                 state.entries.push(Entry {
                     path: child.clone(),
                     agent_type: agent_type.clone(),
                     description: description.clone(),
-                    started_by,
+                    started_by: started_by.to_owned(),
                     transcript: transcript.clone(),
                     turns: 0,
                     tokens: 0,

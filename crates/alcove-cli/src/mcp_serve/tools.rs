@@ -16,8 +16,16 @@ use super::children::ChildOptions;
 /// The name of the one-child-to-its-end tool.
 pub(crate) const DELEGATE: &str = "delegate";
 
-/// The asynchronous face: alcove's own collab tools, served as they are.
-pub(crate) const ASYNC_TOOLS: [&str; 4] = ["spawn_agent", "send_input", "wait", "close_agent"];
+/// The asynchronous face: alcove's own collab and batch tools, served as
+/// they are (`wait` and `close_agent` take batch ids too).
+pub(crate) const ASYNC_TOOLS: [&str; 6] = [
+    "spawn_agent",
+    "send_input",
+    "wait",
+    "close_agent",
+    "spawn_batch",
+    "retry_batch",
+];
 
 /// What a client's model is told about the asynchronous tools beyond what
 /// alcove's own model reads.

@@ -6,6 +6,7 @@
 
 mod faults;
 mod serve;
+mod serve_batch;
 mod serve_http;
 mod sharing;
 

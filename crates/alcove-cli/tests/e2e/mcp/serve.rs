@@ -14,7 +14,12 @@ use crate::support::{alcove, finish, process_alive, read_jsonl, transcript};
 
 /// Runs the client's `scenario` against `alcove mcp serve SERVE_ARGS` in
 /// the test's workspace and returns what it printed.
-fn client(env: &TestEnv, server: &FakeServer, scenario: &[&str], serve_args: &[&str]) -> Value {
+pub(super) fn client(
+    env: &TestEnv,
+    server: &FakeServer,
+    scenario: &[&str],
+    serve_args: &[&str],
+) -> Value {
     let mut command = env.command(Path::new(&venv_python()), server);
     command
         .arg(servers_dir().join("serve_client.py"))
@@ -89,6 +94,8 @@ fn tools_list_offers_delegate_with_its_schemas() {
             "send_input",
             "wait",
             "close_agent",
+            "spawn_batch",
+            "retry_batch",
             "list_agents"
         ]
     );
