@@ -38,6 +38,10 @@ pub(crate) struct EndRecord {
     /// The branch with a worktree child's changes, when it changed something.
     pub(crate) worktree_branch: Option<String>,
     pub(crate) error: Option<String>,
+    /// The report, as in the text content: the child's summary, then the
+    /// evidence footer. Here too because some clients (Claude Code) give
+    /// their model the structured content instead of the text.
+    pub(crate) report: String,
 }
 
 /// Tokens a child used.
@@ -203,6 +207,7 @@ fn child_end(end: DelegationEnd) -> ChildEnd {
             .map(|path| path.display().to_string()),
         worktree_branch: end.worktree_branch,
         error: end.error,
+        report: end.report.clone(),
     };
     ChildEnd {
         report: end.report,

@@ -133,9 +133,10 @@ fn end_record_schema() -> Value {
             },
             "transcript": optional_string,
             "worktree_branch": optional_string,
-            "error": optional_string
+            "error": optional_string,
+            "report": {"type": "string", "description": "The child's own summary, then the harness's evidence footer (the same as the text content)."}
         },
-        "required": ["agent", "status", "usage", "turns", "tool_calls", "files_read", "files_written", "commands"]
+        "required": ["agent", "status", "usage", "turns", "tool_calls", "files_read", "files_written", "commands", "report"]
     })
 }
 

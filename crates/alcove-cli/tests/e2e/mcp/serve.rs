@@ -151,6 +151,9 @@ fn delegate_returns_the_report_the_footer_and_the_end_record() {
     );
     assert_eq!(strings(&record["files_read"]), ["notes.txt"], "{record}");
     assert!(record["usage"]["budget_tokens"].as_u64().unwrap() > 0);
+    // The report is in the record too: Claude Code gives its model the
+    // structured content, not the text.
+    assert_eq!(record["report"].as_str(), Some(text), "{record}");
     let child_transcript = record["transcript"].as_str().unwrap();
     assert!(Path::new(child_transcript).exists(), "{child_transcript}");
     assert_eq!(std::fs::read_to_string(env.path("out.txt")).unwrap(), "hi");
