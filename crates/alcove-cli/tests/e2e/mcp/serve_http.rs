@@ -96,6 +96,16 @@ impl HttpServer {
     }
 }
 
+impl Drop for HttpServer {
+    /// A failed test does not leave its server running.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 #[test]
 fn tools_list_and_delegate_over_streamable_http_with_the_printed_token() {
     let env = test_env();
