@@ -50,7 +50,10 @@ fn main() -> Result<(), String> {
             request.model(),
             request.tool_names().join(", ")
         );
-        println!("  first user message: {}", request.first_user_message_text());
+        println!(
+            "  first user message: {}",
+            request.first_user_message_text()
+        );
         for (id, result, is_error) in request.tool_results() {
             println!("  tool result {id} (error: {is_error}): {result}");
         }

@@ -192,8 +192,10 @@ impl<'c, 'a> Events<'c, 'a> {
         );
         self.done(
             index,
-            with_namespace(json!({"id": id, "type": "function_call", "status": "completed", "call_id": call_id,
-                "name": name, "arguments": arguments})),
+            with_namespace(
+                json!({"id": id, "type": "function_call", "status": "completed", "call_id": call_id,
+                "name": name, "arguments": arguments}),
+            ),
         );
         call_id
     }

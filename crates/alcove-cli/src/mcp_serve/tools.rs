@@ -17,7 +17,9 @@ use super::children::ChildOptions;
 pub(crate) const DELEGATE: &str = "delegate";
 
 /// The asynchronous face: alcove's own collab and batch tools, served as
-/// they are (`wait` and `close_agent` take batch ids too).
+/// they are (`wait` and `close_agent` take batch ids too). A tool of the
+/// top agent named here is offered with its own schema and called on the
+/// one dispatch path; `Workflow` (issue 48 asks for it) is not served yet.
 pub(crate) const ASYNC_TOOLS: [&str; 6] = [
     "spawn_agent",
     "send_input",
