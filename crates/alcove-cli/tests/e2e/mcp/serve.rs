@@ -107,6 +107,17 @@ fn tools_list_offers_delegate_with_its_schemas() {
     for field in ["id", "description", "status", "turns", "tokens"] {
         assert!(row[field].is_object(), "{field}: {list_agents}");
     }
+    for tool in &tools[1..] {
+        let properties = tool["inputSchema"]["properties"].as_object();
+        assert!(
+            tool["name"] == "list_agents" || properties.is_some_and(|map| !map.is_empty()),
+            "an input schema with its arguments: {tool}"
+        );
+        assert!(
+            !tool["description"].as_str().unwrap_or_default().is_empty(),
+            "{tool}"
+        );
+    }
     let wait = tools.iter().find(|tool| tool["name"] == "wait").unwrap();
     assert!(
         wait["inputSchema"]["properties"]["ids"].is_object(),
