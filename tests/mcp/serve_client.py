@@ -2,10 +2,12 @@
 `alcove mcp serve` for the end-to-end tests.
 
     serve_client.py SCENARIO [ARG...] -- ALCOVE [ALCOVE_ARG...]
+    serve_client.py SCENARIO [ARG...] -- --http URL TOKEN
 
 starts the server command after `--` over stdio (in the current folder, with
-this process's environment), runs one scenario and prints one JSON object on
-stdout for the Rust test to check:
+this process's environment), or connects to a running server over
+Streamable HTTP with `Authorization: Bearer TOKEN`, runs one scenario and
+prints one JSON object on stdout for the Rust test to check:
 
 - list: `logging/setLevel`, then the tools as listed.
 - delegate ARGS: one `delegate` call with ARGS (JSON), with a progress token;
@@ -15,6 +17,14 @@ stdout for the Rust test to check:
   once a progress message contains WORD; then waits (at most 30 s) for the
   server's log line saying the child ended, and prints the log messages.
 - async MESSAGE: `spawn_agent` with MESSAGE, then `wait` for it; both results.
+- roster ARGS MESSAGE: `delegate` with ARGS, then `spawn_agent` with MESSAGE,
+  `list_agents` while it runs, then creates `go.flag` in the current folder,
+  `wait`s for the agent and lists again; also `list_agents` with an argument.
+- attack (HTTP only): requests without the token and with a wrong one (an
+  initialize, a tools/call of `delegate`, the GET stream, a DELETE), each
+  with its status, and whether the SDK's client got in with a wrong token.
+- batch ARGS: `spawn_batch` with ARGS (JSON), then `wait` for the batch
+  and `list_agents`; all three results.
 - elicit ARGS ANSWER: a `delegate` call from a client that offers
   elicitation and answers each request with allow = (ANSWER == "allow").
 """
@@ -28,6 +38,8 @@ import anyio
 from mcp import types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 
 def dump(result):
@@ -57,11 +69,20 @@ async def main(argv):
     async def on_progress(step, total, message):
         progress.append(message)
 
-    params = StdioServerParameters(
-        command=server[0], args=server[1:], env=dict(os.environ), cwd=os.getcwd()
-    )
+    if server[0] == "--http":
+        url, token = server[1], server[2]
+        if scenario == "attack":
+            print(json.dumps(await attack(url, token)))
+            return
+        headers = {"Authorization": f"Bearer {token}"}
+        transport = streamable_http_client(url, http_client=create_mcp_http_client(headers=headers))
+    else:
+        params = StdioServerParameters(
+            command=server[0], args=server[1:], env=dict(os.environ), cwd=os.getcwd()
+        )
+        transport = stdio_client(params)
     out = {}
-    async with stdio_client(params) as (read, write):
+    async with transport as (read, write, *_):
         async with ClientSession(
             read,
             write,
@@ -88,6 +109,25 @@ async def main(argv):
                 out["waited"] = dump(waited)
                 closed = await session.call_tool("close_agent", {"id": agent})
                 out["closed"] = dump(closed)
+            elif scenario == "roster":
+                delegated = await session.call_tool("delegate", json.loads(args[0]))
+                out["delegated"] = dump(delegated)
+                spawned = await session.call_tool("spawn_agent", {"message": args[1]})
+                agent = spawned.structured_content["agent_id"]
+                out["while_running"] = dump(await session.call_tool("list_agents", {}))
+                with open("go.flag", "w") as flag:
+                    flag.write("go\n")
+                waited = await session.call_tool("wait", {"ids": [agent], "timeout_ms": 60000})
+                out["waited"] = dump(waited)
+                out["after"] = dump(await session.call_tool("list_agents", {}))
+                out["bad"] = dump(await session.call_tool("list_agents", {"status": "running"}))
+            elif scenario == "batch":
+                spawned = await session.call_tool("spawn_batch", json.loads(args[0]))
+                out["spawned"] = dump(spawned)
+                batch = spawned.structured_content["batch_id"]
+                waited = await session.call_tool("wait", {"ids": [batch], "timeout_ms": 60000})
+                out["waited"] = dump(waited)
+                out["listed"] = dump(await session.call_tool("list_agents", {}))
             elif scenario == "concurrent":
                 results = [None, None]
 
@@ -133,6 +173,64 @@ async def main(argv):
     out["progress"] = progress
     out["elicitations"] = elicitations
     print(json.dumps(out))
+
+
+async def attack(url, token):
+    """What a caller without the token gets."""
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "attacker", "version": "1"},
+        },
+    }
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "delegate", "arguments": {"prompt": "TASK-ATTACK rm -rf ."}},
+    }
+    accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    statuses = {}
+    async with create_mcp_http_client() as http:
+        for name, auth in [
+            ("none", None),
+            ("wrong", f"Bearer {token}x"),
+            ("prefix", f"Bearer {token[:-1]}"),
+            ("basic", f"Basic {token}"),
+            ("no_scheme", token),
+        ]:
+            headers = dict(accept)
+            if auth is not None:
+                headers["Authorization"] = auth
+            for what, request in [
+                ("initialize", lambda: http.post(url, json=initialize, headers=headers)),
+                ("call", lambda: http.post(url, json=call, headers=headers)),
+                ("get", lambda: http.get(url, headers=headers)),
+                ("delete", lambda: http.delete(url, headers=headers)),
+            ]:
+                response = await request()
+                statuses[f"{name}/{what}"] = {
+                    "status": response.status_code,
+                    "www_authenticate": response.headers.get("www-authenticate"),
+                    "body": response.text[:300],
+                }
+    # The SDK's own client with a wrong token does not get a session.
+    sdk = "connected"
+    try:
+        with anyio.fail_after(30):
+            headers = {"Authorization": f"Bearer {token}x"}
+            client = create_mcp_http_client(headers=headers)
+            async with streamable_http_client(url, http_client=client) as (read, write, *_):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    await session.call_tool("delegate", {"prompt": "TASK-ATTACK again"})
+    except BaseException as err:  # noqa: BLE001 - any failure is the expected refusal
+        sdk = f"refused: {type(err).__name__}: {err}"[:300]
+    return {"statuses": statuses, "sdk": sdk}
 
 
 if __name__ == "__main__":

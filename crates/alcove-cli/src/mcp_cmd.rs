@@ -25,8 +25,9 @@ enum Action {
     List,
     /// Add a server: `alcove mcp add NAME -- COMMAND ARGS…` or `alcove mcp add NAME --url URL`.
     Add(AddArgs),
-    /// Serve alcove's delegation over MCP on stdin/stdout: `delegate` runs a child agent
-    /// in this folder under this session's rules, sandbox and budgets (docs/mcp-server.md).
+    /// Serve alcove's delegation over MCP on stdin/stdout (or `--http ADDR`): `delegate` runs a
+    /// child agent in this folder under this session's rules, sandbox and budgets
+    /// (docs/mcp-server.md).
     Serve(crate::mcp_serve::ServeArgs),
     /// Remove a server from the user or project TOML.
     Remove {

@@ -159,14 +159,26 @@ impl<'c, 'a> Events<'c, 'a> {
         );
     }
 
+    /// A function call; a scripted name `NAMESPACE::NAME` is a call of a
+    /// tool in a namespace (how Codex offers an MCP server's tools).
     fn call(&mut self, name: &str, arguments: &str) -> String {
         let index = self.output.len();
         let id = format!("fc_fake{:06}", self.ctx.ids.next());
         let call_id = format!("call_fake{:06}", self.ctx.ids.next());
+        let (namespace, name) = match name.split_once("::") {
+            Some((namespace, name)) => (Some(namespace), name),
+            None => (None, name),
+        };
+        let with_namespace = |mut item: Value| {
+            if let Some(namespace) = namespace {
+                item["namespace"] = json!(namespace);
+            }
+            item
+        };
         self.push(
             "response.output_item.added",
-            json!({"output_index": index, "item": {"id": id, "type": "function_call", "status": "in_progress",
-                "call_id": call_id, "name": name, "arguments": ""}}),
+            json!({"output_index": index, "item": with_namespace(json!({"id": id, "type": "function_call", "status": "in_progress",
+                "call_id": call_id, "name": name, "arguments": ""}))}),
         );
         for piece in split_pieces(arguments, self.ctx.piece_chars) {
             self.push(
@@ -180,8 +192,10 @@ impl<'c, 'a> Events<'c, 'a> {
         );
         self.done(
             index,
-            json!({"id": id, "type": "function_call", "status": "completed", "call_id": call_id,
+            with_namespace(
+                json!({"id": id, "type": "function_call", "status": "completed", "call_id": call_id,
                 "name": name, "arguments": arguments}),
+            ),
         );
         call_id
     }

@@ -38,14 +38,24 @@ pub(crate) fn bad_request(message: String) -> Rejection {
 }
 
 /// The names of the tools a request offers (`tools[].function.name` on
-/// Chat Completions, `tools[].name` on the other wires).
-pub(crate) fn offered_tools(body: &Value) -> Vec<&str> {
-    body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|tool| tool["function"]["name"].as_str().or(tool["name"].as_str()))
-        .collect()
+/// Chat Completions, `tools[].name` on the other wires; a Responses
+/// namespace's tools as `NAMESPACE::NAME`, the way a script calls them).
+pub(crate) fn offered_tools(body: &Value) -> Vec<String> {
+    let mut names = Vec::new();
+    for tool in body["tools"].as_array().into_iter().flatten() {
+        let name = tool["function"]["name"].as_str().or(tool["name"].as_str());
+        match (name, tool["tools"].as_array()) {
+            (Some(namespace), Some(inner)) if tool["type"] == "namespace" => names.extend(
+                inner
+                    .iter()
+                    .filter_map(|tool| tool["name"].as_str())
+                    .map(|name| format!("{namespace}::{name}")),
+            ),
+            (Some(name), _) => names.push(name.to_owned()),
+            (None, _) => {}
+        }
+    }
+    names
 }
 
 /// Refuses a scripted reply that calls a tool `body` did not offer: a real
@@ -60,7 +70,7 @@ pub(crate) fn offered_calls(step: &crate::Step, body: &Value) -> Result<(), Reje
     match step
         .called_tools()
         .into_iter()
-        .find(|name| !offered.contains(name))
+        .find(|name| !offered.iter().any(|offered| offered == name))
     {
         None => Ok(()),
         Some(name) => Err(bad_request(format!(

@@ -38,6 +38,10 @@ pub(crate) struct EndRecord {
     /// The branch with a worktree child's changes, when it changed something.
     pub(crate) worktree_branch: Option<String>,
     pub(crate) error: Option<String>,
+    /// The report, as in the text content: the child's summary, then the
+    /// evidence footer. Here too because some clients (Claude Code) give
+    /// their model the structured content instead of the text.
+    pub(crate) report: String,
 }
 
 /// Tokens a child used.
@@ -106,7 +110,8 @@ impl Children {
     }
 
     /// Calls one of the asynchronous delegation tools (`spawn_agent`,
-    /// `send_input`, `wait`, `close_agent`) as the server's top agent, on
+    /// `send_input`, `wait`, `close_agent`, `spawn_batch`, `retry_batch`)
+    /// as the server's top agent, on
     /// the one dispatch path: their own semantics, ids and results.
     /// Returns the result's text and whether it is an error.
     pub(crate) async fn call_async_tool(
@@ -132,6 +137,11 @@ impl Children {
                     .map(|tool| tool.spec().clone())
             })
             .collect()
+    }
+
+    /// The session's supervisor (what `list_agents` asks a spawned agent's state of).
+    pub(crate) fn supervisor(&self) -> &Supervisor {
+        &self.supervisor
     }
 
     /// The token a child of one call runs under: cancelled with the server.
@@ -197,6 +207,7 @@ fn child_end(end: DelegationEnd) -> ChildEnd {
             .map(|path| path.display().to_string()),
         worktree_branch: end.worktree_branch,
         error: end.error,
+        report: end.report.clone(),
     };
     ChildEnd {
         report: end.report,

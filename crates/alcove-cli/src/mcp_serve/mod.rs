@@ -9,20 +9,26 @@
 //! of every call's child, so all children share its slots, tree budget,
 //! gate, MCP connections and transcript folder, and `alcove report` shows
 //! the server's session as one tree. stdout carries only the protocol;
-//! warnings go to the client as log messages.
+//! warnings go to the client as log messages. With `--http ADDR` the same
+//! server speaks Streamable HTTP instead (`http`): one handler per MCP
+//! session, all of them on the one alcove session.
 //!
 //! The asynchronous face (`spawn_agent`, `send_input`, `wait`,
-//! `close_agent`) is alcove's own collab tools, called as the top agent on
-//! the one dispatch path.
+//! `close_agent`, `spawn_batch`, `retry_batch`) is alcove's own collab and
+//! batch tools, called as the top agent on the one dispatch path. `list_agents` lists every call's children.
 //!
 //! - `tools`: what the client's model reads, and a call's arguments.
 //! - `children`: the one seam to the child lifecycle.
 //! - `progress`: events to progress notifications and log messages.
 //! - `elicitation`: approvals asked of the client's user.
+//! - `roster`: the server's children for `list_agents`.
+//! - `http`: the Streamable HTTP transport and its bearer token.
 
 mod children;
 mod elicitation;
+mod http;
 mod progress;
+mod roster;
 mod tools;
 
 use std::sync::Arc;
@@ -47,15 +53,31 @@ use progress::{ClientLink, EventRouter};
 
 /// `alcove mcp serve` arguments (the common flags are global).
 #[derive(Debug, Args)]
-pub(crate) struct ServeArgs {}
+pub(crate) struct ServeArgs {
+    /// Serve over Streamable HTTP at ADDR (e.g. 127.0.0.1:8765; port 0 picks one) instead of
+    /// stdin/stdout, at path /mcp. Every request needs `Authorization: Bearer <token>`: the token
+    /// in ALCOVE_MCP_TOKEN, or one generated and printed to stderr.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
+    /// Let --http listen on an address other machines can reach (not only loopback).
+    #[arg(long, requires = "http")]
+    http_allow_remote: bool,
+}
 
-/// Serves MCP on stdin/stdout until the client closes the connection or a
-/// signal comes; then closes every child and ends the session.
-pub(crate) async fn run(common: &CommonArgs, _args: ServeArgs) -> anyhow::Result<u8> {
+/// Serves MCP on stdin/stdout until the client closes the connection, or
+/// over HTTP, until a signal comes; then closes every child and ends the
+/// session.
+pub(crate) async fn run(common: &CommonArgs, args: ServeArgs) -> anyhow::Result<u8> {
+    // A bad address, an empty token or a port in use fail before anything opens.
+    let endpoint = match args.http {
+        Some(addr) => Some(http::bind(addr, args.http_allow_remote).await?),
+        None => None,
+    };
     let link = Arc::new(ClientLink::default());
     let router = Arc::new(EventRouter::new(link.clone()));
+    let roster = Arc::new(roster::Roster::default());
     let front_end = FrontEnd {
-        sinks: vec![router.clone()],
+        sinks: vec![router.clone(), roster.clone()],
         approver: Arc::new(elicitation::ElicitingApprover::new(link.clone())),
         max_turns: None,
         resume: None,
@@ -84,26 +106,18 @@ pub(crate) async fn run(common: &CommonArgs, _args: ServeArgs) -> anyhow::Result
     offered.extend(tools::async_tools(
         children.async_tool_specs(&tools::ASYNC_TOOLS),
     ));
+    offered.push(roster::list_agents_tool());
     let server = DelegationServer {
         children: children.clone(),
         router,
-        tools: offered,
-        calls: AtomicU64::new(1),
+        roster,
+        link: link.clone(),
+        tools: Arc::new(offered),
+        calls: Arc::new(AtomicU64::new(1)),
     };
-    let served = server.serve(rmcp::transport::stdio()).await;
-    let ended = match served {
-        Ok(service) => {
-            link.connect(service.peer().clone());
-            let quit = service.cancellation_token();
-            tokio::select! {
-                _ = service.waiting() => None,
-                () = stop.cancelled() => {
-                    quit.cancel();
-                    Some("interrupted".to_owned())
-                }
-            }
-        }
-        Err(err) => Some(format!("the MCP handshake failed: {err}")),
+    let ended = match endpoint {
+        Some(endpoint) => http::serve(endpoint, move || server.clone(), stop.clone()).await,
+        None => serve_stdio(server, &link, &stop).await,
     };
     children.cancel_all();
     let signal_code = crate::exec::signal_code(stop.is_cancelled(), signal).await;
@@ -123,13 +137,42 @@ pub(crate) async fn run(common: &CommonArgs, _args: ServeArgs) -> anyhow::Result
     Ok(signal_code.unwrap_or(0))
 }
 
-/// The MCP server: the tool list and the calls.
+/// Serves one client on stdin/stdout until it closes them or `stop`;
+/// returns why the session ended early, if it did.
+async fn serve_stdio(
+    server: DelegationServer,
+    link: &ClientLink,
+    stop: &CancellationToken,
+) -> Option<String> {
+    let served = server.serve(rmcp::transport::stdio()).await;
+    match served {
+        Ok(service) => {
+            link.connect(service.peer().clone());
+            let quit = service.cancellation_token();
+            tokio::select! {
+                _ = service.waiting() => None,
+                () = stop.cancelled() => {
+                    quit.cancel();
+                    Some("interrupted".to_owned())
+                }
+            }
+        }
+        Err(err) => Some(format!("the MCP handshake failed: {err}")),
+    }
+}
+
+/// The MCP server: the tool list and the calls. Over HTTP each MCP session
+/// gets a clone; all of them share the one alcove session.
+#[derive(Clone)]
 struct DelegationServer {
     children: Arc<Children>,
     router: Arc<EventRouter>,
-    tools: Vec<rmcp::model::Tool>,
+    roster: Arc<roster::Roster>,
+    /// The client approvals and log lines go to: the last one that called.
+    link: Arc<ClientLink>,
+    tools: Arc<Vec<rmcp::model::Tool>>,
     /// Numbers calls: each child's `call_id` is `mcp-<n>`.
-    calls: AtomicU64,
+    calls: Arc<AtomicU64>,
 }
 
 impl ServerHandler for DelegationServer {
@@ -164,7 +207,7 @@ impl ServerHandler for DelegationServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.clone()))
+        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
     }
 
     async fn call_tool(
@@ -172,8 +215,10 @@ impl ServerHandler for DelegationServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        self.link.connect(context.peer.clone());
         let result = match request.name.as_ref() {
             tools::DELEGATE => self.delegate(request.arguments, &context).await,
+            roster::LIST_AGENTS => self.list_agents(request.arguments),
             name if self.tools.iter().any(|tool| tool.name == name) => {
                 self.async_call(name, request.arguments).await
             }
@@ -251,8 +296,8 @@ impl DelegationServer {
 }
 
 impl DelegationServer {
-    /// `spawn_agent`, `send_input`, `wait` or `close_agent`: alcove's own
-    /// tool, called as the server's top agent; its JSON result is also the
+    /// `spawn_agent`, `send_input`, `wait`, `close_agent`, `spawn_batch`
+    /// or `retry_batch`: alcove's own tool, called as the server's top agent; its JSON result is also the
     /// structured content.
     async fn async_call(
         &self,
@@ -274,6 +319,22 @@ impl DelegationServer {
             CallToolResult::success(vec![ContentBlock::text(text)])
         };
         result.structured_content = structured;
+        result
+    }
+}
+
+impl DelegationServer {
+    /// `list_agents`: the server's children, as text and structured content.
+    fn list_agents(&self, arguments: Option<rmcp::model::JsonObject>) -> CallToolResult {
+        if let Some(unknown) = arguments.as_ref().and_then(|map| map.keys().next()) {
+            return tool_error(format!(
+                "invalid arguments for list_agents: it takes none (got `{unknown}`)"
+            ));
+        }
+        let listed = self.roster.list(self.children.supervisor());
+        let text = serde_json::to_string_pretty(&listed).unwrap_or_default();
+        let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+        result.structured_content = Some(listed);
         result
     }
 }

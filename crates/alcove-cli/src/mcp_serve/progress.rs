@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use alcove_core::EventSink;
 use alcove_protocol::{AgentEvent, AgentPath, EventKind};
@@ -19,16 +19,20 @@ use tokio::sync::mpsc;
 
 /// The connected client, once the handshake is done (the session opens
 /// first, so its sinks and approver are built before there is a peer).
+/// Over HTTP several clients may connect: the last one that called a tool
+/// gets approvals and log lines.
 #[derive(Default)]
-pub(crate) struct ClientLink(OnceLock<Peer<RoleServer>>);
+pub(crate) struct ClientLink(Mutex<Option<Peer<RoleServer>>>);
 
 impl ClientLink {
     pub(crate) fn connect(&self, peer: Peer<RoleServer>) {
-        let _ = self.0.set(peer);
+        if let Ok(mut current) = self.0.lock() {
+            *current = Some(peer);
+        }
     }
 
-    pub(crate) fn peer(&self) -> Option<&Peer<RoleServer>> {
-        self.0.get()
+    pub(crate) fn peer(&self) -> Option<Peer<RoleServer>> {
+        self.0.lock().ok().and_then(|current| current.clone())
     }
 }
 
@@ -149,7 +153,6 @@ impl EventRouter {
                 let Ok(handle) = tokio::runtime::Handle::try_current() else {
                     return;
                 };
-                let peer = peer.clone();
                 let message = message.to_owned();
                 handle.spawn(async move {
                     let param = rmcp::model::LoggingMessageNotificationParam::new(
@@ -191,7 +194,7 @@ impl EventSink for EventRouter {
 }
 
 /// Whether `agent` is `child` or one of its descendants.
-fn is_within(agent: &AgentPath, child: &AgentPath) -> bool {
+pub(crate) fn is_within(agent: &AgentPath, child: &AgentPath) -> bool {
     agent == child
         || agent
             .as_str()

@@ -16,8 +16,18 @@ use super::children::ChildOptions;
 /// The name of the one-child-to-its-end tool.
 pub(crate) const DELEGATE: &str = "delegate";
 
-/// The asynchronous face: alcove's own collab tools, served as they are.
-pub(crate) const ASYNC_TOOLS: [&str; 4] = ["spawn_agent", "send_input", "wait", "close_agent"];
+/// The asynchronous face: alcove's own collab and batch tools, served as
+/// they are (`wait` and `close_agent` take batch ids too). A tool of the
+/// top agent named here is offered with its own schema and called on the
+/// one dispatch path; `Workflow` (issue 48 asks for it) is not served yet.
+pub(crate) const ASYNC_TOOLS: [&str; 6] = [
+    "spawn_agent",
+    "send_input",
+    "wait",
+    "close_agent",
+    "spawn_batch",
+    "retry_batch",
+];
 
 /// What a client's model is told about the asynchronous tools beyond what
 /// alcove's own model reads.
@@ -125,9 +135,10 @@ fn end_record_schema() -> Value {
             },
             "transcript": optional_string,
             "worktree_branch": optional_string,
-            "error": optional_string
+            "error": optional_string,
+            "report": {"type": "string", "description": "The child's own summary, then the harness's evidence footer (the same as the text content)."}
         },
-        "required": ["agent", "status", "usage", "turns", "tool_calls", "files_read", "files_written", "commands"]
+        "required": ["agent", "status", "usage", "turns", "tool_calls", "files_read", "files_written", "commands", "report"]
     })
 }
 

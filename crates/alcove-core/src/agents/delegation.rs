@@ -227,3 +227,17 @@ impl Supervisor {
         }
     }
 }
+
+impl Supervisor {
+    /// The state of the spawned (`spawn_agent`) agent at `path` as `wait`
+    /// names it (`running`, `completed`, `errored`, `cancelled`, `closed`),
+    /// for a front end listing its children; `None` when no spawned agent
+    /// of the registry has that path.
+    pub fn spawned_state(&self, path: &AgentPath) -> Option<&'static str> {
+        let records = self.registry.records.lock().ok()?;
+        records
+            .values()
+            .find(|record| record.child.path == *path)
+            .map(|record| record.status.as_str())
+    }
+}

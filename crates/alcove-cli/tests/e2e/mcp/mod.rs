@@ -6,6 +6,8 @@
 
 mod faults;
 mod serve;
+mod serve_batch;
+mod serve_http;
 mod sharing;
 
 use std::path::{Path, PathBuf};

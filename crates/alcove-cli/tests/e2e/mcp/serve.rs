@@ -14,7 +14,12 @@ use crate::support::{alcove, finish, process_alive, read_jsonl, transcript};
 
 /// Runs the client's `scenario` against `alcove mcp serve SERVE_ARGS` in
 /// the test's workspace and returns what it printed.
-fn client(env: &TestEnv, server: &FakeServer, scenario: &[&str], serve_args: &[&str]) -> Value {
+pub(super) fn client(
+    env: &TestEnv,
+    server: &FakeServer,
+    scenario: &[&str],
+    serve_args: &[&str],
+) -> Value {
     let mut command = env.command(Path::new(&venv_python()), server);
     command
         .arg(servers_dir().join("serve_client.py"))
@@ -88,9 +93,31 @@ fn tools_list_offers_delegate_with_its_schemas() {
             "spawn_agent",
             "send_input",
             "wait",
-            "close_agent"
+            "close_agent",
+            "spawn_batch",
+            "retry_batch",
+            "list_agents"
         ]
     );
+    let list_agents = tools
+        .iter()
+        .find(|tool| tool["name"] == "list_agents")
+        .unwrap();
+    let row = &list_agents["outputSchema"]["properties"]["agents"]["items"]["properties"];
+    for field in ["id", "description", "status", "turns", "tokens"] {
+        assert!(row[field].is_object(), "{field}: {list_agents}");
+    }
+    for tool in &tools[1..] {
+        let properties = tool["inputSchema"]["properties"].as_object();
+        assert!(
+            tool["name"] == "list_agents" || properties.is_some_and(|map| !map.is_empty()),
+            "an input schema with its arguments: {tool}"
+        );
+        assert!(
+            !tool["description"].as_str().unwrap_or_default().is_empty(),
+            "{tool}"
+        );
+    }
     let wait = tools.iter().find(|tool| tool["name"] == "wait").unwrap();
     assert!(
         wait["inputSchema"]["properties"]["ids"].is_object(),
@@ -135,6 +162,9 @@ fn delegate_returns_the_report_the_footer_and_the_end_record() {
     );
     assert_eq!(strings(&record["files_read"]), ["notes.txt"], "{record}");
     assert!(record["usage"]["budget_tokens"].as_u64().unwrap() > 0);
+    // The report is in the record too: Claude Code gives its model the
+    // structured content, not the text.
+    assert_eq!(record["report"].as_str(), Some(text), "{record}");
     let child_transcript = record["transcript"].as_str().unwrap();
     assert!(Path::new(child_transcript).exists(), "{child_transcript}");
     assert_eq!(std::fs::read_to_string(env.path("out.txt")).unwrap(), "hi");
@@ -453,5 +483,87 @@ fn spawn_agent_and_wait_are_alcoves_own_tools() {
             .iter()
             .any(|event| event["type"] == "tool_call_started" && event["name"] == "spawn_agent"),
         "the session transcript records the call"
+    );
+}
+
+#[test]
+fn list_agents_lists_every_calls_children_with_status_turns_and_tokens() {
+    let env = test_env();
+    let server = FakeServer::start(
+        Script::new()
+            .conversation(
+                "TASK-DONE",
+                vec![
+                    Step::tool_call("Bash", json!({"command": "echo done"})),
+                    Step::text("DONE REPORT"),
+                ],
+            )
+            .conversation(
+                "TASK-HELD",
+                vec![
+                    Step::tool_call(
+                        "Bash",
+                        json!({"command": "for i in $(seq 600); do [ -f go.flag ] && exit 0; sleep 0.1; done; exit 1"}),
+                    ),
+                    Step::text("HELD REPORT"),
+                ],
+            ),
+    );
+    let out = client(
+        &env,
+        &server,
+        &[
+            "roster",
+            &delegate("TASK-DONE finish at once"),
+            "TASK-HELD wait for the flag",
+        ],
+        &BYPASS,
+    );
+    assert_eq!(
+        out["delegated"]["structured"]["status"], "completed",
+        "{out}"
+    );
+    let rows = |key: &str| out[key]["structured"]["agents"].as_array().unwrap().clone();
+    let running = rows("while_running");
+    assert_eq!(running.len(), 2, "{out}");
+    let (done, held) = (&running[0], &running[1]);
+    assert_eq!(done["id"], "agent-1", "{done}");
+    assert_eq!(done["agent"], "main/agent-1");
+    assert_eq!(done["description"], "a test task");
+    assert_eq!(done["started_by"], "delegate");
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["turns"], 2);
+    assert_eq!(
+        done["tokens"], out["delegated"]["structured"]["usage"]["budget_tokens"],
+        "the same tokens as the end record: {out}"
+    );
+    assert_eq!(
+        done["transcript"],
+        out["delegated"]["structured"]["transcript"]
+    );
+    assert_eq!(held["id"], "agent-2", "the id wait takes: {held}");
+    assert_eq!(
+        out["waited"]["structured"]["status"]["agent-2"],
+        "completed"
+    );
+    assert_eq!(held["started_by"], "spawn_agent", "{held}");
+    assert_eq!(held["status"], "running", "{held}");
+    assert!(
+        held["description"].as_str().unwrap().contains("TASK-HELD"),
+        "{held}"
+    );
+    let after = rows("after");
+    assert_eq!(after.len(), 2, "{out}");
+    assert_eq!(after[0], running[0], "an ended child does not change");
+    assert_eq!(after[1]["status"], "completed", "{out}");
+    assert_eq!(after[1]["turns"], 2, "{out}");
+    assert!(after[1]["tokens"].as_u64().unwrap() > 0, "{out}");
+    // The text is the same JSON; a bad argument is a tool error.
+    let text: Value = serde_json::from_str(out["after"]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text, out["after"]["structured"]);
+    assert_eq!(out["bad"]["is_error"], true, "{out}");
+    assert!(
+        out["bad"]["text"].as_str().unwrap().contains("status"),
+        "{out}"
     );
 }
