@@ -14,6 +14,7 @@ use crate::support::{
 
 /// Runs `alcove exec --json` with waits allowed down to 50 ms.
 mod process_runner;
+mod one_life;
 
 fn run(env: &TestEnv, server: &FakeServer, extra: &[&str], prompt: &str) -> Outcome {
     let mut args = vec!["-c", "agents.wait_min_ms=50", "--json"];

@@ -154,6 +154,7 @@ impl ScopedTool<AgentScope> for AgentTool {
                 .effort
                 .as_deref()
                 .and_then(|effort| alcove_model::parse_effort(effort).ok()),
+            wall: None,
         };
         // The main agent waits for a slot; a child that delegates must not
         // wait while holding one.

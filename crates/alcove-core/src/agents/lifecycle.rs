@@ -1,4 +1,7 @@
-//! A child's life, one path for both faces of delegation (and for a queue).
+//! Starting and running a child: the lease (a slot and a share of the tree
+//! budget), building and announcing it, and running one submission under
+//! its budgets on the in-process loop or the process runner. What owns a
+//! child from its lease to its one end record is `life` ([`ChildLife`]):
 //!
 //! ```text
 //!             Agent (await)          spawn_agent (register)     send_input (continue)
@@ -12,16 +15,14 @@
 //!   run_submission: run ─ turns, tokens (the lease's share), wall clock;
 //!                   │     a panic becomes `failed`; in-process or the process runner
 //!                   │     (a layer below: the shares travel with the command as
-//!                   │     its charter and are enforced from outside too)
+//!                   │     its charter and are enforced from outside too; its
+//!                   │     `stop` — Slurm's `scancel` — runs here, slot still held)
 //!                   │                      |                          |
-//!                 settle ─ the tree is charged what was used, the rest refunded;
-//!                   │     the slot is released
-//!                   │                      |                          |
-//!   end:          agent_ended, exactly once per submission ─ report (Agent) or
-//!                 record + notice + wake `wait` (spawned)
+//!   ChildLife::live: close descendants, worktree, settle (the tree charged,
+//!                   │     the slot released), then the one end record
 //! ```
 //!
-//! `Supervisor::start_child` and `run_submission` are the API a batch
+//! `Supervisor::start_child` and `ChildLife::live` are the API a batch
 //! queue builds on: start many children (each takes its lease, so the
 //! queue is bounded by the same slots and tree budget), then run each.
 
@@ -30,15 +31,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alcove_protocol::{EventKind, Message, RunStatus};
-use alcove_tools::ToolOutput;
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 
 use super::budget::Reservation;
 use super::child::{Child, ChildRequest};
 use super::definitions::AgentDefinition;
-use super::report::{ReportInput, report};
+use super::life::{ChildLife, Face};
 use super::scope::AgentScope;
 use super::start_error::StartError;
 use super::supervisor::Supervisor;
@@ -72,12 +73,12 @@ pub(crate) struct Lease {
     reservation: Reservation,
 }
 
-/// A child that holds its lease and was announced; run it with
-/// [`ChildRun::run_to_end`] (the `Agent` face) or hand its parts to the
-/// registry (`spawn_agent`).
-pub(crate) struct ChildRun {
-    pub(crate) child: Child,
-    pub(crate) lease: Lease,
+impl Lease {
+    /// Charges the tree what the run used, refunds the rest of its share
+    /// and gives the slot back (the permit is dropped with the lease).
+    pub(crate) fn settle(self, tokens: u64, turns: u32) {
+        self.reservation.settle(tokens, turns);
+    }
 }
 
 /// How one submission ended, whichever runner ran it.
@@ -96,6 +97,14 @@ pub(crate) struct Ended {
     /// alcove session it ran, or, for a command that reported no usage,
     /// what bounded it.
     pub(crate) remote_note: Option<String>,
+    /// How the process runner ran it, when it did.
+    pub(crate) process: Option<alcove_protocol::ProcessRun>,
+}
+
+/// What the process runner runs, once its stop is set apart.
+struct RemoteCall<'a> {
+    command: &'a str,
+    session: Option<&'a str>,
 }
 
 /// What the runner below the lifecycle returned.
@@ -113,6 +122,9 @@ struct Worked {
 pub(crate) struct Remote<'a> {
     pub(crate) command: &'a str,
     pub(crate) session: Option<&'a str>,
+    /// What the runner does once the command ended and before the slot is
+    /// released (a Slurm job step cancelled with `scancel`).
+    pub(crate) stop: Option<BoxFuture<'a, ()>>,
 }
 
 impl Supervisor {
@@ -174,7 +186,7 @@ impl Supervisor {
         request: &ChildRequest,
         (pool, wait): (Pool, SlotWait),
         cancel: CancellationToken,
-    ) -> Result<ChildRun, StartError> {
+    ) -> Result<ChildLife, StartError> {
         if scope.depth() >= self.limits.max_depth {
             return Err(StartError::Depth {
                 max: self.limits.max_depth,
@@ -227,16 +239,17 @@ impl Supervisor {
                 agent_type: Some(&child.agent_type),
             })
             .await;
-        Ok(ChildRun { child, lease })
+        Ok(ChildLife::new(Arc::new(child), lease, Face::Once))
     }
 
     /// Runs one submission of `child` under its budgets (turns and tokens as
-    /// the lease allows, the wall clock), turning a panic into a failure; the
-    /// lease is settled and released before it returns.
+    /// `lease` allows, the wall clock), turning a panic into a failure. The
+    /// lease is still held when it returns: the runner's `stop` has run,
+    /// and [`ChildLife::live`] settles it.
     pub(crate) async fn run_submission(
         &self,
         child: &Child,
-        lease: Lease,
+        lease: &Lease,
         history: Vec<Message>,
         message: String,
         cancel: &CancellationToken,
@@ -247,6 +260,16 @@ impl Supervisor {
         run.cancel = cancel.clone();
         run.max_turns = lease.reservation.turns;
         run.token_budget = lease.reservation.tokens;
+        // The stop apart: a future is not shared, the rest is borrowed
+        // while the run runs.
+        let (remote, stop) = match remote {
+            Some(Remote {
+                command,
+                session,
+                stop,
+            }) => (Some(RemoteCall { command, session }), stop),
+            None => (None, None),
+        };
         let work = async {
             match &remote {
                 Some(remote) => Some(self.run_remote(child, &run, remote, &message).await),
@@ -283,6 +306,11 @@ impl Supervisor {
             },
             None => work.await,
         };
+        // A remote runner's own stop (Slurm: `scancel`, then wait until
+        // the job is gone) while the slot is held.
+        if let Some(stop) = stop {
+            stop.await;
+        }
         // The commands it left running in the background end with it (its
         // descendants' end with each of them).
         child
@@ -338,12 +366,11 @@ impl Supervisor {
                 ),
             }
         });
-        let Lease {
-            _permit,
-            reservation,
-        } = lease;
-        reservation.settle(outcome.usage.budget_tokens(), outcome.turns);
         let output = output.or_else(|| outcome.last_text());
+        let process = remote.as_ref().map(|_| alcove_protocol::ProcessRun {
+            session: remote_session.clone(),
+            metered,
+        });
         Ended {
             outcome,
             output,
@@ -352,22 +379,7 @@ impl Supervisor {
             elapsed: started.elapsed(),
             max_turns: run.max_turns,
             remote_note,
-        }
-    }
-
-    /// What the report of a run's end is built from, the same for both
-    /// faces (`Agent`'s result, `wait`'s `evidence`).
-    pub(crate) fn report_input<'a>(&self, child: &'a Child, ended: &'a Ended) -> ReportInput<'a> {
-        ReportInput {
-            description: &child.label,
-            outcome: &ended.outcome,
-            max_turns: ended.max_turns,
-            budget_note: ended.budget_note.clone(),
-            elapsed: ended.elapsed,
-            ignored_tools: &child.ignored_tools,
-            warnings: &child.warnings,
-            transcript: child.transcript_path(),
-            tree: self.tree.is_bounded().then(|| self.tree.describe()),
+            process,
         }
     }
 
@@ -379,7 +391,7 @@ impl Supervisor {
         &self,
         child: &Child,
         run: &crate::AgentRun,
-        remote: &Remote<'_>,
+        remote: &RemoteCall<'_>,
         message: &str,
     ) -> Worked {
         let charter = crate::Charter {
@@ -464,68 +476,6 @@ impl Drop for ChildTask {
     fn drop(&mut self) {
         self.0.abort();
     }
-}
-
-impl ChildRun {
-    /// The `Agent` face: runs the prompt to the end, records the end once,
-    /// and returns the report the parent reads.
-    pub(crate) async fn run_to_end(self, supervisor: &Supervisor, prompt: String) -> ToolOutput {
-        self.finish(supervisor, prompt).await.output
-    }
-
-    /// [`ChildRun::run_to_end`], keeping what a queue records besides the
-    /// report: how the run ended and the child (evidence, transcript).
-    pub(crate) async fn finish(self, supervisor: &Supervisor, prompt: String) -> ChildEnd {
-        self.finish_on(supervisor, prompt, None).await
-    }
-
-    /// [`ChildRun::finish`], run by `remote` (the process runner) when given.
-    pub(crate) async fn finish_on(
-        self,
-        supervisor: &Supervisor,
-        prompt: String,
-        remote: Option<Remote<'_>>,
-    ) -> ChildEnd {
-        let ChildRun { child, lease } = self;
-        let cancel = child.run.cancel.clone();
-        let ended = supervisor
-            .run_submission(&child, lease, Vec::new(), prompt, &cancel, remote)
-            .await;
-        if !child.leave_spawned {
-            supervisor.close_spawned_below(&child.path).await;
-        }
-        let mut output = report(&supervisor.report_input(&child, &ended), &child.evidence);
-        if let Some(line) = &ended.remote_note {
-            output.content.push('\n');
-            output.content.push_str(line);
-        }
-        if let Some(worktree) = &child.worktree {
-            let line = super::worktree_child::finish(worktree, &child.label).await;
-            output.content.push('\n');
-            output.content.push_str(&line);
-        }
-        supervisor.running.remove(&child.path);
-        child.parent.emit(EventKind::AgentEnded {
-            child: child.path.clone(),
-            description: child.label.clone(),
-            status: ended.outcome.status,
-            ok: !output.is_error,
-            turns: ended.outcome.turns,
-            usage: ended.outcome.usage,
-        });
-        ChildEnd {
-            output,
-            ended,
-            child,
-        }
-    }
-}
-
-/// How a child run to its end ended (see [`ChildRun::finish`]).
-pub(crate) struct ChildEnd {
-    pub(crate) output: ToolOutput,
-    pub(crate) ended: Ended,
-    pub(crate) child: Child,
 }
 
 fn panicked() -> AgentOutcome {

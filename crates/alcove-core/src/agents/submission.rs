@@ -1,24 +1,24 @@
-//! Submissions of spawned agents: running one on its lease, with the
-//! in-process or the process runner, and recording how it ended.
+//! Submissions of spawned agents: starting one on its lease as a
+//! [`ChildLife`] (in-process or the process runner), and the registry's
+//! record of how it ended.
 //!
 //! The state machine's transitions live here: `running` on start; on the
 //! end `completed`, or `errored` (failed, panicked, interrupted, cut short),
-//! or — when the agent was closed meanwhile — `closed`, whatever the run
-//! said. Every end is recorded exactly once (the task always reaches
-//! `finish_submission`: `run_submission` catches panics), wakes `wait` and,
-//! unless the parent closed the agent itself, leaves a notification for the
-//! parent's next model request.
+//! `cancelled` (stopped alone by a front end) or — when the agent was
+//! closed meanwhile — `closed`, whatever the run said. The life records
+//! every end exactly once (`record_submission_end`, unless a newer
+//! submission replaced it), then emits `agent_ended` and wakes `wait`;
+//! unless the parent closed the agent itself, a notification is left for
+//! the parent's next model request.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use alcove_protocol::{EventKind, RunStatus};
+use alcove_protocol::{AgentPath, RunStatus};
 
-use alcove_protocol::AgentPath;
-
-use super::lifecycle::{Ended, Lease, Remote};
+use super::life::{ChildEnd, ChildLife, Work};
+use super::lifecycle::Remote;
 use super::registry::{Record, State, Submission};
-use super::report::footer;
 use super::supervisor::Supervisor;
 
 impl Supervisor {
@@ -147,13 +147,13 @@ impl Supervisor {
             .map_err(|_| "the agent registry is unavailable".to_owned())
     }
 
-    /// Starts a submission of `message` on agent `id` holding `lease`: marks
-    /// it running and launches the runner.
+    /// Starts a submission of `message` on agent `id` as `life` (which
+    /// holds the lease): marks it running and launches the life.
     pub(crate) fn start_submission(
         self: &Arc<Self>,
         id: &str,
         message: String,
-        lease: Lease,
+        life: ChildLife,
     ) -> Result<String, String> {
         let submission_id = uuid::Uuid::new_v4().to_string();
         let mut records = self.lock_records()?;
@@ -165,31 +165,26 @@ impl Supervisor {
         record.last_message = message.clone();
         record.last_submission_id = Some(submission_id.clone());
         record.touch();
-        let child = record.child.clone();
         // Each submission's footer reports that submission's calls.
-        child.evidence.reset();
+        life.child().evidence.reset();
         let history = std::mem::take(&mut record.history);
         let remote_session = record.remote_session.clone();
         let supervisor = self.clone();
-        let (agent_id, sub_id, task_cancel) =
-            (id.to_owned(), submission_id.clone(), cancel.clone());
+        let life = life.spawned(id, &submission_id);
+        let task_cancel = cancel.clone();
         let task = tokio::spawn(async move {
             let remote = supervisor.command.as_deref().map(|command| Remote {
                 command,
                 session: remote_session.as_deref(),
+                stop: None,
             });
-            let mut ended = supervisor
-                .run_submission(&child, lease, history, message, &task_cancel, remote)
-                .await;
-            if !child.leave_spawned {
-                supervisor.close_spawned_below(&child.path).await;
-            }
-            if let Some(worktree) = &child.worktree {
-                let line = super::worktree_child::checkpoint(worktree, &child.label).await;
-                ended.output = Some(format!("{}\n\n{line}", ended.output.unwrap_or_default()));
-            }
-            let evidence = footer(&supervisor.report_input(&child, &ended), &child.evidence);
-            supervisor.finish_submission(&agent_id, &sub_id, ended, evidence);
+            let work = Work {
+                history,
+                message,
+                cancel: task_cancel,
+                remote,
+            };
+            life.live(&supervisor, work).await;
         });
         record.running = Some(Submission {
             id: submission_id.clone(),
@@ -201,8 +196,10 @@ impl Supervisor {
         Ok(submission_id)
     }
 
-    /// Records how a submission ended, unless a newer one replaced it.
-    fn finish_submission(&self, id: &str, submission_id: &str, ended: Ended, evidence: String) {
+    /// Records in the registry how a submission ended, unless a newer one
+    /// replaced it (its life emits `agent_ended` either way). The
+    /// conversation moves from `end` to the record, for the next submission.
+    pub(crate) fn record_submission_end(&self, id: &str, submission_id: &str, end: &mut ChildEnd) {
         let Ok(mut records) = self.registry.records.lock() else {
             return;
         };
@@ -219,11 +216,12 @@ impl Supervisor {
         let (interrupted, cancelled) = record.running.take().map_or((false, false), |running| {
             (running.interrupted, running.cancelled)
         });
-        let outcome = ended.outcome;
-        record.history = outcome.messages;
-        record.remote_session = ended.remote_session.or(record.remote_session.take());
-        record.last_output = ended.output;
-        record.last_evidence = Some(evidence);
+        let ended = &mut end.ended;
+        let outcome = &mut ended.outcome;
+        record.history = std::mem::take(&mut outcome.messages);
+        record.remote_session = ended.remote_session.clone().or(record.remote_session.take());
+        record.last_output = ended.output.clone();
+        record.last_evidence = Some(end.footer.clone());
         record.touch();
         let (state, error) = if record.status == State::Closed {
             (State::Closed, Some("closed while running".to_owned()))
@@ -246,16 +244,14 @@ impl Supervisor {
                     )),
                 ),
                 RunStatus::Aborted => (State::Errored, Some("aborted".to_owned())),
-                RunStatus::Failed | RunStatus::Halted => {
-                    (State::Errored, outcome.error.or(Some("failed".to_owned())))
-                }
+                RunStatus::Failed | RunStatus::Halted => (
+                    State::Errored,
+                    outcome.error.clone().or(Some("failed".to_owned())),
+                ),
             }
         };
         record.status = state;
         record.last_error = error;
-        let parent = record.child.parent.clone();
-        let path = record.child.path.clone();
-        let description = record.child.label.clone();
         let first_line = record
             .last_output
             .as_deref()
@@ -265,14 +261,11 @@ impl Supervisor {
             .chars()
             .take(200)
             .collect::<String>();
-        let notify = state != State::Closed;
-        // Between submissions nothing of it runs: a front end's cancel finds
-        // its next submission through the registry.
-        self.running.remove(&path);
         let transcript = record.child.transcript.clone();
         // The notice is left while the final state is still locked: a
         // `wait` that sees the state (woken or not) finds the notice too.
-        if notify {
+        if state != State::Closed {
+            let parent = &record.child.parent;
             parent.runtime.inbox.push(
                 &parent.path,
                 format!("agent {id} {}: {first_line}", state.as_str()),
@@ -283,14 +276,5 @@ impl Supervisor {
         if let Some(transcript) = transcript {
             transcript.release();
         }
-        parent.emit(EventKind::AgentEnded {
-            child: path,
-            description,
-            status: outcome.status,
-            ok: state == State::Completed,
-            turns: outcome.turns,
-            usage: outcome.usage,
-        });
-        self.registry.changed.notify_waiters();
     }
 }
