@@ -190,7 +190,9 @@ fn every_exception_is_still_needed() {
     let found = uses(&needles);
     for (file, what, why) in ALLOWED {
         assert!(
-            found.iter().any(|(at, _, needle)| at == file && needle == what),
+            found
+                .iter()
+                .any(|(at, _, needle)| at == file && needle == what),
             "{file} no longer uses {what}; remove its exception ({why})"
         );
     }
@@ -227,7 +229,13 @@ fn the_protocol_crate_depends_on_serde_only() {
         if line.starts_with('[') {
             section = line.to_owned();
         } else if section == "[dependencies]" && !line.is_empty() && !line.starts_with('#') {
-            dependencies.push(line.split(['=', '.']).next().unwrap_or("").trim().to_owned());
+            dependencies.push(
+                line.split(['=', '.'])
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_owned(),
+            );
         }
     }
     assert_eq!(dependencies, ["serde", "serde_json"], "{manifest}");

@@ -12,9 +12,9 @@ use crate::support::{
     wait_for_file,
 };
 
+mod one_life;
 /// Runs `alcove exec --json` with waits allowed down to 50 ms.
 mod process_runner;
-mod one_life;
 
 fn run(env: &TestEnv, server: &FakeServer, extra: &[&str], prompt: &str) -> Outcome {
     let mut args = vec!["-c", "agents.wait_min_ms=50", "--json"];

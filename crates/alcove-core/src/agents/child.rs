@@ -262,10 +262,7 @@ impl Supervisor {
             warnings,
             // The request's own wall-clock budget (a batch task's, an
             // outside caller's), else the definition's, else `agents.timeout_secs`.
-            timeout: request
-                .wall
-                .or(definition.timeout)
-                .or(self.limits.timeout),
+            timeout: request.wall.or(definition.timeout).or(self.limits.timeout),
             parent: ParentLink {
                 runtime: scope.runtime.clone(),
                 path: scope.path().clone(),

@@ -194,7 +194,11 @@ fn end_record(end: &ChildEnd, evidence: ChildEvidence) -> EventKind {
 
 /// What the report of a run's end is built from, the same for every face
 /// (`Agent`'s result, `wait`'s `evidence`, a batch's results).
-fn report_input<'a>(supervisor: &Supervisor, child: &'a Child, ended: &'a Ended) -> ReportInput<'a> {
+fn report_input<'a>(
+    supervisor: &Supervisor,
+    child: &'a Child,
+    ended: &'a Ended,
+) -> ReportInput<'a> {
     ReportInput {
         description: &child.label,
         outcome: &ended.outcome,

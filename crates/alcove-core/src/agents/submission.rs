@@ -219,7 +219,10 @@ impl Supervisor {
         let ended = &mut end.ended;
         let outcome = &mut ended.outcome;
         record.history = std::mem::take(&mut outcome.messages);
-        record.remote_session = ended.remote_session.clone().or(record.remote_session.take());
+        record.remote_session = ended
+            .remote_session
+            .clone()
+            .or(record.remote_session.take());
         record.last_output = ended.output.clone();
         record.last_evidence = Some(end.footer.clone());
         record.touch();

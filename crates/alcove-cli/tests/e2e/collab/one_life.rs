@@ -122,7 +122,11 @@ fn a_child_cut_off_by_its_turn_cap_ends_alike_on_both_faces() {
         "{}",
         results[0].1
     );
-    assert_eq!(results[2].0["status"]["agent-2"], "errored", "{}", results[2].1);
+    assert_eq!(
+        results[2].0["status"]["agent-2"], "errored",
+        "{}",
+        results[2].1
+    );
 }
 
 /// The process runner's line of the evidence footer is on the spawned
