@@ -18,7 +18,7 @@ use serde::Deserialize;
 
 use super::child::ChildRequest;
 use super::definitions::{AgentDefinition, DEFAULT_AGENT_TYPE, Definitions};
-use super::lifecycle::{Pool, SlotWait};
+use super::leases::{Pool, SlotWait};
 use super::scope::AgentScope;
 use super::start_error::StartError;
 use super::supervisor::{Supervisor, upgrade};

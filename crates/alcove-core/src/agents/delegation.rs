@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::child::{ChildRequest, label};
 use super::definitions::{AgentDefinition, DEFAULT_AGENT_TYPE};
-use super::lifecycle::{Pool, SlotWait};
+use super::leases::{Pool, SlotWait};
 use super::scope::AgentScope;
 use super::supervisor::Supervisor;
 use crate::{Approval, ApprovalRequest, Decision, Runtime};

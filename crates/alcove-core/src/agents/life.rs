@@ -23,7 +23,8 @@ use alcove_tools::ToolOutput;
 use tokio_util::sync::CancellationToken;
 
 use super::child::Child;
-use super::lifecycle::{Ended, Lease, Remote};
+use super::leases::Lease;
+use super::lifecycle::{Ended, Remote};
 use super::report::{ReportInput, footer, report};
 use super::supervisor::Supervisor;
 
@@ -209,8 +210,9 @@ fn report_input<'a>(
         warnings: &child.warnings,
         transcript: child.transcript_path(),
         tree: supervisor
+            .leases
             .tree
             .is_bounded()
-            .then(|| supervisor.tree.describe()),
+            .then(|| supervisor.leases.tree.describe()),
     }
 }

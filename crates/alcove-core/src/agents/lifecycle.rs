@@ -33,53 +33,16 @@ use std::time::{Duration, Instant};
 use alcove_protocol::{EventKind, Message, RunStatus};
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 
-use super::budget::Reservation;
 use super::child::{Child, ChildRequest};
 use super::definitions::AgentDefinition;
+use super::leases::{Lease, Pool, SlotWait};
 use super::life::{ChildLife, Face};
 use super::scope::AgentScope;
 use super::start_error::StartError;
 use super::supervisor::Supervisor;
 use crate::{AgentOutcome, HookScope, run_agent};
-
-/// Whether starting may wait for a free slot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SlotWait {
-    /// Wait (the main agent's synchronous `Agent` calls).
-    Wait,
-    /// Fail at once when none is free: a child never waits while holding a
-    /// slot (four parents waiting on four slots would deadlock), and a
-    /// spawned agent's caller goes on working.
-    Now,
-}
-
-/// Which pool of slots a child takes one from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Pool {
-    /// Synchronous `Agent` children (`agents.max_parallel`): the caller
-    /// waits for them, so one message's calls should all run in one wave.
-    Agent,
-    /// Spawned children (`agents.max_concurrent`, seed 001's limit): they
-    /// outlive the call, so fewer of them may run at once.
-    Spawned,
-}
-
-/// A slot and a share of the tree budget, held for one submission.
-pub(crate) struct Lease {
-    _permit: OwnedSemaphorePermit,
-    reservation: Reservation,
-}
-
-impl Lease {
-    /// Charges the tree what the run used, refunds the rest of its share
-    /// and gives the slot back (the permit is dropped with the lease).
-    pub(crate) fn settle(self, tokens: u64, turns: u32) {
-        self.reservation.settle(tokens, turns);
-    }
-}
 
 /// How one submission ended, whichever runner ran it.
 pub(crate) struct Ended {
@@ -128,9 +91,8 @@ pub(crate) struct Remote<'a> {
 }
 
 impl Supervisor {
-    /// Takes a slot from `pool` (waiting only with [`SlotWait::Wait`]) and
-    /// then reserves a share of the tree budget for a child whose own turn
-    /// cap is `turns`.
+    /// A lease for a child whose turn cap is `turns`, within the session's
+    /// per-child token limit (`send_input`'s next submission).
     pub(crate) async fn lease(
         &self,
         pool: Pool,
@@ -138,42 +100,9 @@ impl Supervisor {
         wait: SlotWait,
         cancel: &CancellationToken,
     ) -> Result<Lease, StartError> {
-        self.lease_within(pool, self.limits.max_tokens, turns, wait, cancel)
+        self.leases
+            .lease(pool, self.limits.max_tokens, turns, wait, cancel)
             .await
-    }
-
-    /// [`Supervisor::lease`] with a token limit of the caller's choosing.
-    async fn lease_within(
-        &self,
-        pool: Pool,
-        tokens: Option<u64>,
-        turns: u32,
-        wait: SlotWait,
-        cancel: &CancellationToken,
-    ) -> Result<Lease, StartError> {
-        let (slots, limit) = match pool {
-            Pool::Agent => (&self.agent_slots, self.limits.max_parallel),
-            Pool::Spawned => (&self.slots, self.limits.max_concurrent),
-        };
-        let limit_reached = |_| StartError::Slots { limit };
-        let permit = match wait {
-            SlotWait::Wait => tokio::select! {
-                permit = slots.clone().acquire_owned() => permit.map_err(limit_reached)?,
-                () = cancel.cancelled() => return Err(StartError::Cancelled),
-            },
-            SlotWait::Now => slots
-                .clone()
-                .try_acquire_owned()
-                .map_err(|_| StartError::Slots { limit })?,
-        };
-        let reservation = self
-            .tree
-            .reserve(tokens, turns)
-            .map_err(StartError::Budget)?;
-        Ok(Lease {
-            _permit: permit,
-            reservation,
-        })
     }
 
     /// Starts a child of the agent whose scope is `scope`: lease, build,
@@ -202,7 +131,8 @@ impl Supervisor {
             (asked, own) => asked.or(own),
         };
         let lease = self
-            .lease_within(pool, tokens, turns, wait, &scope.run.cancel)
+            .leases
+            .lease(pool, tokens, turns, wait, &scope.run.cancel)
             .await?;
         let name = self.next_child_name();
         let mut child = self

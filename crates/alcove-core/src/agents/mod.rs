@@ -10,6 +10,7 @@
 //!   record for every face and runner (the only `agent_ended` of the core).
 //! - `child`: what a child is built from (gate, tools, model, sinks).
 //! - `budget`: the budget of the whole tree.
+//! - `leases`: the slots and the tree budget a child leases for a submission.
 //! - `agent_tool`: the synchronous `Agent` tool.
 //! - `collab`: the asynchronous tools (`spawn_agent`, `send_input`, `wait`,
 //!   `close_agent`, `resume_agent`); `submission`: their runs and ends;
@@ -32,6 +33,7 @@ mod child;
 mod collab;
 mod definitions;
 mod delegation;
+mod leases;
 mod life;
 mod lifecycle;
 mod loader;

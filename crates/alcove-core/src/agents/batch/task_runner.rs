@@ -17,7 +17,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::super::child::ChildRequest;
-use super::super::lifecycle::{Pool, Remote, SlotWait};
+use super::super::leases::{Pool, SlotWait};
+use super::super::lifecycle::Remote;
 use super::super::scope::AgentScope;
 use super::super::start_error::StartError;
 use super::super::supervisor::{Supervisor, upgrade};
