@@ -29,14 +29,10 @@ use super::child::ChildRequest;
 use super::definitions::DEFAULT_AGENT_TYPE;
 use super::leases::{Pool, SlotWait};
 use super::life::{ChildLife, Face};
-use super::registry::{Record, Registry, State, next_sequence, now};
+use super::registry::{CLOSE_WAIT, Record, Registry, State, next_sequence, now};
 use super::scope::AgentScope;
 use super::supervisor::{Supervisor, upgrade};
 use crate::isolation::worktree::Worktree;
-
-/// How long `close_agent` waits for a running agent's work to stop (its
-/// commands get a grace period before they are killed).
-const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
 /// What closing an agent leaves to do once the registry's lock is
 /// released: worktrees to finish, the running submission's task to await.

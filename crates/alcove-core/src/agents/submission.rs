@@ -12,7 +12,6 @@
 //! the parent's next model request.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use alcove_protocol::{AgentPath, RunStatus};
 
@@ -26,74 +25,15 @@ impl Supervisor {
     /// to stop, so no task or process outlives the session. Returns the ids
     /// that were still running.
     pub async fn close_all(&self) -> Vec<String> {
-        let mut tasks = Vec::new();
-        let mut closed = Vec::new();
-        if let Ok(mut records) = self.registry.records.lock() {
-            for record in records.values_mut() {
-                if let Some(submission) = &mut record.running {
-                    submission.cancel.cancel();
-                    tasks.extend(submission.task.take());
-                    record.status_before_close = State::Errored;
-                    record.status = State::Closed;
-                    record.touch();
-                    closed.push(record.id.clone());
-                }
-            }
-        }
-        let _ =
-            tokio::time::timeout(Duration::from_secs(5), futures::future::join_all(tasks)).await;
+        let mut closed = self.registry.close_running().await;
         closed.extend(self.close_batches().await);
         closed
     }
 
-    /// Closes every spawned agent below `path` (its descendants spawned by
-    /// it or by them): what a child does when it ends, unless its
-    /// definition leaves them (`leaveSpawned`). Each end is recorded (as
-    /// `closed`) and its slot released once its work stops, which this
-    /// waits for (briefly), so no descendant outlives the child.
+    /// Closes every spawned agent below `path` and waits for their ends
+    /// (see `Registry::close_below`).
     pub(crate) async fn close_spawned_below(&self, path: &AgentPath) {
-        let prefix = format!("{path}/");
-        let mut tasks = Vec::new();
-        let mut worktrees = Vec::new();
-        let mut closed = false;
-        if let Ok(mut records) = self.registry.records.lock() {
-            for record in records.values_mut() {
-                if !record.child.path.as_str().starts_with(&prefix)
-                    || record.status == State::Closed
-                {
-                    continue;
-                }
-                record.status_before_close = if record.running.is_some() {
-                    State::Errored
-                } else {
-                    record.status
-                };
-                record.status = State::Closed;
-                match &mut record.running {
-                    Some(submission) => {
-                        record.last_error =
-                            Some(format!("closed: {path}, which spawned it, ended"));
-                        submission.cancel.cancel();
-                        tasks.extend(submission.task.take());
-                    }
-                    None => {
-                        // Finished below, once the lock is released.
-                        if let Some(worktree) = &record.child.worktree {
-                            worktrees.push((worktree.clone(), record.id.clone()));
-                        }
-                    }
-                }
-                record.touch();
-                closed = true;
-            }
-        }
-        super::worktree_child::finish_closed(worktrees).await;
-        if !closed {
-            return;
-        }
-        self.registry.changed.notify_waiters();
-        let _ =
-            tokio::time::timeout(Duration::from_secs(5), futures::future::join_all(tasks)).await;
+        self.registry.close_below(path).await;
     }
 
     /// Waits until no spawned agent that is running now still runs (each
@@ -103,48 +43,13 @@ impl Supervisor {
         &self,
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Option<serde_json::Value> {
-        let running: Vec<String> = self
-            .lock_records()
-            .ok()?
-            .values()
-            .filter(|record| record.running.is_some() && record.status != State::Closed)
-            .map(|record| record.id.clone())
-            .collect();
-        if running.is_empty() {
-            return None;
-        }
-        loop {
-            let changed = self.registry.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            let details: Option<serde_json::Map<String, serde_json::Value>> = {
-                let records = self.lock_records().ok()?;
-                running
-                    .iter()
-                    .map(|id| match records.get(id) {
-                        Some(record) if record.running.is_some() => None,
-                        Some(record) => Some((id.clone(), record.details())),
-                        None => Some((id.clone(), serde_json::json!({"status": "not_found"}))),
-                    })
-                    .collect()
-            };
-            if let Some(details) = details {
-                return Some(serde_json::Value::Object(details));
-            }
-            tokio::select! {
-                () = &mut changed => {}
-                () = cancel.cancelled() => return None,
-            }
-        }
+        self.registry.wait_for_running(cancel).await
     }
 
     pub(crate) fn lock_records(
         &self,
     ) -> Result<std::sync::MutexGuard<'_, std::collections::BTreeMap<String, Record>>, String> {
-        self.registry
-            .records
-            .lock()
-            .map_err(|_| "the agent registry is unavailable".to_owned())
+        self.registry.lock()
     }
 
     /// Starts a submission of `message` on agent `id` as `life` (which
