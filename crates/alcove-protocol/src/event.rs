@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Message, SharedText, Todo, Usage};
+use crate::{ChildEvidence, Message, SharedText, Todo, Usage};
 
 /// What one tool call did, as data next to the text the model reads.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -300,12 +300,20 @@ pub enum EventKind {
         description: String,
         /// How it ended.
         status: RunStatus,
-        /// Whether the parent received a usable report.
+        /// Whether it completed its task: `status` is `completed`. A run
+        /// cut short (a turn cap, a budget, a cancel, an error) is not ok,
+        /// whatever it said and whichever face started it.
         ok: bool,
         /// How many model requests it made.
         turns: u32,
         /// Tokens it used.
         usage: Usage,
+        /// Why it did not complete, when it failed or was halted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// What the harness observed it do, as data (the footer's facts).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        evidence: Option<Box<ChildEvidence>>,
     },
     /// Something worth telling the user that is not an error of the run.
     Warning {

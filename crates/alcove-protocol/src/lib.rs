@@ -13,12 +13,14 @@
 //!   transcripts and the TRACE lines are all renderings of this one stream.
 #![deny(missing_docs)]
 
+mod child_end;
 mod event;
 mod message;
 mod plan;
 mod schema;
 mod text;
 
+pub use child_end::{ChildEvidence, CommandRun, ProcessRun};
 pub use event::{AgentEvent, AgentPath, Effects, EventKind, RunStatus};
 pub use message::{ContentBlock, Message, Role, StopReason, ToolSpec, Usage};
 pub use plan::{Todo, TodoStatus, completed_count};

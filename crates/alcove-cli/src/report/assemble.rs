@@ -1,7 +1,9 @@
 //! Joining what the transcripts said into the [`Report`]: each child's
-//! start and end (from its parent's transcript) with its own lane, the
-//! evidence footers with the children they report on, the waits to start,
-//! prices, and the lanes in tree order.
+//! start and end (from its parent's transcript) with its own lane, its
+//! evidence from the end record (`agent_ended`'s typed `evidence`; the
+//! footers in its parent's tool results only for a transcript an alcove
+//! without typed evidence wrote), the waits to start, prices, and the lanes
+//! in tree order.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -58,6 +60,9 @@ impl Reader {
             )
             .max()
             .unwrap_or(report.start);
+        // Children whose end record carried typed evidence: their parents'
+        // footers are not read.
+        let mut typed: HashSet<String> = HashSet::new();
         for (path, state) in &mut lanes {
             let lane = &mut state.lane;
             lane.start = state.first_ts;
@@ -100,6 +105,13 @@ impl Reader {
                 }
                 match &child.ended {
                     Some(end) => {
+                        if end.evidence.is_some() || end.worktree.is_some() {
+                            typed.insert(path.clone());
+                            lane.evidence.clone_from(&end.evidence);
+                            if let Some(worktree) = &end.worktree {
+                                set_worktree(lane, worktree.clone());
+                            }
+                        }
                         lane.status = end.status.clone();
                         lane.end = lane.end.max(end.ts);
                         if lane.tokens.is_empty() {
@@ -159,15 +171,15 @@ impl Reader {
             let Some(child) = by_transcript.or_else(by_call) else {
                 continue;
             };
+            if typed.contains(&child) {
+                continue;
+            }
             if let Some(state) = lanes.get_mut(&child) {
                 if footer.evidence.is_some() {
                     state.lane.evidence = footer.evidence;
                 }
                 if let Some(worktree) = footer.worktree {
-                    state.lane.branch = worktree
-                        .split_once("branch: ")
-                        .map(|(_, rest)| rest.split(" |").next().unwrap_or(rest).trim().to_owned());
-                    state.lane.worktree = Some(worktree);
+                    set_worktree(&mut state.lane, worktree);
                 }
             }
         }
@@ -179,6 +191,14 @@ impl Reader {
         report.agents = depth_first(lanes, &order);
         report
     }
+}
+
+/// A worktree child's `[alcove worktree]` line and the branch it names.
+fn set_worktree(lane: &mut Lane, worktree: String) {
+    lane.branch = worktree
+        .split_once("branch: ")
+        .map(|(_, rest)| rest.split(" |").next().unwrap_or(rest).trim().to_owned());
+    lane.worktree = Some(worktree);
 }
 
 /// The lanes in tree order: each parent, then its children in the order

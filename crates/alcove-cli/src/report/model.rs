@@ -63,7 +63,8 @@ pub(crate) struct Lane {
     /// never ended.
     pub(crate) start: u64,
     pub(crate) end: u64,
-    /// The parent's `[alcove evidence]` line for it.
+    /// Its `[alcove evidence]` status line, from its end record (or, for
+    /// an older transcript, its parent's tool result).
     pub(crate) evidence: Option<String>,
     /// The worktree branch its changes were committed on, and the
     /// `[alcove worktree]` line that said so.

@@ -12,6 +12,7 @@ use crate::support::{
     wait_for_file,
 };
 
+mod one_life;
 /// Runs `alcove exec --json` with waits allowed down to 50 ms.
 mod process_runner;
 

@@ -18,7 +18,7 @@ use serde::Deserialize;
 
 use super::child::ChildRequest;
 use super::definitions::{AgentDefinition, DEFAULT_AGENT_TYPE, Definitions};
-use super::lifecycle::{Pool, SlotWait};
+use super::leases::{Pool, SlotWait};
 use super::scope::AgentScope;
 use super::start_error::StartError;
 use super::supervisor::{Supervisor, upgrade};
@@ -154,6 +154,7 @@ impl ScopedTool<AgentScope> for AgentTool {
                 .effort
                 .as_deref()
                 .and_then(|effort| alcove_model::parse_effort(effort).ok()),
+            wall: None,
         };
         // The main agent waits for a slot; a child that delegates must not
         // wait while holding one.

@@ -55,6 +55,9 @@ pub(crate) struct ChildRequest {
     pub(crate) turns: Option<u32>,
     /// The call's reasoning effort, over the definition's (validated).
     pub(crate) effort: Option<String>,
+    /// A queue's or an outside caller's own wall-clock budget for each
+    /// submission, over the definition's and `agents.timeout_secs`.
+    pub(crate) wall: Option<std::time::Duration>,
 }
 
 /// A child ready to run.
@@ -259,8 +262,9 @@ impl Supervisor {
             evidence,
             ignored_tools,
             warnings,
-            // A definition's own wall-clock budget overrides `agents.timeout_secs`.
-            timeout: definition.timeout.or(self.limits.timeout),
+            // The request's own wall-clock budget (a batch task's, an
+            // outside caller's), else the definition's, else `agents.timeout_secs`.
+            timeout: request.wall.or(definition.timeout).or(self.limits.timeout),
             parent: ParentLink {
                 runtime: scope.runtime.clone(),
                 path: scope.path().clone(),

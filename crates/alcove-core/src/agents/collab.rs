@@ -27,11 +27,16 @@ use serde_json::{Value, json};
 use super::batch::is_batch_id;
 use super::child::ChildRequest;
 use super::definitions::DEFAULT_AGENT_TYPE;
-use super::lifecycle::{Pool, SlotWait};
-use super::registry::{Record, Registry, State, next_sequence, now};
+use super::leases::{Pool, SlotWait};
+use super::life::{ChildLife, Face};
+use super::registry::{CLOSE_WAIT, Record, Registry, State, next_sequence, now};
 use super::scope::AgentScope;
 use super::supervisor::{Supervisor, upgrade};
 use crate::isolation::worktree::Worktree;
+
+/// What closing an agent leaves to do once the registry's lock is
+/// released: worktrees to finish, the running submission's task to await.
+type Closing = (Vec<(Worktree, String)>, Option<tokio::task::JoinHandle<()>>);
 
 #[derive(Deserialize, JsonSchema)]
 pub(crate) struct SpawnInput {
@@ -279,6 +284,7 @@ impl Supervisor {
             tokens: None,
             turns: None,
             effort: None,
+            wall: None,
         };
         // Spawned children outlive the call: they hang off the spawning
         // agent's run token, so interrupting that agent stops them.
@@ -295,14 +301,14 @@ impl Supervisor {
             .await
             .map_err(|reason| format!("spawn_agent failed: {reason}"))?;
         let id = started
-            .child
+            .child()
             .path
             .as_str()
             .rsplit('/')
             .next()
             .unwrap_or_default()
             .to_owned();
-        let warnings = started.child.warnings.clone();
+        let warnings = started.child().warnings.clone();
         let created_at = now();
         let record = Record {
             id: id.clone(),
@@ -320,14 +326,14 @@ impl Supervisor {
             history: Vec::new(),
             remote_session: None,
             parent_cancel,
-            child: Arc::new(started.child),
+            child: started.child().clone(),
         };
         {
             let mut records = self.lock_records()?;
             records.insert(id.clone(), record);
             Registry::evict_idle(&mut records);
         }
-        let submission_id = self.start_submission(&id, message, started.lease)?;
+        let submission_id = self.start_submission(&id, message, started)?;
         let records = self.lock_records()?;
         let record = records
             .get(&id)
@@ -372,24 +378,25 @@ impl Supervisor {
         if let Some(task) = previous_task {
             let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
         }
-        let turns = {
+        let child = {
             let records = self.lock_records()?;
             let record = records
                 .get(id)
                 .ok_or_else(|| format!("agent not found: {id}"))?;
-            record.child.run.max_turns
+            record.child.clone()
         };
         let lease = self
             .lease(
                 Pool::Spawned,
-                turns,
+                child.run.max_turns,
                 SlotWait::Now,
                 &tokio_util::sync::CancellationToken::new(),
             )
             .await
             .map_err(|reason| format!("send_input failed: {reason}"))?;
+        let life = ChildLife::new(child, lease, Face::Once);
         let submission_id = self
-            .start_submission(id, message.trim().to_owned(), lease)
+            .start_submission(id, message.trim().to_owned(), life)
             .map_err(|reason| format!("send_input failed: {reason}"))?;
         Ok(json!({"agent_id": id, "status": "running", "submission_id": submission_id}))
     }
@@ -435,17 +442,26 @@ impl Supervisor {
         Ok(json!({"agent_id": id, "status": record.status.as_str()}))
     }
 
+    /// Closes `id`: its work is cancelled and, before this returns, has
+    /// stopped (within [`CLOSE_WAIT`]) and its life has ended, so what it
+    /// held — its slot, its share of the tree budget, its processes — is
+    /// free for the caller's next call.
     async fn close(&self, id: &str) -> Result<Value, String> {
-        let finishing = self.mark_closed(id)?;
+        let (finishing, running) = self.mark_closed(id)?;
         super::worktree_child::finish_closed(finishing).await;
+        if let Some(task) = running {
+            let _ = tokio::time::timeout(CLOSE_WAIT, task).await;
+        }
         self.registry.changed.notify_waiters();
         Ok(json!({"agent_id": id, "status": "closed"}))
     }
 
     /// Marks `id` closed (cancelling its work); returns its worktree to
-    /// finish once the registry's lock is released, if it is idle.
-    fn mark_closed(&self, id: &str) -> Result<Vec<(Worktree, String)>, String> {
+    /// finish once the registry's lock is released, if it is idle, and the
+    /// task of the submission it was running, to wait for.
+    fn mark_closed(&self, id: &str) -> Result<Closing, String> {
         let mut finishing = Vec::new();
+        let mut running = None;
         let mut records = self.lock_records()?;
         let record = records
             .get_mut(id)
@@ -461,8 +477,9 @@ impl Supervisor {
                 record.last_error = Some("closed while running".to_owned());
             }
             record.touch();
-            if let Some(submission) = &record.running {
+            if let Some(submission) = &mut record.running {
                 submission.cancel.cancel();
+                running = submission.task.take();
             } else if let Some(worktree) = &record.child.worktree {
                 // Nothing writes there any more: commit and remove the
                 // folder, once the lock is released.
@@ -474,6 +491,6 @@ impl Supervisor {
             }
         }
         Registry::evict_idle(&mut records);
-        Ok(finishing)
+        Ok((finishing, running))
     }
 }

@@ -1,6 +1,6 @@
 //! A child a front end starts for an outside caller (`alcove mcp serve`'s
 //! `delegate`), not for a model's tool call: the same life as an `Agent`
-//! call's (`Supervisor::start_child`, `ChildRun::finish`: slot, tree budget,
+//! call's (`Supervisor::start_child`, `ChildLife::finish`: slot, tree budget,
 //! announce, budgets, panic capture, one end record), with the caller's own
 //! turn, token and wall-time caps, and the end kept as data beside the
 //! report the parent would read.
@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::child::{ChildRequest, label};
 use super::definitions::{AgentDefinition, DEFAULT_AGENT_TYPE};
-use super::lifecycle::{Pool, SlotWait};
+use super::leases::{Pool, SlotWait};
 use super::scope::AgentScope;
 use super::supervisor::Supervisor;
 use crate::{Approval, ApprovalRequest, Decision, Runtime};
@@ -143,8 +143,9 @@ impl Supervisor {
             tokens: request.max_tokens,
             turns: request.max_turns,
             effort,
+            wall: request.wall,
         };
-        let mut started = self
+        let started = self
             .start_child(
                 &scope,
                 call_id,
@@ -155,24 +156,21 @@ impl Supervisor {
             )
             .await
             .map_err(|reason| reason.to_string())?;
-        if let Some(wall) = request.wall {
-            started.child.timeout = Some(wall);
-        }
         let branch = started
-            .child
+            .child()
             .worktree
             .as_ref()
             .map(|worktree| worktree.branch().to_owned());
-        let end = started.finish(self, request.prompt).await;
+        let end = started.finish(self, request.prompt, None).await;
         let outcome = &end.ended.outcome;
         Ok(DelegationEnd {
             child: end.child.path.clone(),
             status: outcome.status,
             // The branch survives only when the child changed something;
             // the worktree's evidence line names it then.
-            worktree_branch: branch.filter(|branch| end.output.content.contains(branch.as_str())),
-            report: end.output.content,
-            is_error: end.output.is_error,
+            worktree_branch: branch.filter(|branch| end.report.content.contains(branch.as_str())),
+            report: end.report.content,
+            is_error: end.report.is_error,
             evidence: end.child.evidence.to_json(),
             usage: outcome.usage,
             turns: outcome.turns,

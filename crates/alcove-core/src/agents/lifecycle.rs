@@ -1,4 +1,7 @@
-//! A child's life, one path for both faces of delegation (and for a queue).
+//! Starting and running a child: the lease (a slot and a share of the tree
+//! budget), building and announcing it, and running one submission under
+//! its budgets on the in-process loop or the process runner. What owns a
+//! child from its lease to its one end record is `life` ([`ChildLife`]):
 //!
 //! ```text
 //!             Agent (await)          spawn_agent (register)     send_input (continue)
@@ -12,16 +15,14 @@
 //!   run_submission: run ─ turns, tokens (the lease's share), wall clock;
 //!                   │     a panic becomes `failed`; in-process or the process runner
 //!                   │     (a layer below: the shares travel with the command as
-//!                   │     its charter and are enforced from outside too)
+//!                   │     its charter and are enforced from outside too; its
+//!                   │     `stop` — Slurm's `scancel` — runs here, slot still held)
 //!                   │                      |                          |
-//!                 settle ─ the tree is charged what was used, the rest refunded;
-//!                   │     the slot is released
-//!                   │                      |                          |
-//!   end:          agent_ended, exactly once per submission ─ report (Agent) or
-//!                 record + notice + wake `wait` (spawned)
+//!   ChildLife::live: close descendants, worktree, settle (the tree charged,
+//!                   │     the slot released), then the one end record
 //! ```
 //!
-//! `Supervisor::start_child` and `run_submission` are the API a batch
+//! `Supervisor::start_child` and `ChildLife::live` are the API a batch
 //! queue builds on: start many children (each takes its lease, so the
 //! queue is bounded by the same slots and tree budget), then run each.
 
@@ -30,55 +31,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alcove_protocol::{EventKind, Message, RunStatus};
-use alcove_tools::ToolOutput;
 use futures::FutureExt;
-use tokio::sync::OwnedSemaphorePermit;
+use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use super::budget::Reservation;
 use super::child::{Child, ChildRequest};
 use super::definitions::AgentDefinition;
-use super::report::{ReportInput, report};
+use super::leases::{Lease, Pool, SlotWait};
+use super::life::{ChildLife, Face};
 use super::scope::AgentScope;
 use super::start_error::StartError;
 use super::supervisor::Supervisor;
 use crate::{AgentOutcome, HookScope, run_agent};
-
-/// Whether starting may wait for a free slot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SlotWait {
-    /// Wait (the main agent's synchronous `Agent` calls).
-    Wait,
-    /// Fail at once when none is free: a child never waits while holding a
-    /// slot (four parents waiting on four slots would deadlock), and a
-    /// spawned agent's caller goes on working.
-    Now,
-}
-
-/// Which pool of slots a child takes one from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Pool {
-    /// Synchronous `Agent` children (`agents.max_parallel`): the caller
-    /// waits for them, so one message's calls should all run in one wave.
-    Agent,
-    /// Spawned children (`agents.max_concurrent`, seed 001's limit): they
-    /// outlive the call, so fewer of them may run at once.
-    Spawned,
-}
-
-/// A slot and a share of the tree budget, held for one submission.
-pub(crate) struct Lease {
-    _permit: OwnedSemaphorePermit,
-    reservation: Reservation,
-}
-
-/// A child that holds its lease and was announced; run it with
-/// [`ChildRun::run_to_end`] (the `Agent` face) or hand its parts to the
-/// registry (`spawn_agent`).
-pub(crate) struct ChildRun {
-    pub(crate) child: Child,
-    pub(crate) lease: Lease,
-}
 
 /// How one submission ended, whichever runner ran it.
 pub(crate) struct Ended {
@@ -96,6 +60,14 @@ pub(crate) struct Ended {
     /// alcove session it ran, or, for a command that reported no usage,
     /// what bounded it.
     pub(crate) remote_note: Option<String>,
+    /// How the process runner ran it, when it did.
+    pub(crate) process: Option<alcove_protocol::ProcessRun>,
+}
+
+/// What the process runner runs, once its stop is set apart.
+struct RemoteCall<'a> {
+    command: &'a str,
+    session: Option<&'a str>,
 }
 
 /// What the runner below the lifecycle returned.
@@ -113,12 +85,14 @@ struct Worked {
 pub(crate) struct Remote<'a> {
     pub(crate) command: &'a str,
     pub(crate) session: Option<&'a str>,
+    /// What the runner does once the command ended and before the slot is
+    /// released (a Slurm job step cancelled with `scancel`).
+    pub(crate) stop: Option<BoxFuture<'a, ()>>,
 }
 
 impl Supervisor {
-    /// Takes a slot from `pool` (waiting only with [`SlotWait::Wait`]) and
-    /// then reserves a share of the tree budget for a child whose own turn
-    /// cap is `turns`.
+    /// A lease for a child whose turn cap is `turns`, within the session's
+    /// per-child token limit (`send_input`'s next submission).
     pub(crate) async fn lease(
         &self,
         pool: Pool,
@@ -126,42 +100,9 @@ impl Supervisor {
         wait: SlotWait,
         cancel: &CancellationToken,
     ) -> Result<Lease, StartError> {
-        self.lease_within(pool, self.limits.max_tokens, turns, wait, cancel)
+        self.leases
+            .lease(pool, self.limits.max_tokens, turns, wait, cancel)
             .await
-    }
-
-    /// [`Supervisor::lease`] with a token limit of the caller's choosing.
-    async fn lease_within(
-        &self,
-        pool: Pool,
-        tokens: Option<u64>,
-        turns: u32,
-        wait: SlotWait,
-        cancel: &CancellationToken,
-    ) -> Result<Lease, StartError> {
-        let (slots, limit) = match pool {
-            Pool::Agent => (&self.agent_slots, self.limits.max_parallel),
-            Pool::Spawned => (&self.slots, self.limits.max_concurrent),
-        };
-        let limit_reached = |_| StartError::Slots { limit };
-        let permit = match wait {
-            SlotWait::Wait => tokio::select! {
-                permit = slots.clone().acquire_owned() => permit.map_err(limit_reached)?,
-                () = cancel.cancelled() => return Err(StartError::Cancelled),
-            },
-            SlotWait::Now => slots
-                .clone()
-                .try_acquire_owned()
-                .map_err(|_| StartError::Slots { limit })?,
-        };
-        let reservation = self
-            .tree
-            .reserve(tokens, turns)
-            .map_err(StartError::Budget)?;
-        Ok(Lease {
-            _permit: permit,
-            reservation,
-        })
     }
 
     /// Starts a child of the agent whose scope is `scope`: lease, build,
@@ -174,7 +115,7 @@ impl Supervisor {
         request: &ChildRequest,
         (pool, wait): (Pool, SlotWait),
         cancel: CancellationToken,
-    ) -> Result<ChildRun, StartError> {
+    ) -> Result<ChildLife, StartError> {
         if scope.depth() >= self.limits.max_depth {
             return Err(StartError::Depth {
                 max: self.limits.max_depth,
@@ -190,7 +131,8 @@ impl Supervisor {
             (asked, own) => asked.or(own),
         };
         let lease = self
-            .lease_within(pool, tokens, turns, wait, &scope.run.cancel)
+            .leases
+            .lease(pool, tokens, turns, wait, &scope.run.cancel)
             .await?;
         let name = self.next_child_name();
         let mut child = self
@@ -227,16 +169,17 @@ impl Supervisor {
                 agent_type: Some(&child.agent_type),
             })
             .await;
-        Ok(ChildRun { child, lease })
+        Ok(ChildLife::new(Arc::new(child), lease, Face::Once))
     }
 
     /// Runs one submission of `child` under its budgets (turns and tokens as
-    /// the lease allows, the wall clock), turning a panic into a failure; the
-    /// lease is settled and released before it returns.
+    /// `lease` allows, the wall clock), turning a panic into a failure. The
+    /// lease is still held when it returns: the runner's `stop` has run,
+    /// and [`ChildLife::live`] settles it.
     pub(crate) async fn run_submission(
         &self,
         child: &Child,
-        lease: Lease,
+        lease: &Lease,
         history: Vec<Message>,
         message: String,
         cancel: &CancellationToken,
@@ -247,6 +190,16 @@ impl Supervisor {
         run.cancel = cancel.clone();
         run.max_turns = lease.reservation.turns;
         run.token_budget = lease.reservation.tokens;
+        // The stop apart: a future is not shared, the rest is borrowed
+        // while the run runs.
+        let (remote, stop) = match remote {
+            Some(Remote {
+                command,
+                session,
+                stop,
+            }) => (Some(RemoteCall { command, session }), stop),
+            None => (None, None),
+        };
         let work = async {
             match &remote {
                 Some(remote) => Some(self.run_remote(child, &run, remote, &message).await),
@@ -283,6 +236,11 @@ impl Supervisor {
             },
             None => work.await,
         };
+        // A remote runner's own stop (Slurm: `scancel`, then wait until
+        // the job is gone) while the slot is held.
+        if let Some(stop) = stop {
+            stop.await;
+        }
         // The commands it left running in the background end with it (its
         // descendants' end with each of them).
         child
@@ -338,12 +296,11 @@ impl Supervisor {
                 ),
             }
         });
-        let Lease {
-            _permit,
-            reservation,
-        } = lease;
-        reservation.settle(outcome.usage.budget_tokens(), outcome.turns);
         let output = output.or_else(|| outcome.last_text());
+        let process = remote.as_ref().map(|_| alcove_protocol::ProcessRun {
+            session: remote_session.clone(),
+            metered,
+        });
         Ended {
             outcome,
             output,
@@ -352,22 +309,7 @@ impl Supervisor {
             elapsed: started.elapsed(),
             max_turns: run.max_turns,
             remote_note,
-        }
-    }
-
-    /// What the report of a run's end is built from, the same for both
-    /// faces (`Agent`'s result, `wait`'s `evidence`).
-    pub(crate) fn report_input<'a>(&self, child: &'a Child, ended: &'a Ended) -> ReportInput<'a> {
-        ReportInput {
-            description: &child.label,
-            outcome: &ended.outcome,
-            max_turns: ended.max_turns,
-            budget_note: ended.budget_note.clone(),
-            elapsed: ended.elapsed,
-            ignored_tools: &child.ignored_tools,
-            warnings: &child.warnings,
-            transcript: child.transcript_path(),
-            tree: self.tree.is_bounded().then(|| self.tree.describe()),
+            process,
         }
     }
 
@@ -379,7 +321,7 @@ impl Supervisor {
         &self,
         child: &Child,
         run: &crate::AgentRun,
-        remote: &Remote<'_>,
+        remote: &RemoteCall<'_>,
         message: &str,
     ) -> Worked {
         let charter = crate::Charter {
@@ -464,68 +406,6 @@ impl Drop for ChildTask {
     fn drop(&mut self) {
         self.0.abort();
     }
-}
-
-impl ChildRun {
-    /// The `Agent` face: runs the prompt to the end, records the end once,
-    /// and returns the report the parent reads.
-    pub(crate) async fn run_to_end(self, supervisor: &Supervisor, prompt: String) -> ToolOutput {
-        self.finish(supervisor, prompt).await.output
-    }
-
-    /// [`ChildRun::run_to_end`], keeping what a queue records besides the
-    /// report: how the run ended and the child (evidence, transcript).
-    pub(crate) async fn finish(self, supervisor: &Supervisor, prompt: String) -> ChildEnd {
-        self.finish_on(supervisor, prompt, None).await
-    }
-
-    /// [`ChildRun::finish`], run by `remote` (the process runner) when given.
-    pub(crate) async fn finish_on(
-        self,
-        supervisor: &Supervisor,
-        prompt: String,
-        remote: Option<Remote<'_>>,
-    ) -> ChildEnd {
-        let ChildRun { child, lease } = self;
-        let cancel = child.run.cancel.clone();
-        let ended = supervisor
-            .run_submission(&child, lease, Vec::new(), prompt, &cancel, remote)
-            .await;
-        if !child.leave_spawned {
-            supervisor.close_spawned_below(&child.path).await;
-        }
-        let mut output = report(&supervisor.report_input(&child, &ended), &child.evidence);
-        if let Some(line) = &ended.remote_note {
-            output.content.push('\n');
-            output.content.push_str(line);
-        }
-        if let Some(worktree) = &child.worktree {
-            let line = super::worktree_child::finish(worktree, &child.label).await;
-            output.content.push('\n');
-            output.content.push_str(&line);
-        }
-        supervisor.running.remove(&child.path);
-        child.parent.emit(EventKind::AgentEnded {
-            child: child.path.clone(),
-            description: child.label.clone(),
-            status: ended.outcome.status,
-            ok: !output.is_error,
-            turns: ended.outcome.turns,
-            usage: ended.outcome.usage,
-        });
-        ChildEnd {
-            output,
-            ended,
-            child,
-        }
-    }
-}
-
-/// How a child run to its end ended (see [`ChildRun::finish`]).
-pub(crate) struct ChildEnd {
-    pub(crate) output: ToolOutput,
-    pub(crate) ended: Ended,
-    pub(crate) child: Child,
 }
 
 fn panicked() -> AgentOutcome {

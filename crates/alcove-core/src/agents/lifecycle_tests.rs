@@ -300,7 +300,7 @@ async fn a_panicking_child_fails_and_ends_once_in_both_faces() {
     assert_eq!(h.events.count("agent_started"), 2);
     assert_eq!(h.events.count("agent_ended"), 2);
     assert_eq!(
-        h.supervisor.slots.available_permits(),
+        h.supervisor.leases.spawned.available_permits(),
         4,
         "every slot came back"
     );

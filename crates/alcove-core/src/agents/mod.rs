@@ -4,10 +4,13 @@
 //! - `supervisor`: what a session's delegations share (limits, slots,
 //!   definitions, naming, the registry, the tree budget).
 //! - `scope`: the caller's wiring, lent to a delegation tool per call.
-//! - `lifecycle`: a child's one life for both faces (lease, announce, run
-//!   under budgets, panic capture, one end record, release).
+//! - `lifecycle`: starting a child (lease, build, announce) and running one
+//!   submission under its budgets (panic capture, the runner's stop).
+//! - `life`: `ChildLife`, which owns a child from its lease to its one end
+//!   record for every face and runner (the only `agent_ended` of the core).
 //! - `child`: what a child is built from (gate, tools, model, sinks).
 //! - `budget`: the budget of the whole tree.
+//! - `leases`: the slots and the tree budget a child leases for a submission.
 //! - `agent_tool`: the synchronous `Agent` tool.
 //! - `collab`: the asynchronous tools (`spawn_agent`, `send_input`, `wait`,
 //!   `close_agent`, `resume_agent`); `submission`: their runs and ends;
@@ -33,6 +36,8 @@ mod collab;
 mod definitions;
 mod delegation;
 mod host_runs;
+mod leases;
+mod life;
 mod lifecycle;
 mod loader;
 mod process_runner;

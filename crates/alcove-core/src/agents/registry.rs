@@ -1,8 +1,12 @@
 //! The registry of spawned agents and their state machine (seed 001, with
 //! the truth recorded where the seed's source bent it).
 //!
-//! States: `running`, `completed`, `errored`, `closed` (plus `not_found`,
-//! reported by `wait` only). A record outlives its submissions: it keeps
+//! The supervisor's room for spawned agents: their records, `wait`'s
+//! wake-ups, closing those below an agent that ended (or all, at the end) and
+//! waiting for those still running.
+//!
+//! States: `running`, `completed`, `errored`, `cancelled`, `closed` (plus
+//! `not_found`, reported by `wait` only). A record outlives its submissions: it keeps
 //! the child's conversation, so `send_input` to a finished agent continues
 //! it. Every transition wakes waiters; `wait` never polls.
 //!
@@ -16,7 +20,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use alcove_protocol::Message;
+use alcove_protocol::{AgentPath, Message};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -26,6 +30,10 @@ use super::child::Child;
 
 /// How many records that are not running a session keeps addressable.
 pub(crate) const RETAINED_IDLE: usize = 64;
+
+/// How long closing waits for a running agent's work to stop (its commands
+/// get a grace period before they are killed).
+pub(crate) const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
 /// An agent's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,6 +229,126 @@ impl Registry {
             details,
             timed_out: false,
         })
+    }
+}
+
+impl Registry {
+    /// The records, or why they cannot be read.
+    pub(crate) fn lock(
+        &self,
+    ) -> Result<std::sync::MutexGuard<'_, BTreeMap<String, Record>>, String> {
+        self.records
+            .lock()
+            .map_err(|_| "the agent registry is unavailable".to_owned())
+    }
+
+    /// Closes every agent still running and waits (at most
+    /// [`CLOSE_WAIT`]) for their lives to end. Returns their ids.
+    pub(crate) async fn close_running(&self) -> Vec<String> {
+        let mut tasks = Vec::new();
+        let mut closed = Vec::new();
+        if let Ok(mut records) = self.records.lock() {
+            for record in records.values_mut() {
+                if let Some(submission) = &mut record.running {
+                    submission.cancel.cancel();
+                    tasks.extend(submission.task.take());
+                    record.status_before_close = State::Errored;
+                    record.status = State::Closed;
+                    record.touch();
+                    closed.push(record.id.clone());
+                }
+            }
+        }
+        let _ = tokio::time::timeout(CLOSE_WAIT, futures::future::join_all(tasks)).await;
+        closed
+    }
+
+    /// Closes every spawned agent below `path` (its descendants spawned by
+    /// it or by them): what a child does when it ends, unless its
+    /// definition leaves them (`leaveSpawned`). Each end is recorded (as
+    /// `closed`) and its slot released once its work stops, which this
+    /// waits for (at most [`CLOSE_WAIT`]), so no descendant outlives the child.
+    pub(crate) async fn close_below(&self, path: &AgentPath) {
+        let prefix = format!("{path}/");
+        let mut tasks = Vec::new();
+        let mut worktrees = Vec::new();
+        let mut closed = false;
+        if let Ok(mut records) = self.records.lock() {
+            for record in records.values_mut() {
+                if !record.child.path.as_str().starts_with(&prefix)
+                    || record.status == State::Closed
+                {
+                    continue;
+                }
+                record.status_before_close = if record.running.is_some() {
+                    State::Errored
+                } else {
+                    record.status
+                };
+                record.status = State::Closed;
+                match &mut record.running {
+                    Some(submission) => {
+                        record.last_error =
+                            Some(format!("closed: {path}, which spawned it, ended"));
+                        submission.cancel.cancel();
+                        tasks.extend(submission.task.take());
+                    }
+                    None => {
+                        // Finished below, once the lock is released.
+                        if let Some(worktree) = &record.child.worktree {
+                            worktrees.push((worktree.clone(), record.id.clone()));
+                        }
+                    }
+                }
+                record.touch();
+                closed = true;
+            }
+        }
+        super::worktree_child::finish_closed(worktrees).await;
+        if !closed {
+            return;
+        }
+        self.changed.notify_waiters();
+        let _ = tokio::time::timeout(CLOSE_WAIT, futures::future::join_all(tasks)).await;
+    }
+
+    /// Waits until no agent that is running now still runs, or until
+    /// `cancel` fires. Returns what `wait` would say of them, or `None`
+    /// when none was running.
+    pub(crate) async fn wait_for_running(&self, cancel: &CancellationToken) -> Option<Value> {
+        let running: Vec<String> = self
+            .lock()
+            .ok()?
+            .values()
+            .filter(|record| record.running.is_some() && record.status != State::Closed)
+            .map(|record| record.id.clone())
+            .collect();
+        if running.is_empty() {
+            return None;
+        }
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let details: Option<serde_json::Map<String, Value>> = {
+                let records = self.lock().ok()?;
+                running
+                    .iter()
+                    .map(|id| match records.get(id) {
+                        Some(record) if record.running.is_some() => None,
+                        Some(record) => Some((id.clone(), record.details())),
+                        None => Some((id.clone(), json!({"status": "not_found"}))),
+                    })
+                    .collect()
+            };
+            if let Some(details) = details {
+                return Some(Value::Object(details));
+            }
+            tokio::select! {
+                () = &mut changed => {}
+                () = cancel.cancelled() => return None,
+            }
+        }
     }
 }
 

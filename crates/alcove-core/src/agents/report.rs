@@ -64,6 +64,25 @@ impl Evidence {
         })
     }
 
+    /// What was seen so far, into the typed record: tool calls, files
+    /// read and written, commands with how they ended.
+    pub(crate) fn fill(&self, record: &mut alcove_protocol::ChildEvidence) {
+        let Ok(state) = self.state.lock() else {
+            return;
+        };
+        record.tool_calls = state.calls;
+        record.files_read = state.read.iter().cloned().collect();
+        record.files_written = state.wrote.iter().cloned().collect();
+        record.commands = state
+            .commands
+            .iter()
+            .map(|(command, result)| alcove_protocol::CommandRun {
+                command: command.clone(),
+                result: result.clone(),
+            })
+            .collect();
+    }
+
     /// Forgets what was seen: a spawned agent's next submission reports
     /// its own calls only.
     pub(crate) fn reset(&self) {
@@ -145,10 +164,10 @@ pub(crate) struct ReportInput<'a> {
     pub(crate) tree: Option<String>,
 }
 
-/// Builds the tool result the parent sees.
-pub(crate) fn report(input: &ReportInput<'_>, evidence: &Evidence) -> ToolOutput {
+/// Builds the tool result the parent sees: the child's words (or why
+/// there are none), then `footer` (the harness's lines).
+pub(crate) fn report(input: &ReportInput<'_>, footer: &str) -> ToolOutput {
     let outcome = input.outcome;
-    let footer = footer(input, evidence);
     let summary = outcome.last_text();
     let status = outcome.status;
     match (status, summary) {

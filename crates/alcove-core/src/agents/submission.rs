@@ -1,24 +1,23 @@
-//! Submissions of spawned agents: running one on its lease, with the
-//! in-process or the process runner, and recording how it ended.
+//! Submissions of spawned agents: starting one on its lease as a
+//! [`ChildLife`] (in-process or the process runner), and the registry's
+//! record of how it ended.
 //!
 //! The state machine's transitions live here: `running` on start; on the
 //! end `completed`, or `errored` (failed, panicked, interrupted, cut short),
-//! or — when the agent was closed meanwhile — `closed`, whatever the run
-//! said. Every end is recorded exactly once (the task always reaches
-//! `finish_submission`: `run_submission` catches panics), wakes `wait` and,
-//! unless the parent closed the agent itself, leaves a notification for the
-//! parent's next model request.
+//! `cancelled` (stopped alone by a front end) or — when the agent was
+//! closed meanwhile — `closed`, whatever the run said. The life records
+//! every end exactly once (`record_submission_end`, unless a newer
+//! submission replaced it), then emits `agent_ended` and wakes `wait`;
+//! unless the parent closed the agent itself, a notification is left for
+//! the parent's next model request.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use alcove_protocol::{EventKind, RunStatus};
+use alcove_protocol::{AgentPath, RunStatus};
 
-use alcove_protocol::AgentPath;
-
-use super::lifecycle::{Ended, Lease, Remote};
+use super::life::{ChildEnd, ChildLife, Work};
+use super::lifecycle::Remote;
 use super::registry::{Record, State, Submission};
-use super::report::footer;
 use super::supervisor::Supervisor;
 
 impl Supervisor {
@@ -26,75 +25,16 @@ impl Supervisor {
     /// to stop, so no task or process outlives the session. Returns the ids
     /// that were still running.
     pub async fn close_all(&self) -> Vec<String> {
-        let mut tasks = Vec::new();
-        let mut closed = Vec::new();
-        if let Ok(mut records) = self.registry.records.lock() {
-            for record in records.values_mut() {
-                if let Some(submission) = &mut record.running {
-                    submission.cancel.cancel();
-                    tasks.extend(submission.task.take());
-                    record.status_before_close = State::Errored;
-                    record.status = State::Closed;
-                    record.touch();
-                    closed.push(record.id.clone());
-                }
-            }
-        }
-        let _ =
-            tokio::time::timeout(Duration::from_secs(5), futures::future::join_all(tasks)).await;
+        let mut closed = self.registry.close_running().await;
         closed.extend(self.close_batches().await);
         closed.extend(self.host_runs.close_all().await);
         closed
     }
 
-    /// Closes every spawned agent below `path` (its descendants spawned by
-    /// it or by them): what a child does when it ends, unless its
-    /// definition leaves them (`leaveSpawned`). Each end is recorded (as
-    /// `closed`) and its slot released once its work stops, which this
-    /// waits for (briefly), so no descendant outlives the child.
+    /// Closes every spawned agent below `path` and waits for their ends
+    /// (see `Registry::close_below`).
     pub(crate) async fn close_spawned_below(&self, path: &AgentPath) {
-        let prefix = format!("{path}/");
-        let mut tasks = Vec::new();
-        let mut worktrees = Vec::new();
-        let mut closed = false;
-        if let Ok(mut records) = self.registry.records.lock() {
-            for record in records.values_mut() {
-                if !record.child.path.as_str().starts_with(&prefix)
-                    || record.status == State::Closed
-                {
-                    continue;
-                }
-                record.status_before_close = if record.running.is_some() {
-                    State::Errored
-                } else {
-                    record.status
-                };
-                record.status = State::Closed;
-                match &mut record.running {
-                    Some(submission) => {
-                        record.last_error =
-                            Some(format!("closed: {path}, which spawned it, ended"));
-                        submission.cancel.cancel();
-                        tasks.extend(submission.task.take());
-                    }
-                    None => {
-                        // Finished below, once the lock is released.
-                        if let Some(worktree) = &record.child.worktree {
-                            worktrees.push((worktree.clone(), record.id.clone()));
-                        }
-                    }
-                }
-                record.touch();
-                closed = true;
-            }
-        }
-        super::worktree_child::finish_closed(worktrees).await;
-        if !closed {
-            return;
-        }
-        self.registry.changed.notify_waiters();
-        let _ =
-            tokio::time::timeout(Duration::from_secs(5), futures::future::join_all(tasks)).await;
+        self.registry.close_below(path).await;
     }
 
     /// Waits until no spawned agent that is running now still runs (each
@@ -104,57 +44,22 @@ impl Supervisor {
         &self,
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Option<serde_json::Value> {
-        let running: Vec<String> = self
-            .lock_records()
-            .ok()?
-            .values()
-            .filter(|record| record.running.is_some() && record.status != State::Closed)
-            .map(|record| record.id.clone())
-            .collect();
-        if running.is_empty() {
-            return None;
-        }
-        loop {
-            let changed = self.registry.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            let details: Option<serde_json::Map<String, serde_json::Value>> = {
-                let records = self.lock_records().ok()?;
-                running
-                    .iter()
-                    .map(|id| match records.get(id) {
-                        Some(record) if record.running.is_some() => None,
-                        Some(record) => Some((id.clone(), record.details())),
-                        None => Some((id.clone(), serde_json::json!({"status": "not_found"}))),
-                    })
-                    .collect()
-            };
-            if let Some(details) = details {
-                return Some(serde_json::Value::Object(details));
-            }
-            tokio::select! {
-                () = &mut changed => {}
-                () = cancel.cancelled() => return None,
-            }
-        }
+        self.registry.wait_for_running(cancel).await
     }
 
     pub(crate) fn lock_records(
         &self,
     ) -> Result<std::sync::MutexGuard<'_, std::collections::BTreeMap<String, Record>>, String> {
-        self.registry
-            .records
-            .lock()
-            .map_err(|_| "the agent registry is unavailable".to_owned())
+        self.registry.lock()
     }
 
-    /// Starts a submission of `message` on agent `id` holding `lease`: marks
-    /// it running and launches the runner.
+    /// Starts a submission of `message` on agent `id` as `life` (which
+    /// holds the lease): marks it running and launches the life.
     pub(crate) fn start_submission(
         self: &Arc<Self>,
         id: &str,
         message: String,
-        lease: Lease,
+        life: ChildLife,
     ) -> Result<String, String> {
         let submission_id = uuid::Uuid::new_v4().to_string();
         let mut records = self.lock_records()?;
@@ -166,31 +71,26 @@ impl Supervisor {
         record.last_message = message.clone();
         record.last_submission_id = Some(submission_id.clone());
         record.touch();
-        let child = record.child.clone();
         // Each submission's footer reports that submission's calls.
-        child.evidence.reset();
+        life.child().evidence.reset();
         let history = std::mem::take(&mut record.history);
         let remote_session = record.remote_session.clone();
         let supervisor = self.clone();
-        let (agent_id, sub_id, task_cancel) =
-            (id.to_owned(), submission_id.clone(), cancel.clone());
+        let life = life.spawned(id, &submission_id);
+        let task_cancel = cancel.clone();
         let task = tokio::spawn(async move {
             let remote = supervisor.command.as_deref().map(|command| Remote {
                 command,
                 session: remote_session.as_deref(),
+                stop: None,
             });
-            let mut ended = supervisor
-                .run_submission(&child, lease, history, message, &task_cancel, remote)
-                .await;
-            if !child.leave_spawned {
-                supervisor.close_spawned_below(&child.path).await;
-            }
-            if let Some(worktree) = &child.worktree {
-                let line = super::worktree_child::checkpoint(worktree, &child.label).await;
-                ended.output = Some(format!("{}\n\n{line}", ended.output.unwrap_or_default()));
-            }
-            let evidence = footer(&supervisor.report_input(&child, &ended), &child.evidence);
-            supervisor.finish_submission(&agent_id, &sub_id, ended, evidence);
+            let work = Work {
+                history,
+                message,
+                cancel: task_cancel,
+                remote,
+            };
+            life.live(&supervisor, work).await;
         });
         record.running = Some(Submission {
             id: submission_id.clone(),
@@ -202,8 +102,10 @@ impl Supervisor {
         Ok(submission_id)
     }
 
-    /// Records how a submission ended, unless a newer one replaced it.
-    fn finish_submission(&self, id: &str, submission_id: &str, ended: Ended, evidence: String) {
+    /// Records in the registry how a submission ended, unless a newer one
+    /// replaced it (its life emits `agent_ended` either way). The
+    /// conversation moves from `end` to the record, for the next submission.
+    pub(crate) fn record_submission_end(&self, id: &str, submission_id: &str, end: &mut ChildEnd) {
         let Ok(mut records) = self.registry.records.lock() else {
             return;
         };
@@ -220,11 +122,15 @@ impl Supervisor {
         let (interrupted, cancelled) = record.running.take().map_or((false, false), |running| {
             (running.interrupted, running.cancelled)
         });
-        let outcome = ended.outcome;
-        record.history = outcome.messages;
-        record.remote_session = ended.remote_session.or(record.remote_session.take());
-        record.last_output = ended.output;
-        record.last_evidence = Some(evidence);
+        let ended = &mut end.ended;
+        let outcome = &mut ended.outcome;
+        record.history = std::mem::take(&mut outcome.messages);
+        record.remote_session = ended
+            .remote_session
+            .clone()
+            .or(record.remote_session.take());
+        record.last_output = ended.output.clone();
+        record.last_evidence = Some(end.footer.clone());
         record.touch();
         let (state, error) = if record.status == State::Closed {
             (State::Closed, Some("closed while running".to_owned()))
@@ -247,16 +153,14 @@ impl Supervisor {
                     )),
                 ),
                 RunStatus::Aborted => (State::Errored, Some("aborted".to_owned())),
-                RunStatus::Failed | RunStatus::Halted => {
-                    (State::Errored, outcome.error.or(Some("failed".to_owned())))
-                }
+                RunStatus::Failed | RunStatus::Halted => (
+                    State::Errored,
+                    outcome.error.clone().or(Some("failed".to_owned())),
+                ),
             }
         };
         record.status = state;
         record.last_error = error;
-        let parent = record.child.parent.clone();
-        let path = record.child.path.clone();
-        let description = record.child.label.clone();
         let first_line = record
             .last_output
             .as_deref()
@@ -266,14 +170,11 @@ impl Supervisor {
             .chars()
             .take(200)
             .collect::<String>();
-        let notify = state != State::Closed;
-        // Between submissions nothing of it runs: a front end's cancel finds
-        // its next submission through the registry.
-        self.running.remove(&path);
         let transcript = record.child.transcript.clone();
         // The notice is left while the final state is still locked: a
         // `wait` that sees the state (woken or not) finds the notice too.
-        if notify {
+        if state != State::Closed {
+            let parent = &record.child.parent;
             parent.runtime.inbox.push(
                 &parent.path,
                 format!("agent {id} {}: {first_line}", state.as_str()),
@@ -284,14 +185,5 @@ impl Supervisor {
         if let Some(transcript) = transcript {
             transcript.release();
         }
-        parent.emit(EventKind::AgentEnded {
-            child: path,
-            description,
-            status: outcome.status,
-            ok: state == State::Completed,
-            turns: outcome.turns,
-            usage: outcome.usage,
-        });
-        self.registry.changed.notify_waiters();
     }
 }

@@ -1,11 +1,11 @@
 //! The per-session supervisor: what every delegation of a session shares.
 //!
-//! Limits (depth, turns, concurrency, budgets and the tree budget), the
-//! definitions registry, the concurrency slots (released by RAII whatever
-//! way a run ends), child naming, where child transcripts go, how a child
-//! gets a different model, and the registry of spawned agents. Nothing
-//! per-agent lives here: a delegation tool learns who called it from the
-//! scope dispatch lends it (`scope`), and a child's life is `lifecycle`'s.
+//! Limits (depth, turns, concurrency, budgets), the definitions registry,
+//! the slots and the tree budget (a room of their own, `leases`), child
+//! naming, where child transcripts go, how a child gets a different model,
+//! and the registry of spawned agents. Nothing per-agent lives here: a
+//! delegation tool learns who called it from the scope dispatch lends it
+//! (`scope`), and a child's life is its `ChildLife`'s (`life`).
 //! Both faces — `Agent` (synchronous) and the collab tools (asynchronous) —
 //! start children through the same `Supervisor::start_child`.
 
@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use alcove_model::{Halt, Model, ProviderHealth};
 use alcove_tools::Tool;
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::agent_tool::AgentTool;
@@ -25,6 +24,7 @@ use super::budget::TreeBudget;
 use super::collab::collab_tools;
 use super::definitions::Definitions;
 use super::host_runs::HostRuns;
+use super::leases::Leases;
 use super::registry::Registry;
 use super::scope::AgentScope;
 use crate::{EventSink, PermissionGate};
@@ -89,12 +89,8 @@ pub type ModelFactory = dyn Fn(&str) -> Result<Arc<dyn Model>, String> + Send + 
 pub struct Supervisor {
     pub(crate) limits: AgentLimits,
     pub(crate) definitions: Definitions,
-    /// Slots of spawned children (`max_concurrent`).
-    pub(crate) slots: Arc<Semaphore>,
-    /// Slots of synchronous `Agent` children (`max_parallel`).
-    pub(crate) agent_slots: Arc<Semaphore>,
-    /// The budget of the whole tree, shared by every child's reservation.
-    pub(crate) tree: Arc<TreeBudget>,
+    /// The slots and the tree budget children lease (`leases`).
+    pub(crate) leases: Leases,
     next_child: AtomicU64,
     pub(crate) transcripts: Option<PathBuf>,
     pub(crate) model_factory: Option<Arc<ModelFactory>>,
@@ -173,12 +169,7 @@ impl Supervisor {
         transcripts: Option<PathBuf>,
     ) -> Supervisor {
         Supervisor {
-            slots: Arc::new(Semaphore::new(limits.max_concurrent.max(1))),
-            agent_slots: Arc::new(Semaphore::new(limits.max_parallel.max(1))),
-            tree: Arc::new(TreeBudget::new(
-                limits.tree_max_tokens,
-                limits.tree_max_turns,
-            )),
+            leases: Leases::new(&limits),
             limits,
             definitions,
             next_child: AtomicU64::new(1),
@@ -322,7 +313,8 @@ impl Supervisor {
     /// The tree's budget and what its children used, when a limit is set
     /// (for `/status`).
     pub fn tree_budget(&self) -> Option<Arc<TreeBudget>> {
-        self.tree.is_bounded().then(|| self.tree.clone())
+        let tree = &self.leases.tree;
+        tree.is_bounded().then(|| tree.clone())
     }
 
     /// The tools of an agent at `depth` whose other tools are `pool` and

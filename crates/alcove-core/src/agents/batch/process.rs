@@ -10,8 +10,9 @@
 //! with the parent's policy and charter; one end record).
 //! A Slurm task writes its job id to the batch folder (which, like the
 //! workspace, must be on a filesystem the nodes share); cancelling it (or
-//! its wall time running out) also runs `scancel` by job name, and waits
-//! until `squeue` no longer lists it.
+//! its wall time running out) also runs `scancel` by job name and waits
+//! until `squeue` no longer lists it, inside the child's life, before its
+//! slot is released ([`TaskCommand::stop`]).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -30,7 +31,14 @@ pub trait TaskCommand: Send + Sync {
     /// on stdin).
     fn command(&self, job: &TaskJob<'_>, workspace: &Path) -> Result<String, String>;
 
-    /// What to do once the command ended (the Slurm job id, `scancel`).
+    /// What to do once the command's process ended, before the child's
+    /// slot is released: run by the child's life (Slurm: `scancel` a step
+    /// that was cancelled, or ran out of wall time, and wait until it is
+    /// gone). Checks `job.cancel` when it runs, not when it is made.
+    async fn stop(&self, _job: &TaskJob<'_>) {}
+
+    /// What to add to the task's outcome once the child's life ended (the
+    /// Slurm job id).
     async fn ended(&self, _job: &TaskJob<'_>, _outcome: &mut TaskOutcome) {}
 }
 
@@ -129,15 +137,23 @@ impl TaskCommand for SlurmRunner {
         Ok(srun_command(job, &self.options, workspace, &id_file))
     }
 
-    async fn ended(&self, job: &TaskJob<'_>, outcome: &mut TaskOutcome) {
-        outcome.job_id = std::fs::read_to_string(id_file(job))
-            .ok()
-            .map(|text| text.trim().to_owned())
-            .filter(|id| !id.is_empty());
+    async fn stop(&self, job: &TaskJob<'_>) {
         if job.cancel.is_cancelled() {
-            cancel_job(&job_name(job), outcome.job_id.as_deref()).await;
+            cancel_job(&job_name(job), job_id(job).as_deref()).await;
         }
     }
+
+    async fn ended(&self, job: &TaskJob<'_>, outcome: &mut TaskOutcome) {
+        outcome.job_id = job_id(job);
+    }
+}
+
+/// The job id a task's step wrote, once it started.
+fn job_id(job: &TaskJob<'_>) -> Option<String> {
+    std::fs::read_to_string(id_file(job))
+        .ok()
+        .map(|text| text.trim().to_owned())
+        .filter(|id| !id.is_empty())
 }
 
 /// `scancel` by name (and id when known), then waits until `squeue` no

@@ -3,7 +3,7 @@
 //!
 //! [`TaskRunner`] is all the engine knows. [`ChildRunner`] runs a task as a
 //! child through the supervisor's one child lifecycle (`start_child`,
-//! `ChildRun::finish_on`: slot, tree budget, announce, budgets, panic
+//! `ChildLife::finish`: slot, tree budget, announce, budgets, panic
 //! capture, one end record), in this process or, given a [`TaskCommand`]
 //! (`CommandRunner`, `SlurmRunner` in `process.rs`), as a process through
 //! the process runner, a layer below the lifecycle.
@@ -17,7 +17,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::super::child::ChildRequest;
-use super::super::lifecycle::{Pool, Remote, SlotWait};
+use super::super::leases::{Pool, SlotWait};
+use super::super::lifecycle::Remote;
 use super::super::scope::AgentScope;
 use super::super::start_error::StartError;
 use super::super::supervisor::{Supervisor, upgrade};
@@ -243,6 +244,7 @@ impl TaskRunner for ChildRunner {
             tokens: job.tokens,
             turns: job.turns,
             effort: job.effort.clone(),
+            wall: job.wall,
         };
         let call_id = format!("{}/{}", job.batch, job.task.id);
         let started = supervisor
@@ -256,7 +258,7 @@ impl TaskRunner for ChildRunner {
                 job.cancel.clone(),
             )
             .await;
-        let mut started = match started {
+        let started = match started {
             Ok(started) => started,
             Err(reason) if job.cancel.is_cancelled() => {
                 let mut outcome = TaskOutcome::failed(reason.to_string());
@@ -272,15 +274,15 @@ impl TaskRunner for ChildRunner {
             }
             Err(reason) => return TaskOutcome::failed(reason.to_string()),
         };
-        if let Some(wall) = job.wall {
-            started.child.timeout = Some(wall);
-        }
-        let remote = command.as_deref().map(|command| Remote {
-            command,
+        // The runner's stop runs inside the life, before the slot is
+        // released (Slurm: `scancel` a cancelled step).
+        let remote = command.as_deref().map(|line| Remote {
+            command: line,
             session: None,
+            stop: self.command.as_ref().map(|runner| runner.stop(&job)),
         });
         let end = started
-            .finish_on(&supervisor, job.task.prompt.clone(), remote)
+            .finish(&supervisor, job.task.prompt.clone(), remote)
             .await;
         let outcome = &end.ended.outcome;
         let words = end.ended.output.clone();
@@ -290,11 +292,11 @@ impl TaskRunner for ChildRunner {
                 words
                     .as_deref()
                     .or(outcome.error.as_deref())
-                    .unwrap_or(&end.output.content),
+                    .unwrap_or(&end.report.content),
             ),
-            report: end.output.content,
+            report: end.report.content,
             words,
-            is_error: end.output.is_error,
+            is_error: end.report.is_error,
             evidence: end.child.evidence.to_json(),
             usage: outcome.usage,
             turns: outcome.turns,

@@ -368,7 +368,7 @@ impl Supervisor {
     /// has left, when it has a token limit.
     fn tree_share(&self, concurrency: usize) -> Option<u64> {
         let max = self.limits.tree_max_tokens?;
-        let usage = self.tree.usage();
+        let usage = self.leases.tree.usage();
         let left = max
             .saturating_sub(usage.used_tokens)
             .saturating_sub(usage.reserved_tokens);
@@ -405,7 +405,7 @@ impl Supervisor {
         handle.batch.mark_running();
         let mut shares = vec![self.batches.share.clone()];
         if !handle.runner.takes_slot() {
-            shares.push(self.slots.clone());
+            shares.push(self.leases.spawned.clone());
         }
         let supervisor = self.clone();
         let running = handle.clone();
