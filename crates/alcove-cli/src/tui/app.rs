@@ -64,6 +64,9 @@ pub(crate) enum Action {
     Remember(String),
     /// Compact the conversation, with an optional focus.
     Compact(Option<String>),
+    /// Stop one child (and its descendants); its parent reads a
+    /// cancelled report and goes on.
+    StopChild(alcove_protocol::AgentPath),
 }
 
 /// What the viewport shows besides the conversation.
@@ -423,6 +426,15 @@ impl App {
             }
             KeyCode::Esc | KeyCode::Char('q') | KeyCode::Left => self.overlay = Overlay::None,
             KeyCode::Char('t') if ctrl => self.overlay = Overlay::None,
+            KeyCode::Char('x') if !ctrl => {
+                let child = self.panel.children.get(index)?;
+                if child.state != super::panel::ChildState::Running {
+                    self.hint = Some(format!("{} is not running", child.path));
+                    return None;
+                }
+                self.hint = Some(format!("Stopping {}…", child.path));
+                return Some(Action::StopChild(child.path.clone()));
+            }
             KeyCode::Tab | KeyCode::BackTab | KeyCode::Right => {
                 let order = self.panel.tree_order(false);
                 let at = order.iter().position(|idx| *idx == index).unwrap_or(0);

@@ -93,7 +93,7 @@ const KEYS: &[(&str, &str)] = &[
     ),
     (
         "Ctrl+T",
-        "open a child's live transcript (Tab: next child, Esc: back)",
+        "open a child's live transcript (Tab: next child, x: stop it, Esc: back)",
     ),
     (
         "y / a / n",

@@ -151,7 +151,7 @@ fn child_view(
         Line::styled(
             truncate(
                 &format!(
-                    "  {} · {} · Esc back · Tab next agent · ↑/↓ scroll",
+                    "  {} · {} · Esc back · x stop · Tab next · ↑/↓ scroll",
                     child.path, child.agent_type
                 ),
                 width,

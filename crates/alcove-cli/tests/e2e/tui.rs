@@ -414,6 +414,63 @@ fn esc_interrupts_a_child_kills_its_command_and_the_session_goes_on() {
     assert_eq!(ended[0]["status"], "aborted", "{ended:?}");
 }
 
+/// One child stopped from its live view (Ctrl+T, then `x`): its command
+/// dies, it ends `aborted` (an `Agent` child's status for a cancel, as for
+/// ACP's `session/cancel` of one), and its parent reads that and goes on
+/// with no interrupt of the turn.
+#[test]
+fn x_in_a_childs_view_stops_that_child_alone_and_its_parent_goes_on() {
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "CHILD: wait for the build",
+                vec![Step::tool_call(
+                    "Bash",
+                    json!({"command": "echo $$ > child.pid; sleep 300"}),
+                )],
+            )
+            .conversation(
+                "run the build in a child",
+                vec![
+                    Step::tool_call(
+                        "Agent",
+                        json!({"description": "build", "prompt": "CHILD: wait for the build"}),
+                    ),
+                    Step::text("PARENT-WENT-ON"),
+                ],
+            ),
+    );
+    patient(&env);
+    let pane = Pane::start(&env, &server, &["--permission-mode", "bypassPermissions"]);
+    pane.wait_for_screen("Ask anything");
+    pane.prompt("run the build in a child");
+    let pid_file = env.path("child.pid");
+    wait_for_file(&pid_file);
+    let pid = read_pid(&pid_file);
+    pane.wait_for_screen("Bash echo $$");
+    pane.key("C-t");
+    let view = pane.wait_for_screen("Esc back · x stop");
+    assert!(view.contains("CHILD: wait for the build"), "{view}");
+    pane.key("x");
+    let deadline = Instant::now() + DEADLINE;
+    while process_alive(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "the child's command {pid} survived its stop"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    pane.key("Escape");
+    let screen = pane.wait_for("PARENT-WENT-ON");
+    assert!(!screen.contains("Interrupted"), "{screen}");
+    pane.prompt("/exit");
+    assert_eq!(pane.wait_exit(), 0);
+    let events = read_jsonl(&transcripts(&env)[0]);
+    assert_nothing_lost(&events);
+    let ended = of_type(&events, "agent_ended");
+    assert_eq!(ended[0]["status"], "aborted", "{ended:?}");
+}
+
 #[test]
 fn the_resume_picker_lists_this_folders_sessions() {
     let (env, server) = setup(Script::new().conversation(
