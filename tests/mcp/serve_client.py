@@ -128,6 +128,12 @@ async def main(argv):
                 waited = await session.call_tool("wait", {"ids": [batch], "timeout_ms": 60000})
                 out["waited"] = dump(waited)
                 out["listed"] = dump(await session.call_tool("list_agents", {}))
+            elif scenario == "workflow":
+                started = await session.call_tool("Workflow", json.loads(args[0]))
+                out["started"] = dump(started)
+                run = json.loads(started.content[0].text)["run_id"]
+                waited = await session.call_tool("wait", {"ids": [run], "timeout_ms": 60000})
+                out["waited"] = dump(waited)
             elif scenario == "concurrent":
                 results = [None, None]
 

@@ -19,14 +19,17 @@ pub(crate) const DELEGATE: &str = "delegate";
 /// The asynchronous face: alcove's own collab and batch tools, served as
 /// they are (`wait` and `close_agent` take batch ids too). A tool of the
 /// top agent named here is offered with its own schema and called on the
-/// one dispatch path; `Workflow` (issue 48 asks for it) is not served yet.
-pub(crate) const ASYNC_TOOLS: [&str; 6] = [
+/// one dispatch path. `Workflow` is served where the server's top agent has
+/// it (the full tool profile): it returns a run id at once, and `wait`
+/// takes it as for a batch.
+pub(crate) const ASYNC_TOOLS: [&str; 7] = [
     "spawn_agent",
     "send_input",
     "wait",
     "close_agent",
     "spawn_batch",
     "retry_batch",
+    "Workflow",
 ];
 
 /// What a client's model is told about the asynchronous tools beyond what

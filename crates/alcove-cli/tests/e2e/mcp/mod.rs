@@ -8,6 +8,7 @@ mod faults;
 mod serve;
 mod serve_batch;
 mod serve_http;
+mod serve_workflow;
 mod sharing;
 
 use std::path::{Path, PathBuf};

@@ -96,6 +96,7 @@ fn tools_list_offers_delegate_with_its_schemas() {
             "close_agent",
             "spawn_batch",
             "retry_batch",
+            "Workflow",
             "list_agents"
         ]
     );
