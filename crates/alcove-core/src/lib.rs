@@ -48,6 +48,7 @@ mod repair;
 mod repeats;
 mod schema_fit;
 mod skills;
+mod tool_lookup;
 mod tool_search;
 mod transcript;
 mod web;
