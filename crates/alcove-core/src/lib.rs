@@ -43,6 +43,7 @@ pub mod isolation;
 pub mod known_keys;
 mod memory;
 mod plan;
+mod read_reminder;
 mod redact;
 mod repair;
 mod repeats;

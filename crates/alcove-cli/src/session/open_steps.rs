@@ -280,11 +280,13 @@ impl Sinks {
 }
 
 /// The loop's limits from the config, with the model's context limits and
-/// whether its profile defers tools.
+/// what its tool profile asks: whether it defers tools, and whether a reply
+/// without a tool call is told once to read the files a message names.
 pub(super) fn session_limits(
     config: &Config,
     context: alcove_core::ContextLimits,
     defer_tools: bool,
+    remind_to_read: bool,
 ) -> Limits {
     Limits {
         max_tokens: config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
@@ -298,6 +300,7 @@ pub(super) fn session_limits(
             .unwrap_or(DEFAULT_MAX_TOOL_CALLS_PER_REPLY),
         context,
         defer_tools,
+        remind_to_read,
     }
 }
 

@@ -587,3 +587,71 @@ fn a_file_cut_to_fit_shows_its_last_lines_and_the_read_call_for_the_lines_betwee
         "{result}"
     );
 }
+
+#[test]
+fn a_small_model_that_answers_without_a_call_is_told_once_to_read_the_file_named() {
+    // Seen with the real small model (issue 45, rounds 3 and 4): asked
+    // about pyproject.toml, it answered "your_package_name" without a
+    // call, or described the call it would make.
+    let reminded = |key: &str| {
+        Script::new().llama_cpp_window(8_192).conversation(
+            key,
+            vec![
+                Step::text("```json\n{\"name\": \"your_package_name\"}\n```"),
+                Step::tool_call("Read", json!({"file_path": "pyproject.toml"})),
+                Step::text("tidewater"),
+            ],
+        )
+    };
+    let (env, server) = setup(reminded("package name in pyproject.toml"));
+    env.write_file("pyproject.toml", "[project]\nname = \"tidewater\"\n");
+    let out = exec_openai(
+        &env,
+        &server,
+        &["What is the package name in pyproject.toml?"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout.trim(), "tidewater");
+    let requests = server.requests_for("package name in pyproject.toml");
+    assert_eq!(
+        requests[1].last_user_text(),
+        "[alcove: you answered without calling a tool, and the message names pyproject.toml, in the workspace, which you have not read. Do not describe a call or guess what a file holds: call Read {\"file_path\": \"pyproject.toml\"} now, then answer from what it shows.]"
+    );
+    server.assert_script_finished();
+
+    // Once per message: the reply after the reminder is the answer.
+    let (env, server) = setup(Script::new().llama_cpp_window(8_192).conversation(
+        "twice in pyproject.toml",
+        vec![Step::text("guess one"), Step::text("guess two")],
+    ));
+    env.write_file("pyproject.toml", "[project]\nname = \"tidewater\"\n");
+    let out = exec_openai(&env, &server, &["twice in pyproject.toml"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout.trim(), "guess two");
+    server.assert_script_finished();
+
+    // The attacker's side: a file a Read deny rule hides is never named;
+    // and a frontier model (deferring profile) is not reminded at all.
+    let (env, server) = setup(
+        Script::new()
+            .llama_cpp_window(8_192)
+            .conversation("in secret.env", vec![Step::text("no idea")])
+            .conversation("frontier pyproject.toml", vec![Step::text("no idea")]),
+    );
+    env.write_file("secret.env", "TOKEN=hunter2\n");
+    env.write_file("pyproject.toml", "[project]\nname = \"tidewater\"\n");
+    let out = exec_openai(
+        &env,
+        &server,
+        &["--deny", "Read(secret.env)", "what is in secret.env"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(server.requests_for("in secret.env").len(), 1);
+    let out = exec_openai(
+        &env,
+        &server,
+        &["-c", "tool_profile=full", "frontier pyproject.toml"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(server.requests_for("frontier pyproject.toml").len(), 1);
+}
