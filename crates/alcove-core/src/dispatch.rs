@@ -137,9 +137,7 @@ fn groups<'a>(run: &AgentRun, offer: &Offer, calls: &'a [ToolCall]) -> Vec<&'a [
     }
     // By the tool a call runs as, which is not always the one it names.
     let class = |call: &ToolCall| match crate::tool_lookup::target(run, offer, call) {
-        Ok(Target { tool, .. })
-            if tool.access() == Access::Delegate && tool.concurrency_safe() =>
-        {
+        Ok(Target { tool, .. }) if tool.access() == Access::Delegate && tool.concurrency_safe() => {
             Class::Delegation
         }
         Ok(Target { tool, .. }) if tool.access() == Access::Delegate => Class::Alone,
@@ -175,7 +173,7 @@ async fn gate_and_call(
     // tool, and a repaired call says so.
     let Target { tool, note } = match crate::tool_lookup::target(run, offer, call) {
         Ok(target) => target,
-        Err(unknown) => return unknown,
+        Err(unknown) => return ToolOutput::error(unknown),
     };
     let caller = Caller {
         runtime,

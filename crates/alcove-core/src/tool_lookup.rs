@@ -15,7 +15,7 @@
 //! when its arguments hold none of the named tool's required parameters,
 //! so a call of the right tool with one stray field is never redirected.
 
-use alcove_tools::{Access, Tool, ToolOutput};
+use alcove_tools::{Access, Tool};
 use serde_json::Value;
 
 use crate::agents::AgentScope;
@@ -29,13 +29,13 @@ pub(crate) struct Target<'a> {
     pub(crate) note: Option<String>,
 }
 
-/// The tool `call` runs as, or the error result of a call that names no
-/// tool it can run as.
+/// The tool `call` runs as, or the error of a call that names no tool it
+/// can run as.
 pub(crate) fn target<'a>(
     run: &'a AgentRun,
     offer: &Offer,
     call: &ToolCall,
-) -> Result<Target<'a>, ToolOutput> {
+) -> Result<Target<'a>, String> {
     let name = &call.name;
     if let Some(tool) = find(run, name) {
         if let Some(other) = other_tool_fit(run, tool, call) {
@@ -134,7 +134,7 @@ fn read_only_fit<'a>(run: &'a AgentRun, call: &ToolCall) -> Option<&'a dyn Tool<
 /// The error for a call naming no offered tool: the tools whose
 /// parameters its arguments fit come first (a small model wrote a file's
 /// name where `Read` belonged), then every tool.
-fn unknown_tool(run: &AgentRun, call: &ToolCall) -> ToolOutput {
+fn unknown_tool(run: &AgentRun, call: &ToolCall) -> String {
     let name = &call.name;
     let known: Vec<&str> = run
         .tools
@@ -157,8 +157,8 @@ fn unknown_tool(run: &AgentRun, call: &ToolCall) -> ToolOutput {
             many.join(", ")
         ),
     };
-    ToolOutput::error(format!(
+    format!(
         "Unknown tool `{name}`: no tool has that name.{hint} Available tools: {}.",
         known.join(", ")
-    ))
+    )
 }

@@ -141,11 +141,8 @@ impl TypedTool for Read {
         };
         // The notes of a cut window (the path in a call to make) take a
         // little of the room.
-        let max_output = MAX_OUTPUT_CHARS.min(
-            context
-                .result_room
-                .saturating_sub(NOTE_ROOM + shown.len()),
-        );
+        let max_output =
+            MAX_OUTPUT_CHARS.min(context.result_room.saturating_sub(NOTE_ROOM + shown.len()));
         let window = Window {
             offset,
             limit,

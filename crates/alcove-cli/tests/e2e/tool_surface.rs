@@ -454,7 +454,10 @@ fn a_call_of_one_tool_with_anothers_arguments_runs_as_that_tool_through_its_gate
     let (env, server) = setup(
         Script::new()
             .conversation("grep as bash", vec![grep_as_bash(), Step::text("ok")])
-            .conversation("grep as denied bash", vec![grep_as_bash(), Step::text("ok")])
+            .conversation(
+                "grep as denied bash",
+                vec![grep_as_bash(), Step::text("ok")],
+            )
             .conversation(
                 "read with a stray field",
                 vec![
@@ -500,7 +503,8 @@ fn a_call_of_one_tool_with_anothers_arguments_runs_as_that_tool_through_its_gate
         .pop()
         .unwrap();
     assert!(
-        result.contains("Permission denied: Bash (") && result.contains("denied by rule Bash(cat:*)"),
+        result.contains("Permission denied: Bash (")
+            && result.contains("denied by rule Bash(cat:*)"),
         "{result}"
     );
     assert!(!result.contains("the notes say 42"), "{result}");
@@ -525,14 +529,21 @@ fn a_call_named_like_a_file_is_judged_by_the_rules_of_the_tool_it_runs_as() {
         Script::new().conversation("read the secret", vec![Step::text(call), Step::text("ok")]),
     );
     env.write_file("secret.env", "TOKEN=hunter2\n");
-    let out = exec_openai(&env, &server, &["--deny", "Read(secret.env)", "read the secret"]);
+    let out = exec_openai(
+        &env,
+        &server,
+        &["--deny", "Read(secret.env)", "read the secret"],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let (_, result, _) = server.requests_for("read the secret")[1]
         .tool_results()
         .pop()
         .unwrap();
     assert!(!result.contains("hunter2"), "{result}");
-    assert!(result.contains("denied by rule Read(secret.env)"), "{result}");
+    assert!(
+        result.contains("denied by rule Read(secret.env)"),
+        "{result}"
+    );
 }
 
 /// The line numbers a Read result shows, in order.
@@ -570,9 +581,15 @@ fn a_file_cut_to_fit_shows_its_last_lines_and_the_read_call_for_the_lines_betwee
         .expect("a gap between the head and the last lines");
     let (head_last, tail_first) = (numbers[gap], numbers[gap + 1]);
     assert_eq!(numbers[0], 1, "{result}");
-    assert_eq!(numbers.last(), Some(&1_200), "the file's last line is shown");
+    assert_eq!(
+        numbers.last(),
+        Some(&1_200),
+        "the file's last line is shown"
+    );
     assert!(
-        result.ends_with("  1198\tdef c_fn_200(value):\n  1199\t    return value * 200 + 1\n  1200\t"),
+        result.ends_with(
+            "  1198\tdef c_fn_200(value):\n  1199\t    return value * 200 + 1\n  1200\t"
+        ),
         "{}",
         &result[result.len() - 200..]
     );

@@ -81,7 +81,8 @@ async fn default_limit_is_2000_lines() {
 }
 
 #[tokio::test]
-async fn a_file_larger_than_the_room_left_is_shown_from_its_head_and_tail_with_the_call_for_the_rest() {
+async fn a_file_larger_than_the_room_left_is_shown_from_its_head_and_tail_with_the_call_for_the_rest()
+ {
     let mut env = Env::new();
     env.file("big.txt", numbered(5000));
     env.context.result_room = 1_000;
