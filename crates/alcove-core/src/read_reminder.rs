@@ -55,8 +55,11 @@ pub(crate) fn reminder(runtime: &Runtime, run: &AgentRun, asked: &str) -> Option
 /// `src/main.rs`), without the quotes and punctuation around them.
 fn named_paths(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| c.is_whitespace() || c == ',')
-        .map(|term| term.trim_matches(|c: char| "`'\"()[]{}<>?!:;*".contains(c)))
-        .map(|term| term.trim_end_matches('.'))
+        .map(|term| {
+            let quote = |c: char| "`'\"()[]{}<>?!:;*".contains(c);
+            term.trim_start_matches(quote)
+                .trim_end_matches(|c: char| quote(c) || c == '.')
+        })
         .filter(|term| {
             term.contains('/')
                 || Path::new(term)
