@@ -6,6 +6,11 @@
 //! asked for a file answers with the `Read` to make; a result cut to fit
 //! leaves room for the next read; the token estimate is calibrated by the
 //! server's own counts. Each test failed on the code before the issue.
+//! Round 4 (each failed on 7ee99a5): a call of one tool with another's
+//! arguments runs as that tool, and the gate judges every repaired call as
+//! the tool that runs; a Read cut to fit shows the file's last lines and
+//! the call for the rest; a small model that answers without a call is
+//! told once to read the file the message names.
 
 use std::process::Stdio;
 
