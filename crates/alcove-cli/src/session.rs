@@ -249,6 +249,7 @@ impl Session {
                 &config,
                 chosen.limits,
                 chosen.profile.profile.defers_tools(),
+                chosen.profile.profile != ToolProfile::Full,
             ),
             inbox: Arc::default(),
             tool_specs: Default::default(),

@@ -162,6 +162,10 @@ pub struct Limits {
     /// window or a server on this machine, whose model is better given
     /// its tools in full.
     pub defer_tools: bool,
+    /// Whether a reply that made no tool call to a message naming files
+    /// in the workspace is told once to read them (`read_reminder.rs`):
+    /// on for the tool profiles of small models.
+    pub remind_to_read: bool,
 }
 
 /// The default of [`Limits::max_tool_calls_per_reply`].
@@ -280,6 +284,9 @@ pub async fn run_agent(
         usage: Usage::default(),
         error: None,
     };
+    // What the message asks, for a reminder to read what it names
+    // (`read_reminder.rs`), given at most once.
+    let mut asked = runtime.limits.remind_to_read.then(|| input.text());
     append(runtime, run, &mut outcome.messages, input);
     // What this agent lists in full: its tools less the deferred ones it
     // has not loaded (`deferred.rs`); a load appends to it.
@@ -413,6 +420,20 @@ pub async fn run_agent(
                     tool_calls: 0,
                 },
             );
+            // A small model that answered without one tool call is told
+            // once to read the files the message names.
+            if let Some(reminder) = asked
+                .take()
+                .and_then(|asked| crate::read_reminder::reminder(runtime, run, &asked))
+            {
+                append(
+                    runtime,
+                    run,
+                    &mut outcome.messages,
+                    Message::user_text(reminder),
+                );
+                continue;
+            }
             if stop_continuations < runtime.limits.stop_hook_limit {
                 let last_text = outcome.last_text().unwrap_or_default();
                 let active = stop_continuations > 0;
@@ -431,6 +452,8 @@ pub async fn run_agent(
             return outcome;
         }
 
+        // Once a call was made the answer stands.
+        asked = None;
         let room = context.result_room(&outcome.messages, runtime.limits.max_tokens);
         let mut results = run_tool_calls(runtime, run, &offer, &scope, &calls, room).await;
         let stuck = repeats.observe(&calls, &mut results);

@@ -5,8 +5,9 @@
 //! unknown tool, arguments that are not JSON, a denial, a hook block, a
 //! failure, a cancellation — the call ends as exactly one `tool_result`.
 //! Arguments cut short by their closing characters only are completed
-//! (`repair.rs`) and the call runs, its result saying so; an unknown tool's
-//! error names the tools its arguments fit (one read-only tool alone runs). A deferred tool not yet loaded
+//! (`repair.rs`) and the call runs, its result saying so; a call naming
+//! the wrong tool runs as the one its arguments fit, or its error names
+//! the tools they fit (`tool_lookup.rs`). A deferred tool not yet loaded
 //! (`deferred.rs`) is loaded by its call: the call runs like any other
 //! (gate, hooks, approval) and its result starts with a note saying so.
 //!
@@ -25,6 +26,7 @@ use serde_json::Value;
 use crate::agents::AgentScope;
 use crate::deferred::Offer;
 use crate::file_reads::NotRead;
+use crate::tool_lookup::Target;
 use crate::{
     AgentRun, Approval, ApprovalRequest, CallInput, Decision, HookCall, PreToolVerdict, Runtime,
     ToolCall,
@@ -59,7 +61,7 @@ pub(crate) async fn run_tool_calls(
     let room = (room / calls.len().max(1))
         .max(MIN_RESULT_ROOM)
         .min(runtime.limits.result_cap);
-    for group in groups(run, calls) {
+    for group in groups(run, offer, calls) {
         // A group's calls are announced together, then run together.
         let started = Instant::now();
         runtime.emit_all(
@@ -126,27 +128,28 @@ pub async fn front_end_call(runtime: &Runtime, run: &AgentRun, call: ToolCall) -
 
 /// Splits calls into groups that may run together: a run of consecutive
 /// concurrency-safe calls, a run of consecutive delegations, or one call.
-fn groups<'a>(run: &AgentRun, calls: &'a [ToolCall]) -> Vec<&'a [ToolCall]> {
+fn groups<'a>(run: &AgentRun, offer: &Offer, calls: &'a [ToolCall]) -> Vec<&'a [ToolCall]> {
     #[derive(PartialEq)]
     enum Class {
         Parallel,
         Delegation,
         Alone,
     }
-    let class = |name: &str| match find(run, name) {
-        Some(tool) if tool.access() == Access::Delegate && tool.concurrency_safe() => {
+    // By the tool a call runs as, which is not always the one it names.
+    let class = |call: &ToolCall| match crate::tool_lookup::target(run, offer, call) {
+        Ok(Target { tool, .. }) if tool.access() == Access::Delegate && tool.concurrency_safe() => {
             Class::Delegation
         }
-        Some(tool) if tool.access() == Access::Delegate => Class::Alone,
-        Some(tool) if tool.concurrency_safe() => Class::Parallel,
+        Ok(Target { tool, .. }) if tool.access() == Access::Delegate => Class::Alone,
+        Ok(Target { tool, .. }) if tool.concurrency_safe() => Class::Parallel,
         _ => Class::Alone,
     };
     let mut groups = Vec::new();
     let mut start = 0;
     for idx in 1..=calls.len() {
         let boundary = idx == calls.len() || {
-            let previous = class(&calls[idx - 1].name);
-            previous == Class::Alone || previous != class(&calls[idx].name)
+            let previous = class(&calls[idx - 1]);
+            previous == Class::Alone || previous != class(&calls[idx])
         };
         if boundary {
             groups.push(&calls[start..idx]);
@@ -154,13 +157,6 @@ fn groups<'a>(run: &AgentRun, calls: &'a [ToolCall]) -> Vec<&'a [ToolCall]> {
         }
     }
     groups
-}
-
-fn find<'a>(run: &'a AgentRun, name: &str) -> Option<&'a dyn Tool<AgentScope>> {
-    run.tools
-        .iter()
-        .find(|tool| tool.spec().name == name)
-        .map(|tool| tool.as_ref())
 }
 
 async fn gate_and_call(
@@ -171,30 +167,13 @@ async fn gate_and_call(
     call: &ToolCall,
     room: usize,
 ) -> ToolOutput {
-    // A deferred tool not loaded yet is loaded by its call rather than
-    // refused (a small model lost two turns to the refusal, issue 45); a
-    // call named like a file whose arguments fit one read-only tool only
-    // runs as that tool (a small model named the file where `Read` belonged,
-    // and answered from nothing after the error). Either call still takes
-    // the one path below, gate and hooks included, and says so.
-    let (tool, note) = match find(run, &call.name) {
-        Some(tool) => {
-            let loads = offer.is_unloaded(&call.name);
-            (
-                tool,
-                loads.then(|| crate::deferred::loaded_for_call(&call.name)),
-            )
-        }
-        None => match read_only_fit(run, call) {
-            Some(tool) => {
-                let (name, fit) = (&call.name, &tool.spec().name);
-                let note = format!(
-                    "[alcove: no tool is named {name}; your arguments fit {fit} only, so the call ran as {fit}. Next time put {fit} in the call's name.]"
-                );
-                (tool, Some(note))
-            }
-            None => return unknown_tool(run, call),
-        },
+    // The tool the call names, or the one its arguments fit when the
+    // model put something else in the name (`tool_lookup.rs`): either way
+    // the call takes the one path below, gate and hooks included, as that
+    // tool, and a repaired call says so.
+    let Target { tool, note } = match crate::tool_lookup::target(run, offer, call) {
+        Ok(target) => target,
+        Err(unknown) => return ToolOutput::error(unknown),
     };
     let caller = Caller {
         runtime,
@@ -221,64 +200,6 @@ async fn gate_and_call(
         ),
         ..output
     }
-}
-
-/// The one read-only tool whose parameters `call`'s arguments fit, when
-/// only one does and the call is named like a file or path (`pyproject.toml`),
-/// never like a tool: a tool this agent lacks or a rule took away stays an
-/// unknown tool.
-fn read_only_fit<'a>(run: &'a AgentRun, call: &ToolCall) -> Option<&'a dyn Tool<AgentScope>> {
-    if !call.name.contains(['.', '/', '\\']) {
-        return None;
-    }
-    let arguments = call.input_value();
-    if !matches!(&arguments, Value::Object(map) if !map.is_empty()) {
-        return None;
-    }
-    let mut fitting = run
-        .tools
-        .iter()
-        .filter(|tool| crate::schema_fit::fits(tool.spec(), &arguments));
-    match (fitting.next(), fitting.next()) {
-        (Some(tool), None) if tool.access() == Access::ReadOnly => Some(tool.as_ref()),
-        _ => None,
-    }
-}
-
-/// The error for a call naming no offered tool: the tools whose
-/// parameters its arguments fit come first (a small model wrote a file's
-/// name where `Read` belonged), then every tool.
-fn unknown_tool(run: &AgentRun, call: &ToolCall) -> ToolOutput {
-    let name = &call.name;
-    let known: Vec<&str> = run
-        .tools
-        .iter()
-        .map(|tool| tool.spec().name.as_str())
-        .collect();
-    let arguments = call.input_value();
-    let fitting: Vec<&str> = match &arguments {
-        Value::Object(map) if !map.is_empty() => run
-            .tools
-            .iter()
-            .filter(|tool| crate::schema_fit::fits(tool.spec(), &arguments))
-            .map(|tool| tool.spec().name.as_str())
-            .collect(),
-        _ => Vec::new(),
-    };
-    let hint = match fitting.as_slice() {
-        [] => String::new(),
-        [one] => format!(
-            " Its arguments fit {one}: call {one} with them (the tool's name goes in `name`)."
-        ),
-        many => format!(
-            " Its arguments fit {}: call one of them with them (the tool's name goes in `name`).",
-            many.join(", ")
-        ),
-    };
-    ToolOutput::error(format!(
-        "Unknown tool `{name}`: no tool has that name.{hint} Available tools: {}.",
-        known.join(", ")
-    ))
 }
 
 /// `call`'s arguments completed, what was appended, and the call they
@@ -329,7 +250,9 @@ async fn checked_call(
         tool,
         note,
     } = caller;
-    let (id, name) = (call.id.as_str(), call.name.as_str());
+    // The gate, the hooks and the user see the tool that runs, which a
+    // repaired call does not name.
+    let (id, name) = (call.id.as_str(), tool.spec().name.as_str());
     let invocation = &prepared.invocation;
     let decision = run.gate.check(
         &run.path,

@@ -2,8 +2,8 @@
 //!
 //! Two places need the answer without running the tool: arguments repaired
 //! after they were cut short run only when they fit (`repair.rs`), and a
-//! call naming no offered tool is answered with the tools its arguments
-//! fit (`dispatch.rs`). The check reads the schema's top level, which is
+//! call naming the wrong tool runs as, or is answered with, the tools its
+//! arguments fit (`tool_lookup.rs`). The check reads the schema's top level, which is
 //! all a tool's input schema has that matters here: every `required`
 //! property present, no property the schema does not list (when it lists
 //! them), and each value of the JSON type its property names.
@@ -32,6 +32,18 @@ pub(crate) fn fits(spec: &ToolSpec, arguments: &Value) -> bool {
             .get(name)
             .is_some_and(|property| type_fits(&property["type"], value))
     })
+}
+
+/// The names of the parameters `spec`'s input schema requires.
+pub(crate) fn required(spec: &ToolSpec) -> Vec<String> {
+    let schema = spec.input_schema.to_value();
+    schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Whether `value` is of the JSON type `wanted` names (a name, a list of

@@ -4,20 +4,25 @@
 //! files are read in windows (`offset`/`limit`) and the output says what was
 //! left out, so the model knows to ask for more instead of guessing. A window
 //! also ends where the context has no more room (`ToolContext::result_room`):
-//! a file larger than a small model's window is shown from its head, with
-//! the `offset` and `limit` that read on, instead of sent whole and lost.
+//! a file larger than a small model's window is shown from its head and
+//! its last lines, with the `Read` call that shows the lines between,
+//! instead of sent whole and lost (`numbered.rs`).
 //! A PNG, JPEG, GIF or WebP (told by its bytes) is returned as an image,
 //! made to fit the model APIs' limits (`image.rs`), with its format, size
 //! and dimensions in the text.
 
-use std::borrow::Cow;
-use std::io::{BufRead, BufReader, Read as _};
+use std::io::{BufReader, Read as _};
 use std::path::Path;
 use std::sync::Arc;
 
 use alcove_protocol::ToolSpec;
 use schemars::JsonSchema;
 use serde::Deserialize;
+
+mod numbered;
+
+pub(crate) use numbered::cut_line;
+use numbered::numbered;
 
 use crate::{
     Access, Effects, FileCall, FileSource, Invocation, ToolContext, ToolOutput, TypedTool,
@@ -109,6 +114,7 @@ impl TypedTool for Read {
             ..Effects::default()
         };
         let offset = clamp_usize(input.offset).max(1);
+        let limit_given = clamp_usize(input.limit) > 0;
         let limit = match clamp_usize(input.limit) {
             0 => DEFAULT_LIMIT,
             limit => limit,
@@ -133,11 +139,14 @@ impl TypedTool for Read {
             }
             _ => None,
         };
-        // The note at the end takes a little of the room.
-        let max_output = MAX_OUTPUT_CHARS.min(context.result_room.saturating_sub(NOTE_ROOM));
+        // The notes of a cut window (the path in a call to make) take a
+        // little of the room.
+        let max_output =
+            MAX_OUTPUT_CHARS.min(context.result_room.saturating_sub(NOTE_ROOM + shown.len()));
         let window = Window {
             offset,
             limit,
+            limit_given,
             max_output,
         };
         let read = if small {
@@ -167,8 +176,9 @@ impl TypedTool for Read {
 /// calling thread, without the blocking pool.
 pub(crate) const INLINE_READ_BYTES: u64 = 64 * 1024;
 
-/// Bytes kept free of lines for the note that ends a cut window.
-const NOTE_ROOM: usize = 256;
+/// Bytes kept free of lines for the notes of a cut window, besides the
+/// file's path.
+const NOTE_ROOM: usize = 400;
 
 /// Which lines to show, and how many bytes they may take.
 #[derive(Debug, Clone, Copy)]
@@ -177,6 +187,9 @@ struct Window {
     offset: usize,
     /// How many lines at most.
     limit: usize,
+    /// Whether the call gave `limit`: without it, a window cut to fit
+    /// ends with the file's last lines rather than the window's.
+    limit_given: bool,
     /// Bytes of output at most: the cap, or the context's room.
     max_output: usize,
 }
@@ -310,86 +323,6 @@ fn differs_from_disk(buffer: &str, head: Vec<u8>, file: &mut std::fs::File, len:
     disk != buffer.as_bytes()
 }
 
-/// The lines of `reader` (text of about `size` bytes) in `window`, numbered.
-fn numbered(
-    mut reader: impl BufRead,
-    size: usize,
-    shown: &str,
-    window: Window,
-) -> Result<String, String> {
-    let Window {
-        offset,
-        limit,
-        max_output,
-    } = window;
-    let io = |err: std::io::Error| io_reason(shown, &err);
-
-    let skipped = skip_lines(&mut reader, offset - 1).map_err(io)?;
-    // Room for the whole file (up to the cap) and a column of numbers.
-    let kept = size.min(max_output);
-    let mut out = String::with_capacity(kept + kept / 8);
-    let mut line_no = skipped;
-    let mut last_shown = 0;
-    let mut line = Vec::new();
-    let mut out_of_room = false;
-    while line_no - skipped < limit {
-        let Some(len) = read_line_capped(&mut reader, &mut line, MAX_LINE_CHARS * 4).map_err(io)?
-        else {
-            break;
-        };
-        line_no += 1;
-        // Checked as a whole first: most lines are valid, and this check
-        // runs a word at a time where the lossy one goes byte by byte.
-        let text = match std::str::from_utf8(&line) {
-            Ok(text) => Cow::Borrowed(text),
-            Err(_) => String::from_utf8_lossy(&line),
-        };
-        let text = cut_line(text.trim_end_matches(['\n', '\r']), MAX_LINE_CHARS, len);
-        // `{line_no:>6}\t{text}\n`, measured before it is written.
-        let entry_len = decimal_digits(line_no).max(6) + 1 + text.len() + 1;
-        if last_shown > 0 && out.len() + entry_len > max_output {
-            // The line was read but is not shown: count it as remaining.
-            line_no -= 1;
-            out_of_room = true;
-            break;
-        }
-        push_line_number(&mut out, line_no);
-        out.push_str(&text);
-        out.push('\n');
-        last_shown = line_no;
-    }
-    // A line read but left out for room is one of the remaining ones.
-    let total =
-        line_no + usize::from(out_of_room) + count_remaining_lines(&mut reader).map_err(io)?;
-    if last_shown == 0 {
-        return Err(format!(
-            "{shown} has only {total} lines; offset {offset} is past the end"
-        ));
-    }
-    if out.ends_with('\n') {
-        out.pop();
-    }
-    if last_shown < total {
-        let next = last_shown + 1;
-        if out_of_room {
-            let shown_lines = last_shown + 1 - offset;
-            let why = if max_output < MAX_OUTPUT_CHARS {
-                "the rest does not fit in what is left of the context window"
-            } else {
-                "the rest does not fit in one result"
-            };
-            out.push_str(&format!(
-                "\n\n(showing lines {offset}-{last_shown} of {total}: {why}. Read on with offset={next} and limit={shown_lines}, or Grep for what you need.)"
-            ));
-        } else {
-            out.push_str(&format!(
-                "\n\n(showing lines {offset}-{last_shown} of {total}; read on with offset={next})"
-            ));
-        }
-    }
-    Ok(out)
-}
-
 /// Turns an I/O error into a reason the model can act on.
 fn io_reason(shown: &str, err: &std::io::Error) -> String {
     match err.kind() {
@@ -399,121 +332,9 @@ fn io_reason(shown: &str, err: &std::io::Error) -> String {
     }
 }
 
-/// Cuts `text` to `max_chars` characters, with a visible marker saying how
-/// long the line really was (`total_bytes` counts the bytes of the whole line,
-/// which may be more than `text` holds).
-pub(crate) fn cut_line(text: &str, max_chars: usize, total_bytes: usize) -> Cow<'_, str> {
-    // No more bytes than `max_chars` cannot be more characters: most lines.
-    let cut_at = if text.len() <= max_chars {
-        None
-    } else {
-        text.char_indices().nth(max_chars)
-    };
-    Cow::Owned(match cut_at {
-        None if total_bytes <= text.len() + 2 => return Cow::Borrowed(text),
-        None => format!("{text}… [line cut: {total_bytes} bytes long]"),
-        Some((end, _)) => format!(
-            "{}… [line cut at {max_chars} chars: {total_bytes} bytes long]",
-            &text[..end]
-        ),
-    })
-}
-
-/// How many digits `n` has in decimal.
-fn decimal_digits(n: usize) -> usize {
-    n.checked_ilog10().map_or(1, |log| log as usize + 1)
-}
-
-/// Appends `{line_no:>6}\t` without the formatting machinery, which was
-/// a fifth of a Read's instructions on a file of short lines.
-fn push_line_number(out: &mut String, line_no: usize) {
-    let mut digits = [b'0'; 20];
-    let mut start = digits.len();
-    let mut rest = line_no;
-    loop {
-        start -= 1;
-        // The remainder is a single digit.
-        digits[start] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    let written = &digits[start..];
-    for _ in written.len()..6 {
-        out.push(' ');
-    }
-    out.push_str(std::str::from_utf8(written).unwrap_or_default());
-    out.push('\t');
-}
-
-/// Reads one line (with its terminator) into `buf`, keeping at most `cap`
-/// bytes of it but consuming all of it. Returns the line's full length, or
-/// `None` at end of file.
-fn read_line_capped(
-    reader: &mut impl BufRead,
-    buf: &mut Vec<u8>,
-    cap: usize,
-) -> std::io::Result<Option<usize>> {
-    buf.clear();
-    let mut total = 0;
-    loop {
-        let chunk = reader.fill_buf()?;
-        if chunk.is_empty() {
-            return Ok((total > 0).then_some(total));
-        }
-        let (used, done) = match memchr::memchr(b'\n', chunk) {
-            Some(i) => (i + 1, true),
-            None => (chunk.len(), false),
-        };
-        let room = cap.saturating_sub(buf.len()).min(used);
-        buf.extend_from_slice(&chunk[..room]);
-        total += used;
-        reader.consume(used);
-        if done {
-            return Ok(Some(total));
-        }
-    }
-}
-
-/// Consumes up to `n` lines; returns how many there were.
-fn skip_lines(reader: &mut impl BufRead, n: usize) -> std::io::Result<usize> {
-    let mut skipped = 0;
-    let mut scratch = Vec::new();
-    while skipped < n && read_line_capped(reader, &mut scratch, 0)?.is_some() {
-        skipped += 1;
-    }
-    Ok(skipped)
-}
-
-/// Counts the lines left in the reader (a last line without newline counts).
-fn count_remaining_lines(reader: &mut impl BufRead) -> std::io::Result<usize> {
-    skip_lines(reader, usize::MAX)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn line_numbers_are_right_aligned_in_six_columns_then_a_tab() {
-        for n in [
-            0,
-            1,
-            9,
-            10,
-            99_999,
-            100_000,
-            999_999,
-            1_000_000,
-            12_345_678,
-            usize::MAX,
-        ] {
-            let mut out = String::from("x");
-            push_line_number(&mut out, n);
-            assert_eq!(out, format!("x{n:>6}\t"), "{n}");
-        }
-    }
 
     #[test]
     fn a_line_that_is_not_utf8_is_shown_with_replacement_characters() {
@@ -527,6 +348,7 @@ mod tests {
             Window {
                 offset: 1,
                 limit: 10,
+                limit_given: true,
                 max_output: MAX_OUTPUT_CHARS,
             },
             None,
@@ -537,47 +359,5 @@ mod tests {
             shown,
             "     1\tplain\n     2\tbad \u{FFFD} byte\n     3\t\u{e9}t\u{e9}"
         );
-    }
-
-    #[test]
-    fn decimal_digits_measure_the_line_number_column() {
-        for n in [0, 7, 10, 99, 100, 999_999, 1_000_000, usize::MAX] {
-            assert_eq!(decimal_digits(n), n.to_string().len(), "{n}");
-        }
-    }
-
-    #[test]
-    fn cut_line_marks_long_lines() {
-        assert_eq!(cut_line("short", 10, 6), "short");
-        assert_eq!(
-            cut_line("abcdef", 3, 6),
-            "abc… [line cut at 3 chars: 6 bytes long]"
-        );
-        // The text was already capped while reading: still marked.
-        assert_eq!(cut_line("ab", 10, 5000), "ab… [line cut: 5000 bytes long]");
-        assert_eq!(
-            cut_line("ééé", 2, 6),
-            "éé… [line cut at 2 chars: 6 bytes long]"
-        );
-    }
-
-    #[test]
-    fn capped_line_reader_counts_whole_lines() {
-        let mut reader = std::io::Cursor::new(b"hello world\nlast".to_vec());
-        let mut buf = Vec::new();
-        assert_eq!(
-            read_line_capped(&mut reader, &mut buf, 5).unwrap(),
-            Some(12)
-        );
-        assert_eq!(buf, b"hello");
-        assert_eq!(
-            read_line_capped(&mut reader, &mut buf, 100).unwrap(),
-            Some(4)
-        );
-        assert_eq!(buf, b"last");
-        assert_eq!(read_line_capped(&mut reader, &mut buf, 100).unwrap(), None);
-        let mut reader = std::io::Cursor::new(b"a\nb\nc".to_vec());
-        assert_eq!(skip_lines(&mut reader, 1).unwrap(), 1);
-        assert_eq!(count_remaining_lines(&mut reader).unwrap(), 2);
     }
 }

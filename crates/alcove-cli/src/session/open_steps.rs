@@ -273,11 +273,13 @@ impl Sinks {
 }
 
 /// The loop's limits from the config, with the model's context limits and
-/// whether its profile defers tools.
+/// what its tool profile asks: whether it defers tools, and whether a reply
+/// without a tool call is told once to read the files a message names.
 pub(super) fn session_limits(
     config: &Config,
     context: alcove_core::ContextLimits,
     defer_tools: bool,
+    remind_to_read: bool,
 ) -> Limits {
     Limits {
         max_tokens: crate::settings::model::max_tokens(config),
@@ -286,6 +288,7 @@ pub(super) fn session_limits(
         max_tool_calls_per_reply: crate::settings::turns::max_tool_calls_per_reply(config),
         context,
         defer_tools,
+        remind_to_read,
     }
 }
 

@@ -298,17 +298,30 @@ fn a_file_larger_than_the_window_is_cut_to_what_fits_not_read_then_erased() {
     let (_, result, _) = requests[1].tool_results().pop().unwrap();
     assert!(result.starts_with("     1\tentry 1: "), "{}", &result[..80]);
     assert!(result.len() < 16_000, "{} bytes", result.len());
-    let last = result
+    // Its head and its last lines, and the call that shows the lines
+    // between.
+    let numbers: Vec<usize> = result
         .lines()
         .filter_map(|line| line.trim_start().split_once('\t'))
-        .filter_map(|(number, _)| number.parse::<usize>().ok())
-        .next_back()
+        .filter_map(|(number, _)| number.parse().ok())
+        .collect();
+    let gap = numbers
+        .windows(2)
+        .position(|pair| pair[1] != pair[0] + 1)
         .unwrap();
+    let (last, tail_first) = (numbers[gap], numbers[gap + 1]);
     assert!(
-        result.ends_with(&format!(
-            "(showing lines 1-{last} of 800: the rest does not fit in what is left of the context window. Read on with offset={} and limit={last}, or Grep for what you need.)",
+        result.contains(&format!(
+            "(lines {}-{} of 800 are not shown: they do not fit in what is left of the context window. To see them call Read {{\"file_path\": \"big.log\", \"offset\": {}, \"limit\": {last}}}, or Grep for what you need. The last lines of the window follow.)",
+            last + 1,
+            tail_first - 1,
             last + 1
         )),
+        "{}",
+        &result[result.len().saturating_sub(300)..]
+    );
+    assert!(
+        result.ends_with("   800\tentry 800: the service answered request 800 in 12 ms"),
         "{}",
         &result[result.len().saturating_sub(300)..]
     );

@@ -6,6 +6,11 @@
 //! asked for a file answers with the `Read` to make; a result cut to fit
 //! leaves room for the next read; the token estimate is calibrated by the
 //! server's own counts. Each test failed on the code before the issue.
+//! Round 4 (each failed on 7ee99a5): a call of one tool with another's
+//! arguments runs as that tool, and the gate judges every repaired call as
+//! the tool that runs; a Read cut to fit shows the file's last lines and
+//! the call for the rest; a small model that answers without a call is
+//! told once to read the file the message names.
 
 use std::process::Stdio;
 
@@ -313,7 +318,7 @@ fn a_cut_result_leaves_half_the_window_left_and_a_later_read_still_fits() {
     let (_, third, is_error) = results.last().unwrap();
     assert!(!is_error, "{third}");
     assert!(third.contains("def c_fn_1(value)"), "{third}");
-    assert!(third.contains("Read on with offset="), "{third}");
+    assert!(third.contains("To see them call Read {"), "{third}");
 }
 
 #[test]
@@ -438,4 +443,237 @@ fn a_call_naming_a_file_runs_as_the_read_only_tool_it_fits_but_never_as_a_writer
         .unwrap();
     assert!(result.contains("Unknown tool `new.txt`"), "{result}");
     assert!(!env.workspace().join("new.txt").exists());
+}
+
+#[test]
+fn a_call_of_one_tool_with_anothers_arguments_runs_as_that_tool_through_its_gate() {
+    // Seen with the real small model (issue 45, round 3): `Grep` called
+    // with `Bash`'s arguments, refused as "missing field `pattern`", and
+    // then an answer made up.
+    let grep_as_bash = || {
+        Step::tool_call(
+            "Grep",
+            json!({"command": "cat notes.txt", "description": "Show the notes", "timeout": 5_000}),
+        )
+    };
+    let (env, server) = setup(
+        Script::new()
+            .conversation("grep as bash", vec![grep_as_bash(), Step::text("ok")])
+            .conversation(
+                "grep as denied bash",
+                vec![grep_as_bash(), Step::text("ok")],
+            )
+            .conversation(
+                "read with a stray field",
+                vec![
+                    Step::tool_call("Read", json!({"file_path": "notes.txt", "command": "ls"})),
+                    Step::text("ok"),
+                ],
+            ),
+    );
+    env.write_file("notes.txt", "the notes say 42\n");
+    let out = exec_openai(
+        &env,
+        &server,
+        &["--allow", "Bash(cat:*)", "--json", "grep as bash"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (_, result, _) = server.requests_for("grep as bash")[1]
+        .tool_results()
+        .pop()
+        .unwrap();
+    assert!(
+        result.starts_with(
+            "[alcove: Grep takes none of these arguments; they fit Bash only, so the call ran as Bash."
+        ) && result.contains("the notes say 42"),
+        "{result}"
+    );
+
+    // The attacker's side: the call is judged as the Bash command it runs,
+    // so a Bash deny rule holds however the call is named.
+    let out = exec_openai(
+        &env,
+        &server,
+        &[
+            "--permission-mode",
+            "bypassPermissions",
+            "--deny",
+            "Bash(cat:*)",
+            "grep as denied bash",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (_, result, _) = server.requests_for("grep as denied bash")[1]
+        .tool_results()
+        .pop()
+        .unwrap();
+    assert!(
+        result.contains("Permission denied: Bash (")
+            && result.contains("denied by rule Bash(cat:*)"),
+        "{result}"
+    );
+    assert!(!result.contains("the notes say 42"), "{result}");
+
+    // A call of the right tool with a stray field is that tool's error,
+    // never another tool's run.
+    let out = exec_openai(&env, &server, &["read with a stray field"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (_, result, _) = server.requests_for("read with a stray field")[1]
+        .tool_results()
+        .pop()
+        .unwrap();
+    assert!(!result.contains("the call ran as"), "{result}");
+}
+
+#[test]
+fn a_call_named_like_a_file_is_judged_by_the_rules_of_the_tool_it_runs_as() {
+    // The attacker's side of the file-named repair: a Read deny rule
+    // holds for a call that names the file where `Read` belongs.
+    let call = r#"{"name": "secret.env", "arguments": {"file_path": "secret.env"}}"#;
+    let (env, server) = setup(
+        Script::new().conversation("read the secret", vec![Step::text(call), Step::text("ok")]),
+    );
+    env.write_file("secret.env", "TOKEN=hunter2\n");
+    let out = exec_openai(
+        &env,
+        &server,
+        &["--deny", "Read(secret.env)", "read the secret"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (_, result, _) = server.requests_for("read the secret")[1]
+        .tool_results()
+        .pop()
+        .unwrap();
+    assert!(!result.contains("hunter2"), "{result}");
+    assert!(
+        result.contains("denied by rule Read(secret.env)"),
+        "{result}"
+    );
+}
+
+/// The line numbers a Read result shows, in order.
+fn line_numbers(result: &str) -> Vec<usize> {
+    result
+        .lines()
+        .filter_map(|line| line.trim_start().split_once('\t'))
+        .filter_map(|(number, _)| number.parse().ok())
+        .collect()
+}
+
+#[test]
+fn a_file_cut_to_fit_shows_its_last_lines_and_the_read_call_for_the_lines_between() {
+    // Seen with the real small model (issue 45, round 3): asked for the
+    // last function of a file cut to fit, it named the last one it was
+    // shown and never read on.
+    let (env, server) = setup(Script::new().llama_cpp_window(8_192).conversation(
+        "last function",
+        vec![
+            Step::tool_call("Read", json!({"file_path": "module_c.py"})),
+            Step::text("c_fn_200"),
+        ],
+    ));
+    modules(&env);
+    let out = exec_openai(&env, &server, &["last function"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (_, result, _) = server.requests_for("last function")[1]
+        .tool_results()
+        .pop()
+        .unwrap();
+    let numbers = line_numbers(&result);
+    let gap = numbers
+        .windows(2)
+        .position(|pair| pair[1] != pair[0] + 1)
+        .expect("a gap between the head and the last lines");
+    let (head_last, tail_first) = (numbers[gap], numbers[gap + 1]);
+    assert_eq!(numbers[0], 1, "{result}");
+    assert_eq!(
+        numbers.last(),
+        Some(&1_200),
+        "the file's last line is shown"
+    );
+    assert!(
+        result.ends_with(
+            "  1198\tdef c_fn_200(value):\n  1199\t    return value * 200 + 1\n  1200\t"
+        ),
+        "{}",
+        &result[result.len() - 200..]
+    );
+    assert!(result.contains("def c_fn_200(value)"), "{result}");
+    assert!(
+        result.contains(&format!(
+            "(lines {}-{} of 1200 are not shown: they do not fit in what is left of the context window. To see them call Read {{\"file_path\": \"module_c.py\", \"offset\": {}, \"limit\": {head_last}}}, or Grep for what you need. The last lines of the window follow.)",
+            head_last + 1,
+            tail_first - 1,
+            head_last + 1
+        )),
+        "{result}"
+    );
+}
+
+#[test]
+fn a_small_model_that_answers_without_a_call_is_told_once_to_read_the_file_named() {
+    // Seen with the real small model (issue 45, rounds 3 and 4): asked
+    // about pyproject.toml, it answered "your_package_name" without a
+    // call, or described the call it would make.
+    let reminded = |key: &str| {
+        Script::new().llama_cpp_window(8_192).conversation(
+            key,
+            vec![
+                Step::text("```json\n{\"name\": \"your_package_name\"}\n```"),
+                Step::tool_call("Read", json!({"file_path": "pyproject.toml"})),
+                Step::text("tidewater"),
+            ],
+        )
+    };
+    let (env, server) = setup(reminded("package name in pyproject.toml"));
+    env.write_file("pyproject.toml", "[project]\nname = \"tidewater\"\n");
+    let out = exec_openai(
+        &env,
+        &server,
+        &["What is the package name in pyproject.toml?"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout.trim(), "tidewater");
+    let requests = server.requests_for("package name in pyproject.toml");
+    assert_eq!(
+        requests[1].last_user_text(),
+        "[alcove: you answered without calling a tool, and the message names pyproject.toml, in the workspace, which you have not read. Do not describe a call or guess what a file holds: call Read {\"file_path\": \"pyproject.toml\"} now, then answer from what it shows.]"
+    );
+    server.assert_script_finished();
+
+    // Once per message: the reply after the reminder is the answer.
+    let (env, server) = setup(Script::new().llama_cpp_window(8_192).conversation(
+        "twice in pyproject.toml",
+        vec![Step::text("guess one"), Step::text("guess two")],
+    ));
+    env.write_file("pyproject.toml", "[project]\nname = \"tidewater\"\n");
+    let out = exec_openai(&env, &server, &["twice in pyproject.toml"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout.trim(), "guess two");
+    server.assert_script_finished();
+
+    // The attacker's side: a file a Read deny rule hides is never named;
+    // and a frontier model (deferring profile) is not reminded at all.
+    let (env, server) = setup(
+        Script::new()
+            .llama_cpp_window(8_192)
+            .conversation("in secret.env", vec![Step::text("no idea")])
+            .conversation("frontier pyproject.toml", vec![Step::text("no idea")]),
+    );
+    env.write_file("secret.env", "TOKEN=hunter2\n");
+    env.write_file("pyproject.toml", "[project]\nname = \"tidewater\"\n");
+    let out = exec_openai(
+        &env,
+        &server,
+        &["--deny", "Read(secret.env)", "what is in secret.env"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(server.requests_for("in secret.env").len(), 1);
+    let out = exec_openai(
+        &env,
+        &server,
+        &["-c", "tool_profile=full", "frontier pyproject.toml"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(server.requests_for("frontier pyproject.toml").len(), 1);
 }

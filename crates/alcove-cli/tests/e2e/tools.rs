@@ -305,9 +305,13 @@ fn huge_results_are_capped_visibly() {
     assert_eq!(out.code, 0);
     let results = results_of_second_request(&server);
     assert!(results[0].1.len() < 70 * 1024, "{}", results[0].1.len());
-    // Read fits itself to the cap (or the context's room) by whole lines.
+    // Read fits itself to the cap (or the context's room) by whole lines,
+    // head and last lines, and names the call that shows the rest.
     assert!(
-        results[0].1.contains("(showing lines 1-") && results[0].1.contains("Read on with offset="),
+        results[0].1.contains("of 1000 are not shown")
+            && results[0]
+                .1
+                .contains("To see them call Read {\"file_path\": \"big.txt\", \"offset\": "),
         "the cut is stated"
     );
     let events = out.events();

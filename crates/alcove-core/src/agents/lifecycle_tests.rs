@@ -102,6 +102,7 @@ fn harness(limits: AgentLimits) -> Harness {
             max_tool_calls_per_reply: 32,
             context: Default::default(),
             defer_tools: true,
+            remind_to_read: false,
         },
         inbox: Arc::new(Inbox::default()),
         tool_specs: Default::default(),

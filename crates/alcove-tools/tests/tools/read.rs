@@ -81,7 +81,8 @@ async fn default_limit_is_2000_lines() {
 }
 
 #[tokio::test]
-async fn a_file_larger_than_the_room_left_is_shown_from_its_head_with_how_to_read_on() {
+async fn a_file_larger_than_the_room_left_is_shown_from_its_head_and_tail_with_the_call_for_the_rest()
+ {
     let mut env = Env::new();
     env.file("big.txt", numbered(5000));
     env.context.result_room = 1_000;
@@ -90,20 +91,45 @@ async fn a_file_larger_than_the_room_left_is_shown_from_its_head_with_how_to_rea
         .await;
     assert!(out.len() <= 1_000, "{} bytes", out.len());
     assert!(out.starts_with("     1\tline 1\n"), "{out}");
-    let last = out
+    let numbers: Vec<usize> = out
         .lines()
         .filter_map(|line| line.trim_start().split_once('\t'))
-        .filter_map(|(number, _)| number.parse::<usize>().ok())
-        .next_back()
+        .filter_map(|(number, _)| number.parse().ok())
+        .collect();
+    let gap = numbers
+        .windows(2)
+        .position(|pair| pair[1] != pair[0] + 1)
         .unwrap();
+    let (last, tail_first) = (numbers[gap], numbers[gap + 1]);
     assert!((20..60).contains(&last), "{last}");
+    assert!((4980..5000).contains(&tail_first), "{tail_first}");
     assert!(
-        out.ends_with(&format!(
-            "(showing lines 1-{last} of 5000: the rest does not fit in what is left of the context window. Read on with offset={} and limit={last}, or Grep for what you need.)",
+        out.contains(&format!(
+            "(lines {}-{} of 5000 are not shown: they do not fit in what is left of the context window. To see them call Read {{\"file_path\": \"big.txt\", \"offset\": {}, \"limit\": {last}}}, or Grep for what you need. The last lines of the window follow.)",
+            last + 1,
+            tail_first - 1,
             last + 1
         )),
         "{out}"
     );
+    assert!(out.ends_with("  5000\tline 5000"), "{out}");
+}
+
+#[tokio::test]
+async fn a_window_asked_for_and_cut_to_fit_keeps_its_own_last_lines() {
+    let mut env = Env::new();
+    env.file("big.txt", numbered(5000));
+    env.context.result_room = 1_000;
+    let out = env
+        .ok(
+            &Read::default(),
+            json!({"file_path": "big.txt", "offset": 101, "limit": 400}),
+        )
+        .await;
+    assert!(out.starts_with("   101\tline 101\n"), "{out}");
+    assert!(out.contains("   500\tline 500\n"), "{out}");
+    assert!(!out.contains("line 501"), "{out}");
+    assert!(out.ends_with("; read on with offset=501)"), "{out}");
 }
 
 #[tokio::test]
