@@ -139,16 +139,7 @@ impl Host for ChildHost {
             let real = path
                 .canonicalize()
                 .map_err(|err| format!("workflow({name_or_path}): {}: {err}", path.display()))?;
-            // A script reads no file alcove's own tools could not: only one
-            // inside the workspace or a saved-workflows folder, judged by
-            // where it really is (by path components, links followed).
-            let allowed = real.starts_with(&self.workspace)
-                || self
-                    .saved
-                    .iter()
-                    .filter_map(|folder| folder.canonicalize().ok())
-                    .any(|folder| real.starts_with(folder));
-            if !allowed {
+            if !crate::workflow_launch::script_readable(&real, &self.workspace, &self.saved) {
                 return Err(format!(
                     "workflow({name_or_path}): {} is outside the workspace and the saved-workflows folders",
                     real.display()

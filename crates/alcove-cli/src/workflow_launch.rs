@@ -41,6 +41,21 @@ pub(crate) type PriceOf = dyn Fn(Option<&str>, &Usage) -> Option<f64> + Send + S
 
 /// The session's prices (`[pricing."provider/model"]`), when its own model
 /// has one: a dollar budget can only be held then.
+/// Whether a script at `real` (canonical) may be read: only one inside
+/// the workspace or a saved-workflows folder, judged by where it really is
+/// (path components, links followed), so a script reads no file alcove's
+/// own tools could not.
+pub(crate) fn script_readable(real: &Path, workspace: &Path, saved: &[PathBuf]) -> bool {
+    real.starts_with(workspace)
+        || workspace
+            .canonicalize()
+            .is_ok_and(|root| real.starts_with(root))
+        || saved
+            .iter()
+            .filter_map(|folder| folder.canonicalize().ok())
+            .any(|folder| real.starts_with(folder))
+}
+
 pub(crate) fn prices(config: &Config, model: &str) -> Option<Arc<PriceOf>> {
     config.pricing.get(model)?;
     let pricing = config.pricing.clone();

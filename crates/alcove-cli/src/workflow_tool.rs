@@ -187,17 +187,7 @@ impl WorkflowTool {
             // A script is read only where alcove's own tools read without
             // asking: the workspace or a saved-workflows folder, judged by
             // where the file really is (links followed).
-            let allowed = real.starts_with(workspace.root())
-                || workspace
-                    .root()
-                    .canonicalize()
-                    .is_ok_and(|root| real.starts_with(root))
-                || self
-                    .saved
-                    .iter()
-                    .filter_map(|folder| folder.canonicalize().ok())
-                    .any(|folder| real.starts_with(folder));
-            if !allowed {
+            if !workflow_launch::script_readable(&real, workspace.root(), &self.saved) {
                 return Err(format!(
                     "scriptPath {file}: {} is outside the workspace and the saved-workflows folders",
                     real.display()

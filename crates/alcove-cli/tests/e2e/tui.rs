@@ -363,8 +363,10 @@ fn slash_commands_status_agents_model_clear_and_unknown() {
     }
 }
 
-#[test]
-fn esc_interrupts_a_child_kills_its_command_and_the_session_goes_on() {
+/// A UI session whose main agent delegates to a child that runs a
+/// 300-second command; the parent then answers `after`. Returns once the
+/// command runs, with its pid.
+fn a_child_waiting_for_the_build(after: &str) -> (TestEnv, FakeServer, Pane, u32) {
     let (env, server) = setup(
         Script::new()
             .conversation(
@@ -381,7 +383,7 @@ fn esc_interrupts_a_child_kills_its_command_and_the_session_goes_on() {
                         "Agent",
                         json!({"description": "build", "prompt": "CHILD: wait for the build"}),
                     ),
-                    Step::text("AFTER-THE-INTERRUPT"),
+                    Step::text(after),
                 ],
             ),
     );
@@ -392,6 +394,12 @@ fn esc_interrupts_a_child_kills_its_command_and_the_session_goes_on() {
     let pid_file = env.path("child.pid");
     wait_for_file(&pid_file);
     let pid = read_pid(&pid_file);
+    (env, server, pane, pid)
+}
+
+#[test]
+fn esc_interrupts_a_child_kills_its_command_and_the_session_goes_on() {
+    let (env, _server, pane, pid) = a_child_waiting_for_the_build("AFTER-THE-INTERRUPT");
     let screen = pane.wait_for_screen("Bash echo $$");
     assert!(screen.contains("agents · 1 running"), "{screen}");
     pane.key("Escape");
@@ -420,33 +428,7 @@ fn esc_interrupts_a_child_kills_its_command_and_the_session_goes_on() {
 /// with no interrupt of the turn.
 #[test]
 fn x_in_a_childs_view_stops_that_child_alone_and_its_parent_goes_on() {
-    let (env, server) = setup(
-        Script::new()
-            .conversation(
-                "CHILD: wait for the build",
-                vec![Step::tool_call(
-                    "Bash",
-                    json!({"command": "echo $$ > child.pid; sleep 300"}),
-                )],
-            )
-            .conversation(
-                "run the build in a child",
-                vec![
-                    Step::tool_call(
-                        "Agent",
-                        json!({"description": "build", "prompt": "CHILD: wait for the build"}),
-                    ),
-                    Step::text("PARENT-WENT-ON"),
-                ],
-            ),
-    );
-    patient(&env);
-    let pane = Pane::start(&env, &server, &["--permission-mode", "bypassPermissions"]);
-    pane.wait_for_screen("Ask anything");
-    pane.prompt("run the build in a child");
-    let pid_file = env.path("child.pid");
-    wait_for_file(&pid_file);
-    let pid = read_pid(&pid_file);
+    let (env, _server, pane, pid) = a_child_waiting_for_the_build("PARENT-WENT-ON");
     pane.wait_for_screen("Bash echo $$");
     pane.key("C-t");
     let view = pane.wait_for_screen("Esc back · x stop");
