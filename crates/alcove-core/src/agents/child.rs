@@ -19,23 +19,9 @@ use super::definitions::{AgentDefinition, DELEGATION_CONTRACT};
 use super::report::Evidence;
 use super::scope::AgentScope;
 use super::supervisor::Supervisor;
+use super::toolset::child_pool;
 use crate::isolation::worktree::{BRANCH_PREFIX, Worktree};
 use crate::{AgentRun, EventSink, FanOut, PermissionMode, RuleSet, Runtime, Transcript};
-
-/// Tools a child never inherits: delegation is offered again only through
-/// fresh tools bound to the child's own depth (a workflow, a front end's
-/// `Workflow` tool, is the main agent's only).
-pub(crate) const DELEGATION_TOOLS: [&str; 9] = [
-    "Agent",
-    "spawn_agent",
-    "spawn_batch",
-    "retry_batch",
-    "send_input",
-    "wait",
-    "close_agent",
-    "resume_agent",
-    "Workflow",
-];
 
 /// What a child is asked to be, whichever face starts it (or a queue).
 #[derive(Debug, Clone)]
@@ -324,43 +310,6 @@ impl Supervisor {
         }
         prompt
     }
-}
-
-/// The child's tools — the parent's minus the delegation tools, within the
-/// definition's lists, then within `tool_names` when given and non-empty —
-/// and the `tool_names` that matched nothing.
-fn child_pool(
-    parent_pool: &[Arc<dyn Tool<AgentScope>>],
-    definition: &AgentDefinition,
-    tool_names: Option<&[String]>,
-) -> (Vec<Arc<dyn Tool<AgentScope>>>, Vec<String>) {
-    let allowed = |name: &str| {
-        !DELEGATION_TOOLS.contains(&name)
-            && definition
-                .tools
-                .as_ref()
-                .is_none_or(|tools| tools.iter().any(|tool| tool == name))
-            && !definition.disallowed_tools.iter().any(|tool| tool == name)
-    };
-    let mut pool: Vec<Arc<dyn Tool<AgentScope>>> = parent_pool
-        .iter()
-        .filter(|tool| allowed(&tool.spec().name))
-        .cloned()
-        .collect();
-    let mut ignored = Vec::new();
-    if let Some(names) = tool_names.filter(|names| !names.is_empty()) {
-        pool.retain(|tool| names.iter().any(|name| *name == tool.spec().name));
-        ignored = names
-            .iter()
-            .filter(|name| {
-                !DELEGATION_TOOLS.contains(&name.as_str())
-                    && name.as_str() != crate::deferred::TOOL_SEARCH
-                    && !parent_pool.iter().any(|tool| tool.spec().name == **name)
-            })
-            .cloned()
-            .collect();
-    }
-    (pool, ignored)
 }
 
 #[cfg(test)]

@@ -9,6 +9,8 @@
 //! - `life`: `ChildLife`, which owns a child from its lease to its one end
 //!   record for every face and runner (the only `agent_ended` of the core).
 //! - `child`: what a child is built from (gate, tools, model, sinks).
+//! - `toolset`: which delegation tools an agent at a depth gets, and which
+//!   of its parent's tools a child inherits.
 //! - `budget`: the budget of the whole tree.
 //! - `leases`: the slots and the tree budget a child leases for a submission.
 //! - `agent_tool`: the synchronous `Agent` tool.
@@ -47,6 +49,7 @@ mod scope;
 mod start_error;
 mod submission;
 mod supervisor;
+mod toolset;
 mod worktree_child;
 
 pub use budget::{TreeBudget, TreeUsage};

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use alcove_protocol::AgentPath;
 use alcove_tools::Tool;
 
-use super::child::DELEGATION_TOOLS;
+use super::toolset::DELEGATION_TOOLS;
 use crate::{AgentRun, EventSink, Runtime};
 
 /// A tool as every agent's pool holds it: a [`Tool`] for an agent's scope.

@@ -15,19 +15,15 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use alcove_model::{Halt, Model, ProviderHealth};
-use alcove_tools::Tool;
 use tokio_util::sync::CancellationToken;
 
-use super::agent_tool::AgentTool;
-use super::batch::{Batches, batch_tools};
+use super::batch::Batches;
 use super::budget::TreeBudget;
-use super::collab::collab_tools;
 use super::definitions::Definitions;
 use super::host_runs::HostRuns;
 use super::leases::Leases;
 use super::registry::Registry;
-use super::scope::AgentScope;
-use crate::{EventSink, PermissionGate};
+use crate::EventSink;
 
 /// Limits on delegation.
 #[derive(Debug, Clone, Copy)]
@@ -315,33 +311,6 @@ impl Supervisor {
     pub fn tree_budget(&self) -> Option<Arc<TreeBudget>> {
         let tree = &self.leases.tree;
         tree.is_bounded().then(|| tree.clone())
-    }
-
-    /// The tools of an agent at `depth` whose other tools are `pool` and
-    /// whose calls pass `gate`: the pool, plus `Agent` and the collab tools
-    /// while children may still nest below this depth. The delegation tools
-    /// hold the supervisor weakly and nothing of their caller's.
-    pub fn tools_for(
-        self: &Arc<Self>,
-        depth: u32,
-        pool: Vec<Arc<dyn Tool<AgentScope>>>,
-        gate: &Arc<PermissionGate>,
-    ) -> Vec<Arc<dyn Tool<AgentScope>>> {
-        let mut tools = pool;
-        if depth < self.limits.max_depth && gate.offers("Agent") {
-            let weak: Weak<Supervisor> = Arc::downgrade(self);
-            tools.push(Arc::new(AgentTool::new(weak.clone(), &self.definitions)));
-            if self.limits.collab && gate.offers("spawn_agent") {
-                tools.extend(collab_tools(&weak, self.command.is_some()));
-                if gate.offers("spawn_batch") {
-                    tools.extend(batch_tools(
-                        &weak,
-                        self.command.is_some() || self.batch_runner.is_some(),
-                    ));
-                }
-            }
-        }
-        tools
     }
 
     /// A fresh child name, unique in the session: `agent-1`, `agent-2`, …
