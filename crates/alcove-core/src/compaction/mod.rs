@@ -335,19 +335,9 @@ impl Context {
         if used > self.limits.window {
             // Never sent over the window (a server refuses it): compact as
             // after an overflow, which also clears recent results.
-            let result = compact(
-                runtime,
-                run,
-                self.limits,
-                messages,
-                tools,
-                Trigger::Overflow,
-                None,
-                used,
-                usage,
-            )
-            .await;
-            self.known = 0;
+            let result = self
+                .compact_overflowed(runtime, run, messages, tools, used, usage)
+                .await;
             (used, unscaled) = self.sizes(messages);
             if used > self.limits.window {
                 let why = result
@@ -402,6 +392,25 @@ impl Context {
                 ..self.limits
             };
         }
+        let result = self
+            .compact_overflowed(runtime, run, messages, tools, used, usage)
+            .await;
+        self.sent_estimate = self.sizes(messages).1;
+        result.map(|_| ())
+    }
+
+    /// Compacts as after an overflow (recent results are cleared too) and
+    /// forgets the server's last count, which no longer describes the
+    /// history.
+    async fn compact_overflowed(
+        &mut self,
+        runtime: &Runtime,
+        run: &AgentRun,
+        messages: &mut Vec<Message>,
+        tools: &Arc<[ToolSpec]>,
+        used: u64,
+        usage: &mut Usage,
+    ) -> Result<bool, String> {
         let result = compact(
             runtime,
             run,
@@ -415,8 +424,7 @@ impl Context {
         )
         .await;
         self.known = 0;
-        self.sent_estimate = self.sizes(messages).1;
-        result.map(|_| ())
+        result
     }
 
     /// The error a run ends with when a request does not fit even after
