@@ -118,6 +118,20 @@ impl EventSink for Trace {
                 };
                 format!("agent.end description={description} ok={ok} reason={reason}")
             }
+            EventKind::WorkflowStarted { run_id, name, .. } => {
+                format!("workflow.start run={run_id} name={name} agent={agent}")
+            }
+            EventKind::WorkflowPhase { run_id, title } => {
+                format!("workflow.phase run={run_id} title={title} agent={agent}")
+            }
+            EventKind::WorkflowEnded {
+                run_id,
+                status,
+                agents,
+                ..
+            } => {
+                format!("workflow.end run={run_id} status={status} agents={agents} agent={agent}")
+            }
             EventKind::SessionStarted {
                 session_id, model, ..
             } => {

@@ -291,8 +291,7 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
         dir: Some(run_dir),
         replay,
     };
-    let host = Arc::new(host);
-    let end = alcove_workflow::run(&workflow, host.clone(), options).await;
+    let end = Arc::new(host).run(&workflow, options).await;
     let signal_code = exec::signal_code(cancel.is_cancelled(), signal).await;
     // The one session end: SessionEnd hooks, background commands stopped,
     // `session_ended` with the whole tree's usage, as every front end ends.

@@ -15,8 +15,10 @@ use std::time::Duration;
 
 use alcove_core::batch::{ChildRunner, Isolation, TaskJob, TaskOutcome, TaskRunner, TaskSpec};
 use alcove_core::{AgentRun, DynTool, Runtime, Supervisor};
-use alcove_protocol::RunStatus;
-use alcove_workflow::{AgentCall, AgentOutcome, Host, NullReason, RunEvent, Workflow};
+use alcove_protocol::{EventKind, RunStatus};
+use alcove_workflow::{
+    AgentCall, AgentOutcome, Host, NullReason, RunEnd, RunEvent, RunOptions, Workflow,
+};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -98,6 +100,7 @@ impl Host for ChildHost {
             dir: &self.dir,
             model: call.model.clone(),
             effort: call.effort.clone(),
+            phase: call.phase.clone(),
         };
         let outcome = runner.run(job).await;
         if let Some(cost) = self
@@ -121,6 +124,12 @@ impl Host for ChildHost {
     }
 
     fn event(&self, event: RunEvent) {
+        if let RunEvent::Phase(title) = &event {
+            self.announce(EventKind::WorkflowPhase {
+                run_id: self.run_id.clone(),
+                title: title.clone(),
+            });
+        }
         (self.events)(event);
     }
 
@@ -158,6 +167,39 @@ impl Host for ChildHost {
             })
             .and_then(|saved| saved.workflow.ok().map(|w| w.source))
             .ok_or_else(|| format!("workflow(): no saved workflow named `{name_or_path}`"))
+    }
+}
+
+impl ChildHost {
+    /// Runs `workflow` on this host, announced in the session's events by
+    /// the agent that started it: `workflow_started` before its first
+    /// agent, `workflow_phase` as its script sets one, `workflow_ended`
+    /// last (what the UI, ACP, OTel and `alcove report` show of a run).
+    pub(crate) async fn run(self: Arc<Self>, workflow: &Workflow, options: RunOptions) -> RunEnd {
+        self.announce(EventKind::WorkflowStarted {
+            run_id: self.run_id.clone(),
+            name: workflow.meta.name.clone(),
+            phases: workflow.meta.phases.clone(),
+            max_concurrent: u32::try_from(options.limits.concurrency).unwrap_or(u32::MAX),
+            budget_tokens: options.budget,
+            budget_usd: options.budget_usd,
+        });
+        let end = alcove_workflow::run(workflow, self.clone(), options).await;
+        self.announce(EventKind::WorkflowEnded {
+            run_id: self.run_id.clone(),
+            status: end.status.as_str().to_owned(),
+            agents: end.agents.started,
+            nulls: end.agents.nulls(),
+            summary: end.agents.describe(),
+            tokens: end.tokens,
+            usd: end.usd,
+            error: end.error.clone(),
+        });
+        end
+    }
+
+    fn announce(&self, kind: EventKind) {
+        self.runtime.emit(&self.parent.path, kind);
     }
 }
 

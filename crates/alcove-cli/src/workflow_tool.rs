@@ -379,7 +379,7 @@ impl WorkflowTool {
         let ended_dir = dir.clone();
         let sites = workflow.call_sites.len();
         tokio::spawn(async move {
-            let end = alcove_workflow::run(&workflow, host, options).await;
+            let end = host.run(&workflow, options).await;
             let written = workflow_launch::record_end(&ended_dir, &mut record, &end);
             let notice = format!(
                 "workflow {ended_id} {}: {}",

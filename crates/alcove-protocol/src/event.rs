@@ -291,6 +291,64 @@ pub enum EventKind {
         /// Where the child's own transcript is written, when it is.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         transcript: Option<String>,
+        /// The batch or workflow run it is a task of (`b…`, `wf_…`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run: Option<String>,
+        /// Its workflow phase: its `agent({phase})`, or the title the
+        /// script's last `phase()` set.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        phase: Option<String>,
+    },
+    /// A workflow run started (the model's `Workflow` call, `alcove
+    /// workflow run`): emitted by the agent that started it, before its
+    /// first agent. Its agents' `agent_started` events name it in `run`.
+    WorkflowStarted {
+        /// The run's id (`wf_…`).
+        run_id: String,
+        /// The script's `meta.name`.
+        name: String,
+        /// The phases `meta.phases` declares, in order.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        phases: Vec<String>,
+        /// The most agents it runs at once.
+        max_concurrent: u32,
+        /// Its budget in tokens, when it has one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        budget_tokens: Option<u64>,
+        /// Its budget in dollars, when it has one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        budget_usd: Option<f64>,
+    },
+    /// A workflow's script called `phase(title)`.
+    WorkflowPhase {
+        /// The run's id.
+        run_id: String,
+        /// The phase's title.
+        title: String,
+    },
+    /// A workflow run ended.
+    WorkflowEnded {
+        /// The run's id.
+        run_id: String,
+        /// `completed` (the script returned), `failed` (it threw),
+        /// `budget_exhausted`, `halted` (the provider refused the tree) or
+        /// `cancelled`.
+        status: String,
+        /// Agents started live.
+        agents: u32,
+        /// `agent()` calls that gave the script `null`.
+        nulls: u32,
+        /// One line: what its agents did (`12 agents started, 10 answered,
+        /// 2 null (1 failed, 1 cancelled)`).
+        summary: String,
+        /// Budget tokens its agents used (every input and output token).
+        tokens: u64,
+        /// What its agents cost, where their prices are known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usd: Option<f64>,
+        /// Why it did not complete.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     },
     /// A child agent ended.
     AgentEnded {

@@ -155,6 +155,8 @@ impl ScopedTool<AgentScope> for AgentTool {
                 .as_deref()
                 .and_then(|effort| alcove_model::parse_effort(effort).ok()),
             wall: None,
+            run: None,
+            phase: None,
         };
         // The main agent waits for a slot; a child that delegates must not
         // wait while holding one.

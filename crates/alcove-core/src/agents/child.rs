@@ -44,6 +44,10 @@ pub(crate) struct ChildRequest {
     /// A queue's or an outside caller's own wall-clock budget for each
     /// submission, over the definition's and `agents.timeout_secs`.
     pub(crate) wall: Option<std::time::Duration>,
+    /// The batch or workflow run it is a task of, and its workflow phase
+    /// (announced in `agent_started`).
+    pub(crate) run: Option<String>,
+    pub(crate) phase: Option<String>,
 }
 
 /// A child ready to run.

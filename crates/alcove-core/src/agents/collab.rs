@@ -285,6 +285,8 @@ impl Supervisor {
             turns: None,
             effort: None,
             wall: None,
+            run: None,
+            phase: None,
         };
         // Spawned children outlive the call: they hang off the spawning
         // agent's run token, so interrupting that agent stops them.

@@ -144,6 +144,8 @@ impl Supervisor {
             turns: request.max_turns,
             effort,
             wall: request.wall,
+            run: None,
+            phase: None,
         };
         let started = self
             .start_child(

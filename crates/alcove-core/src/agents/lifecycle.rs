@@ -151,6 +151,8 @@ impl Supervisor {
             transcript: child
                 .transcript_path()
                 .map(|path| path.display().to_string()),
+            run: request.run.clone(),
+            phase: request.phase.clone(),
         });
         for message in &child.warnings {
             child.runtime.emit(

@@ -289,6 +289,7 @@ impl Batch {
                     dir: &self.plan.dir,
                     model: None,
                     effort: None,
+                    phase: None,
                 })
                 .await;
             drop(permits);

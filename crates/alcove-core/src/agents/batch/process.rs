@@ -226,6 +226,7 @@ mod tests {
             dir: &dir,
             model: None,
             effort: None,
+            phase: None,
         };
         let options = SlurmOptions {
             alcove: "/bin/alcove exec --json -".into(),

@@ -76,6 +76,8 @@ pub struct TaskJob<'a> {
     pub model: Option<String>,
     /// The child's reasoning effort (a workflow's `agent({effort})`).
     pub effort: Option<String>,
+    /// The task's workflow phase (a workflow's `agent({phase})`).
+    pub phase: Option<String>,
 }
 
 impl TaskJob<'_> {
@@ -245,6 +247,8 @@ impl TaskRunner for ChildRunner {
             turns: job.turns,
             effort: job.effort.clone(),
             wall: job.wall,
+            run: Some(job.batch.to_owned()),
+            phase: job.phase.clone(),
         };
         let call_id = format!("{}/{}", job.batch, job.task.id);
         let started = supervisor
