@@ -87,6 +87,8 @@ fn started(agent: &str, child: &str, description: &str) -> AgentEvent {
             description: description.to_owned(),
             depth: u32::try_from(child.matches('/').count()).unwrap_or(1),
             transcript: None,
+            run: None,
+            phase: None,
         },
     )
 }
