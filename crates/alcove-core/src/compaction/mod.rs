@@ -21,56 +21,22 @@
 
 mod calibration;
 mod clear;
+mod estimate;
 mod summary;
 mod window;
 
 use std::sync::Arc;
 
-use alcove_model::{ModelError, ModelRequest};
+use alcove_model::ModelError;
 use alcove_protocol::{EventKind, Message, ToolSpec, Usage};
 
 use crate::agent_loop::{AgentRun, Runtime};
 
 pub use calibration::Calibration;
-pub use window::{DEFAULT_WINDOW, WINDOW_TABLE, table_window};
-
-/// How much context an agent has and when to compact it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ContextLimits {
-    /// The model's context window, in tokens.
-    pub window: u64,
-    /// Compact when the next request would be larger than this.
-    pub compact_at: u64,
-    /// How many recent turns keep their tool results whatever their size.
-    pub keep_turns: usize,
-    /// Results longer than this (bytes) are cleared once they are old.
-    pub clear_over_bytes: usize,
-}
-
-impl ContextLimits {
-    /// The share of the window at which compaction starts by default.
-    pub const DEFAULT_FRACTION: f64 = 0.85;
-
-    /// Limits for a window of `window` tokens, compacting at `compact_at`
-    /// tokens (default 85 % of the window).
-    pub fn new(window: u64, compact_at: Option<u64>) -> ContextLimits {
-        let window = window.max(1);
-        ContextLimits {
-            window,
-            compact_at: compact_at
-                .unwrap_or((window as f64 * Self::DEFAULT_FRACTION) as u64)
-                .clamp(1, window),
-            keep_turns: 3,
-            clear_over_bytes: 1024,
-        }
-    }
-}
-
-impl Default for ContextLimits {
-    fn default() -> Self {
-        ContextLimits::new(DEFAULT_WINDOW, None)
-    }
-}
+pub(crate) use estimate::{estimate, json_bytes};
+use estimate::{estimate_all, estimate_fixed, fixed_from_bytes};
+use window::limits_for;
+pub use window::{ContextLimits, DEFAULT_WINDOW, WINDOW_TABLE, table_window};
 
 /// Why a compaction runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,80 +64,6 @@ impl Trigger {
             Trigger::Manual => "manual",
             Trigger::Auto | Trigger::Overflow => "auto",
         }
-    }
-}
-
-/// The limits of an agent on `runtime.model`: the session's, unless the
-/// model knows a window of its own (a child on another model), in which
-/// case the threshold keeps the same share of it.
-fn limits_for(runtime: &Runtime) -> ContextLimits {
-    let session = runtime.limits.context;
-    match runtime.model.context_window() {
-        Some(window) if window > 0 && window != session.window => {
-            let share = session.compact_at as f64 / session.window as f64;
-            ContextLimits {
-                window,
-                compact_at: ((window as f64 * share) as u64).clamp(1, window),
-                ..session
-            }
-        }
-        _ => session,
-    }
-}
-
-/// Estimated tokens of one message: its JSON size over four, rounded up.
-/// Real tokenizers give about four bytes of English or code per token; the
-/// JSON framing makes this err on the large side.
-/// An image counts as [`IMAGE_TOKENS`], not its base64 over four.
-pub(crate) fn estimate(message: &Message) -> u64 {
-    let mut counter = ByteCount(0);
-    let _ = serde_json::to_writer(&mut counter, message);
-    let mut images = 0u64;
-    let mut image_bytes = 0usize;
-    for block in &message.content {
-        if let alcove_protocol::ContentBlock::Image { data, .. } = block {
-            images += 1;
-            image_bytes += data.len();
-        }
-    }
-    (counter.0.saturating_sub(image_bytes) as u64).div_ceil(4) + images * IMAGE_TOKENS
-}
-
-/// What one image costs a model: Anthropic's is about width × height / 750
-/// tokens, at most about 1,600 once it scales the image to 1,568 px.
-const IMAGE_TOKENS: u64 = 1_600;
-
-fn estimate_all(messages: &[Message]) -> u64 {
-    messages.iter().map(estimate).sum()
-}
-
-/// Estimated tokens of the system prompt and tool specs.
-fn estimate_fixed(system: &str, tools: &[ToolSpec]) -> u64 {
-    fixed_from_bytes(system, json_bytes(tools))
-}
-
-/// Estimated tokens of the system prompt and tool specs whose JSON takes
-/// `tool_bytes`.
-fn fixed_from_bytes(system: &str, tool_bytes: usize) -> u64 {
-    ((system.len() + tool_bytes) as u64).div_ceil(4)
-}
-
-/// The size of `tools`' JSON, counted without building it.
-pub(crate) fn json_bytes(tools: &[ToolSpec]) -> usize {
-    let mut counter = ByteCount(0);
-    let _ = serde_json::to_writer(&mut counter, tools);
-    counter.0
-}
-
-struct ByteCount(usize);
-
-impl std::io::Write for ByteCount {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 
@@ -506,7 +398,7 @@ async fn compact(
         .then(|| summary::split_point(messages, limits.window / 4))
         .flatten();
     if let Some(split) = split {
-        let text = summarise(
+        let text = summary::summarise(
             runtime, run, limits, messages, tools, fixed, split, focus, usage,
         )
         .await;
@@ -543,57 +435,6 @@ async fn compact(
         },
     );
     Ok(true)
-}
-
-/// Asks the model for the handover note about `messages[..split]`.
-#[allow(clippy::too_many_arguments)]
-async fn summarise(
-    runtime: &Runtime,
-    run: &AgentRun,
-    limits: ContextLimits,
-    messages: &[Message],
-    tools: &Arc<[ToolSpec]>,
-    fixed: u64,
-    split: usize,
-    focus: Option<&str>,
-    usage: &mut Usage,
-) -> Result<String, String> {
-    let mut request_messages = summary::request_messages(messages, split, focus);
-    let room = limits
-        .window
-        .saturating_sub(u64::from(runtime.limits.max_tokens))
-        .saturating_sub(fixed);
-    if estimate_all(&request_messages) > room {
-        // Too big to summarise whole: every result goes, recent ones too.
-        let all = clear::clearable(&request_messages, 0, 256);
-        clear::clear(&mut request_messages, &all);
-    }
-    let request = ModelRequest {
-        system: run.system_prompt.clone(),
-        messages: request_messages,
-        tools: tools.clone(),
-        max_tokens: runtime.limits.max_tokens,
-        effort: run.effort.clone(),
-    };
-    let on_delta = |_| {};
-    let reply = tokio::select! {
-        biased;
-        () = run.cancel.cancelled() => return Err("cancelled".to_owned()),
-        reply = runtime.model.complete(&request, &on_delta) => reply,
-    };
-    let response = reply.map_err(|error| error.to_string())?;
-    usage.add(response.usage);
-    runtime.emit(
-        &run.path,
-        EventKind::Usage {
-            usage: response.usage,
-        },
-    );
-    let text = response.message.text();
-    if text.trim().is_empty() {
-        return Err("the model answered the summary request without text".to_owned());
-    }
-    Ok(text)
 }
 
 /// Compacts an agent's history on request (`/compact [focus]`, `exec
@@ -649,26 +490,5 @@ pub fn replay_compaction(
         && replaced > 0
     {
         *messages = summary::rebuild(messages, replaced, text);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn limits_default_to_85_percent_and_stay_inside_the_window() {
-        let limits = ContextLimits::new(16_000, None);
-        assert_eq!(limits.compact_at, 13_600);
-        assert_eq!(ContextLimits::new(100, Some(500)).compact_at, 100);
-        assert_eq!(ContextLimits::new(0, None).window, 1);
-    }
-
-    #[test]
-    fn estimates_grow_with_the_text() {
-        let small = estimate(&Message::user_text("hi"));
-        let big = estimate(&Message::user_text("x".repeat(4000)));
-        assert!(small < 20, "{small}");
-        assert!((1000..1100).contains(&big), "{big}");
     }
 }

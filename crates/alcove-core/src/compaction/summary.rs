@@ -8,9 +8,13 @@
 //! by the most recent turns verbatim. The split is always just before an
 //! assistant message, so no `tool_use` is parted from its `tool_result`.
 
-use alcove_protocol::{ContentBlock, Message, Role};
+use std::sync::Arc;
 
-use super::estimate;
+use alcove_model::ModelRequest;
+use alcove_protocol::{ContentBlock, EventKind, Message, Role, ToolSpec, Usage};
+
+use super::{ContextLimits, clear, estimate, estimate_all};
+use crate::agent_loop::{AgentRun, Runtime};
 use crate::deferred;
 use crate::plan;
 
@@ -139,6 +143,57 @@ pub(crate) fn rebuild(messages: &[Message], split: usize, summary: &str) -> Vec<
     }];
     rebuilt.extend(messages[split..].iter().cloned());
     rebuilt
+}
+
+/// Asks the model for the handover note about `messages[..split]`.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn summarise(
+    runtime: &Runtime,
+    run: &AgentRun,
+    limits: ContextLimits,
+    messages: &[Message],
+    tools: &Arc<[ToolSpec]>,
+    fixed: u64,
+    split: usize,
+    focus: Option<&str>,
+    usage: &mut Usage,
+) -> Result<String, String> {
+    let mut request_messages = request_messages(messages, split, focus);
+    let room = limits
+        .window
+        .saturating_sub(u64::from(runtime.limits.max_tokens))
+        .saturating_sub(fixed);
+    if estimate_all(&request_messages) > room {
+        // Too big to summarise whole: every result goes, recent ones too.
+        let all = clear::clearable(&request_messages, 0, 256);
+        clear::clear(&mut request_messages, &all);
+    }
+    let request = ModelRequest {
+        system: run.system_prompt.clone(),
+        messages: request_messages,
+        tools: tools.clone(),
+        max_tokens: runtime.limits.max_tokens,
+        effort: run.effort.clone(),
+    };
+    let on_delta = |_| {};
+    let reply = tokio::select! {
+        biased;
+        () = run.cancel.cancelled() => return Err("cancelled".to_owned()),
+        reply = runtime.model.complete(&request, &on_delta) => reply,
+    };
+    let response = reply.map_err(|error| error.to_string())?;
+    usage.add(response.usage);
+    runtime.emit(
+        &run.path,
+        EventKind::Usage {
+            usage: response.usage,
+        },
+    );
+    let text = response.message.text();
+    if text.trim().is_empty() {
+        return Err("the model answered the summary request without text".to_owned());
+    }
+    Ok(text)
 }
 
 #[cfg(test)]
