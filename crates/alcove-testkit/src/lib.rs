@@ -56,6 +56,7 @@ mod env;
 mod from_result;
 mod openai;
 mod record;
+mod reply;
 mod responses;
 mod responses_strict;
 #[cfg(feature = "published-schemas")]
