@@ -1,5 +1,6 @@
 //! The dialect's behaviour against a fake host: what a script sees, what
-//! runs at once, what the budget, the caps and a resume allow, how a run ends.
+//! runs at once, what the caps and a resume allow; how a run ends (budgets,
+//! a provider's halt, a cancel) is in `tests/ends.rs`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,6 +14,9 @@ use crate::{
     RunOptions, Workflow, read_answers, run,
 };
 
+/// How a run ends.
+mod ends;
+
 type Answer = dyn Fn(&AgentCall) -> AgentOutcome + Send + Sync;
 
 struct FakeHost {
@@ -24,7 +28,14 @@ struct FakeHost {
     nested: Option<String>,
     /// Dollars each agent costs, when the host knows prices.
     usd_each: Option<f64>,
+    /// Agents hold until this many have run at once (or [`GATHER_WAIT`]
+    /// passed), so a test of overlap does not depend on how fast a loaded
+    /// machine starts them.
+    gather: usize,
 }
+
+/// The longest an agent holds for [`FakeHost::gather`].
+const GATHER_WAIT: Duration = Duration::from_secs(10);
 
 impl FakeHost {
     fn new(answer: impl Fn(&AgentCall) -> AgentOutcome + Send + Sync + 'static) -> Arc<FakeHost> {
@@ -36,6 +47,15 @@ impl FakeHost {
             most_at_once: AtomicUsize::new(0),
             nested: None,
             usd_each: None,
+            gather: 0,
+        })
+    }
+
+    /// [`FakeHost::echo`] whose agents hold until `gather` run at once.
+    fn echo_gathering(gather: usize) -> Arc<FakeHost> {
+        Arc::new(FakeHost {
+            gather,
+            ..Arc::into_inner(FakeHost::echo()).unwrap()
         })
     }
 
@@ -63,6 +83,13 @@ impl Host for FakeHost {
         self.calls.lock().unwrap().push(call.clone());
         let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
         self.most_at_once.fetch_max(now, Ordering::SeqCst);
+        let held = tokio::time::Instant::now();
+        while self.most_at_once.load(Ordering::SeqCst) < self.gather
+            && held.elapsed() < GATHER_WAIT
+            && !cancel.is_cancelled()
+        {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
         let outcome = tokio::select! {
             () = tokio::time::sleep(Duration::from_millis(20)) => (self.answer)(&call),
             () = cancel.cancelled() => AgentOutcome::Null {
@@ -105,7 +132,7 @@ async fn run_script(host: &Arc<FakeHost>, body: &str) -> RunEnd {
 
 #[tokio::test]
 async fn pipeline_and_parallel_return_the_scripts_value_and_run_at_once() {
-    let host = FakeHost::echo();
+    let host = FakeHost::echo_gathering(3);
     let end = run_script(
         &host,
         "phase('Fan')\nconst firsts = await pipeline(['a', 'b', 'c'], (x) => agent(x), (prev, item, i) => `${prev}|${item}|${i}`)\nconst all = await parallel([0, 1, 2, 3].map((n) => () => agent(`p${n}`, { label: `n${n}` })))\nreturn { firsts, all, args: typeof args }",
@@ -154,7 +181,7 @@ async fn a_thrown_thunk_or_stage_is_null_and_the_run_goes_on() {
 
 #[tokio::test]
 async fn the_concurrency_cap_holds() {
-    let host = FakeHost::echo();
+    let host = FakeHost::echo_gathering(4);
     let options = RunOptions {
         limits: Limits {
             concurrency: 4,
@@ -215,54 +242,6 @@ async fn the_agent_cap_and_the_item_cap_throw() {
         end.result,
         json!("pipeline(): 4 items, more than the 3 one call takes; split the list")
     );
-}
-
-#[tokio::test]
-async fn a_spent_budget_makes_agent_throw_and_the_run_end_budget_exhausted() {
-    let host = FakeHost::new(|call| answer(json!(call.prompt), 100));
-    let options = RunOptions {
-        budget: Some(250),
-        ..RunOptions::default()
-    };
-    let end = run_with(
-        &host,
-        "const seen = []\nfor (let i = 0; i < 10; i++) { seen.push([budget.total, budget.spent(), budget.remaining()]); await agent(`a${i}`) }\nreturn seen",
-        options,
-    )
-    .await;
-    assert_eq!(end.status, EndStatus::BudgetExhausted, "{end:?}");
-    assert_eq!(host.prompts(), vec!["a0", "a1", "a2"]);
-    assert_eq!(end.agents.refused_by_budget, 1);
-    assert!(
-        end.error
-            .as_deref()
-            .unwrap()
-            .contains("budget is spent (300 of 250"),
-        "{end:?}"
-    );
-    let shares: Vec<Option<u64>> = host
-        .calls
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|c| c.tokens)
-        .collect();
-    assert_eq!(
-        shares,
-        vec![Some(250), Some(150), Some(50)],
-        "each agent's share is what is left"
-    );
-}
-
-#[tokio::test]
-async fn without_a_budget_remaining_is_infinite() {
-    let host = FakeHost::echo();
-    let end = run_script(
-        &host,
-        "return [budget.total, budget.remaining() === Infinity]",
-    )
-    .await;
-    assert_eq!(end.result, json!([null, true]));
 }
 
 #[tokio::test]
@@ -341,101 +320,6 @@ async fn a_null_agent_is_counted_with_its_reason() {
         end.agents.describe().contains("1 null (1 failed)"),
         "{}",
         end.agents.describe()
-    );
-}
-
-#[tokio::test]
-async fn a_provider_halt_stops_the_run_and_it_ends_halted() {
-    let host = FakeHost::new(|call| {
-        if call.prompt == "a0" {
-            AgentOutcome::Null {
-                reason: NullReason::Halted,
-                detail: "401 invalid_api_key".into(),
-                tokens: 0,
-            }
-        } else {
-            answer(json!("ok"), 1)
-        }
-    });
-    let options = RunOptions {
-        limits: Limits {
-            concurrency: 2,
-            ..Limits::default()
-        },
-        ..RunOptions::default()
-    };
-    let end = run_with(
-        &host,
-        "const r = await parallel(Array.from({ length: 40 }, (_, i) => () => agent(`a${i}`)))\nreturn r.filter(Boolean).length",
-        options,
-    )
-    .await;
-    assert_eq!(end.status, EndStatus::Halted, "{end:?}");
-    assert_eq!(end.error.as_deref(), Some("401 invalid_api_key"));
-    assert!(host.prompts().len() <= 3, "{:?}", host.prompts());
-    assert_eq!(
-        end.agents.nulls(),
-        40 - end.agents.answered,
-        "{:?}",
-        end.agents
-    );
-}
-
-#[tokio::test]
-async fn a_cancelled_run_ends_cancelled_and_stops_a_spinning_script() {
-    let host = FakeHost::echo();
-    let cancel = CancellationToken::new();
-    let options = RunOptions {
-        cancel: cancel.clone(),
-        ..RunOptions::default()
-    };
-    let stopper = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        cancel.cancel();
-    });
-    let end = run_with(&host, "await agent('x'); while (true) {}", options).await;
-    stopper.await.unwrap();
-    assert_eq!(end.status, EndStatus::Cancelled, "{end:?}");
-}
-
-#[tokio::test]
-async fn a_cancelled_run_ends_while_the_script_awaits_a_promise_that_never_settles() {
-    let host = FakeHost::echo();
-    let cancel = CancellationToken::new();
-    let options = RunOptions {
-        cancel: cancel.clone(),
-        ..RunOptions::default()
-    };
-    let stopper = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        cancel.cancel();
-    });
-    // No JavaScript runs while the script waits, so the engine's interrupt
-    // handler never fires: only the run itself can notice the cancel.
-    let end = tokio::time::timeout(
-        Duration::from_secs(60),
-        run_with(&host, "await new Promise(() => {})", options),
-    )
-    .await
-    .expect("a cancelled run must end");
-    stopper.await.unwrap();
-    assert_eq!(end.status, EndStatus::Cancelled, "{end:?}");
-}
-
-#[tokio::test]
-async fn a_script_that_allocates_without_end_fails_instead_of_taking_the_machine() {
-    let host = FakeHost::echo();
-    let end = run_script(
-        &host,
-        "const kept = []\nwhile (true) kept.push('x'.repeat(1 << 20) + kept.length)",
-    )
-    .await;
-    assert_eq!(end.status, EndStatus::Failed, "{end:?}");
-    assert!(
-        end.error
-            .as_deref()
-            .is_some_and(|e| e.contains("out of memory")),
-        "{end:?}"
     );
 }
 
@@ -549,78 +433,4 @@ async fn a_thrown_error_names_the_files_line() {
             .contains("nope (at <anonymous> (line 3:"),
         "{end:?}"
     );
-}
-
-#[tokio::test]
-async fn a_dollar_budget_stops_agents_once_their_known_prices_spend_it() {
-    let host = Arc::new(FakeHost {
-        usd_each: Some(0.01),
-        ..Arc::into_inner(FakeHost::echo()).unwrap()
-    });
-    let options = RunOptions {
-        budget_usd: Some(0.025),
-        ..RunOptions::default()
-    };
-    let end = run_with(
-        &host,
-        "const out = []\nfor (let i = 0; i < 10; i++) out.push(await agent(`s${i}`))\nreturn out",
-        options,
-    )
-    .await;
-    assert_eq!(end.status, EndStatus::BudgetExhausted, "{end:?}");
-    assert_eq!(host.prompts().len(), 3, "{:?}", host.prompts());
-    assert_eq!(end.agents.refused_by_budget, 1);
-    assert!(end.error.unwrap_or_default().contains("$0.0300 of $0.0250"));
-    assert!((end.usd.unwrap() - 0.03).abs() < 1e-9, "{:?}", end.usd);
-}
-
-/// The first agent finds the provider refusing the tree; the others run
-/// until the run stops them.
-struct HaltFirst;
-
-#[async_trait::async_trait]
-impl Host for HaltFirst {
-    async fn agent(&self, call: AgentCall, cancel: CancellationToken) -> AgentOutcome {
-        if call.prompt == "a0" {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            return AgentOutcome::Null {
-                reason: NullReason::Halted,
-                detail: "401 invalid_api_key".into(),
-                tokens: 0,
-            };
-        }
-        cancel.cancelled().await;
-        AgentOutcome::Null {
-            reason: NullReason::Cancelled,
-            detail: "cancelled".into(),
-            tokens: 0,
-        }
-    }
-
-    fn event(&self, _event: RunEvent) {}
-
-    fn workflow_source(&self, name: &str) -> Result<String, String> {
-        Err(format!("no saved workflow `{name}`"))
-    }
-}
-
-#[tokio::test]
-async fn agents_stopped_by_a_provider_halt_count_as_halted_not_cancelled() {
-    let workflow = Workflow::parse(&format!(
-        "{META}return await parallel(Array.from({{ length: 8 }}, (_, i) => () => agent(`a${{i}}`)))"
-    ))
-    .unwrap();
-    let options = RunOptions {
-        limits: Limits {
-            concurrency: 4,
-            ..Limits::default()
-        },
-        ..RunOptions::default()
-    };
-    let end = run(&workflow, Arc::new(HaltFirst), options).await;
-    assert_eq!(end.status, EndStatus::Halted, "{end:?}");
-    assert_eq!(end.agents.null_cancelled, 0, "{:?}", end.agents);
-    // The four that started are halted; calls still waiting may be dropped
-    // with the stopped script before they count.
-    assert!(end.agents.null_halted >= 4, "{:?}", end.agents);
 }
