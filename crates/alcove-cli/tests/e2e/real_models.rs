@@ -3,34 +3,12 @@
 //! rejections, slow first bytes and one-slot queueing, runaway replies,
 //! repeated failing calls, the temperature sent, and calls written as text.
 
-use std::process::Stdio;
-
-use alcove_testkit::{Block, FakeServer, Script, Step, TestEnv};
+use alcove_testkit::{Block, Script, Step, TestEnv};
 use serde_json::json;
 
-use crate::support::{Outcome, alcove, finish, of_type, setup, transcript};
-
-#[derive(Debug, Clone, Copy)]
-enum Wire {
-    Anthropic,
-    OpenAi,
-}
+use crate::support::{Wire, exec_on as run, of_type, setup, transcript};
 
 const WIRES: [Wire; 2] = [Wire::Anthropic, Wire::OpenAi];
-
-fn run(wire: Wire, env: &TestEnv, server: &FakeServer, args: &[&str]) -> Outcome {
-    let mut command = match wire {
-        Wire::Anthropic => env.command(alcove(), server),
-        Wire::OpenAi => env.command_openai(alcove(), server),
-    };
-    command
-        .arg("exec")
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    finish(command.spawn().unwrap())
-}
 
 fn write_config(env: &TestEnv, extra: &str) {
     std::fs::write(

@@ -4,38 +4,12 @@
 //! when the repair is unambiguous, a text call naming no tool corrected
 //! once, Edit refused before a Read, and results sized to the context left.
 
-use std::process::Stdio;
-
-use alcove_testkit::{Block, FakeServer, Script, Step, TestEnv};
+use alcove_testkit::{Block, Script, Step};
 use serde_json::json;
 
-use crate::support::{Outcome, alcove, finish, of_type, setup, transcript};
-
-#[derive(Debug, Clone, Copy)]
-enum Wire {
-    Anthropic,
-    OpenAi,
-}
-
-fn run(wire: Wire, env: &TestEnv, server: &FakeServer, args: &[&str]) -> Outcome {
-    match wire {
-        Wire::OpenAi => run_openai(env, server, args),
-        Wire::Anthropic => crate::support::exec(env, server, args),
-    }
-}
-
-/// `alcove exec ARGS` on the OpenAI wire: the built-in `openai` provider
-/// with `OPENAI_BASE_URL` on 127.0.0.1, as `docs/local-models.md` says.
-fn run_openai(env: &TestEnv, server: &FakeServer, args: &[&str]) -> Outcome {
-    let mut command = env.command_openai(alcove(), server);
-    command
-        .arg("exec")
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    finish(command.spawn().unwrap())
-}
+use crate::support::{
+    Wire, alcove, exec_on as run, exec_openai as run_openai, of_type, setup, transcript,
+};
 
 /// Point 2: `/props` is asked behind the built-in `openai` provider when
 /// its base URL is a loopback address; the old code asked only other

@@ -61,6 +61,37 @@ pub(crate) fn exec(env: &TestEnv, server: &FakeServer, args: &[&str]) -> Outcome
     finish(exec_command(env, server, args).spawn().unwrap())
 }
 
+/// The wire a test talks to the fake server on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Wire {
+    /// The default provider, Anthropic's Messages API.
+    Anthropic,
+    /// The built-in `openai` provider (Chat Completions) with
+    /// `OPENAI_BASE_URL` on 127.0.0.1: a local server, as
+    /// `docs/local-models.md` says.
+    OpenAi,
+}
+
+/// Runs `alcove exec ARGS` on `wire` to its end (at most 60 s).
+pub(crate) fn exec_on(wire: Wire, env: &TestEnv, server: &FakeServer, args: &[&str]) -> Outcome {
+    let mut command = match wire {
+        Wire::Anthropic => return exec(env, server, args),
+        Wire::OpenAi => env.command_openai(alcove(), server),
+    };
+    command
+        .arg("exec")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    finish(command.spawn().unwrap())
+}
+
+/// Runs `alcove exec ARGS` on the OpenAI Chat wire ([`Wire::OpenAi`]).
+pub(crate) fn exec_openai(env: &TestEnv, server: &FakeServer, args: &[&str]) -> Outcome {
+    exec_on(Wire::OpenAi, env, server, args)
+}
+
 /// Waits for a spawned alcove (at most 60 s) and collects its output.
 pub(crate) fn finish(mut child: Child) -> Outcome {
     let mut stdout = child.stdout.take().unwrap();
