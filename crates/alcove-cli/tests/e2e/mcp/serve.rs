@@ -2,6 +2,7 @@
 //! the official Python SDK, in `tests/mcp/serve_client.py`, starts the
 //! server over stdio against the fake model server and calls `delegate`.
 
+use std::ffi::OsString;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -20,14 +21,25 @@ pub(super) fn client(
     scenario: &[&str],
     serve_args: &[&str],
 ) -> Value {
+    let mut target: Vec<OsString> = vec![alcove().into(), "mcp".into(), "serve".into()];
+    target.extend(serve_args.iter().map(OsString::from));
+    run_client(env, server, scenario, &target)
+}
+
+/// Runs the client's `scenario` against `target` (the server command over
+/// stdio, or `--http URL TOKEN`) and returns the JSON it printed last.
+pub(super) fn run_client(
+    env: &TestEnv,
+    server: &FakeServer,
+    scenario: &[&str],
+    target: &[OsString],
+) -> Value {
     let mut command = env.command(Path::new(&venv_python()), server);
     command
         .arg(servers_dir().join("serve_client.py"))
         .args(scenario)
         .arg("--")
-        .arg(alcove())
-        .args(["mcp", "serve"])
-        .args(serve_args)
+        .args(target)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

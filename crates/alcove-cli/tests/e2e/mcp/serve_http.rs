@@ -3,7 +3,7 @@
 //! played by an attacker without the bearer token.
 
 use std::io::{BufRead as _, BufReader};
-use std::path::Path;
+
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -11,8 +11,8 @@ use std::time::Duration;
 use alcove_testkit::{FakeServer, Script, Step, TestEnv};
 use serde_json::{Value, json};
 
-use super::{BYPASS, servers_dir, test_env, venv_python};
-use crate::support::{alcove, finish, transcript};
+use super::{BYPASS, test_env};
+use crate::support::{alcove, transcript};
 
 /// A running `alcove mcp serve --http 127.0.0.1:0`: its URL, its token and
 /// everything it printed to stderr.
@@ -70,22 +70,8 @@ impl HttpServer {
 
     /// Runs the client's `scenario` against the server with `token`.
     fn client(&self, env: &TestEnv, server: &FakeServer, scenario: &[&str], token: &str) -> Value {
-        let mut command = env.command(Path::new(&venv_python()), server);
-        command
-            .arg(servers_dir().join("serve_client.py"))
-            .args(scenario)
-            .args(["--", "--http", &self.url, token])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let out = finish(command.spawn().unwrap());
-        assert_eq!(
-            out.code, 0,
-            "client failed:\n{}\n{}",
-            out.stdout, out.stderr
-        );
-        let line = out.stdout.lines().last().unwrap_or_default();
-        serde_json::from_str(line).unwrap_or_else(|err| panic!("{err}: {}", out.stdout))
+        let target = ["--http", &self.url, token].map(std::ffi::OsString::from);
+        super::serve::run_client(env, server, scenario, &target)
     }
 
     /// SIGTERM, as a user's Ctrl-C would; returns the exit code.
