@@ -134,6 +134,7 @@ async def main(argv):
                 run = json.loads(started.content[0].text)["run_id"]
                 waited = await session.call_tool("wait", {"ids": [run], "timeout_ms": 60000})
                 out["waited"] = dump(waited)
+                out["listed"] = dump(await session.call_tool("list_agents", {}))
             elif scenario == "concurrent":
                 results = [None, None]
 

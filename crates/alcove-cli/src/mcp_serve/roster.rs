@@ -1,7 +1,7 @@
 //! `list_agents`: the server's children as a client reads them (id,
 //! description, status, turns, tokens), kept from the server's event
 //! stream, so a child of any call — `delegate`, `spawn_agent`, a
-//! `spawn_batch` task — is listed the same way. A spawned agent's status is
+//! `spawn_batch` task, a `Workflow`'s agent — is listed the same way. A spawned agent's status is
 //! the registry's (the one `wait` reports); a delegated child's is how it
 //! ended, or `running`.
 
@@ -106,15 +106,15 @@ impl EventSink for Roster {
                 agent_type,
                 description,
                 transcript,
+                run,
                 ..
             } if top => {
-                // A batch's task starts under `<batch id>/<task id>`.
-                let started_by = if call_id.starts_with("batch-") && call_id.contains('/') {
-                    "spawn_batch"
-                } else if state.spawning_calls.contains(call_id) {
-                    "spawn_agent"
-                } else {
-                    "delegate"
+                // A batch's task and a workflow's agent name their run.
+                let started_by = match run.as_deref() {
+                    Some(run) if run.starts_with("wf_") => "Workflow",
+                    Some(_) => "spawn_batch",
+                    None if state.spawning_calls.contains(call_id) => "spawn_agent",
+                    None => "delegate",
                 };
                 state.entries.push(Entry {
                     path: child.clone(),
@@ -181,7 +181,7 @@ pub(crate) fn list_agents_tool() -> rmcp::model::Tool {
             "agent_type": {"type": "string"},
             "description": {"type": "string"},
             "status": {"type": "string", "description": "running, completed, max_turns, budget, failed or cancelled; a spawned agent's: running, completed, errored, cancelled or closed."},
-            "started_by": {"type": "string", "enum": ["delegate", "spawn_agent", "spawn_batch"]},
+            "started_by": {"type": "string", "enum": ["delegate", "spawn_agent", "spawn_batch", "Workflow"]},
             "turns": {"type": "integer", "description": "Model requests it made so far."},
             "tokens": {"type": "integer", "description": "Tokens it and its descendants used so far (what budgets count)."},
             "transcript": {"type": ["string", "null"]}
@@ -196,7 +196,7 @@ pub(crate) fn list_agents_tool() -> rmcp::model::Tool {
     rmcp::model::Tool::new(
         LIST_AGENTS,
         "Lists the agents this alcove server started for its clients (by delegate, spawn_agent or \
-         spawn_batch), oldest first: id, description, status, turns and tokens so far.",
+         spawn_batch, or a Workflow's agents), oldest first: id, description, status, turns and tokens so far.",
         Arc::new(as_object(input)),
     )
     .with_raw_output_schema(Arc::new(as_object(output)))

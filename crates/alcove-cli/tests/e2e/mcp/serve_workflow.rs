@@ -46,5 +46,13 @@ fn a_clients_workflow_runs_and_wait_brings_its_value_back() {
         json!({"a": "alpha", "b": "beta"}),
         "{waited}"
     );
+    // `list_agents` names each agent's run as what started it.
+    let listed = &out["listed"]["structured"]["agents"];
+    let agents = listed.as_array().unwrap();
+    assert_eq!(agents.len(), 2, "{listed}");
+    assert!(
+        agents.iter().all(|agent| agent["started_by"] == "Workflow"),
+        "{listed}"
+    );
     server.assert_script_finished();
 }
