@@ -93,7 +93,10 @@ fn a_runs_agents_are_grouped_by_phase_with_counts_and_spend() {
     let t0 = Instant::now();
     app.begin_turn("review the open pull requests", t0);
     // An agent of no run shows as today.
-    app.apply_event(&started("main", "main/agent-1", "summarise the changelog"), t0);
+    app.apply_event(
+        &started("main", "main/agent-1", "summarise the changelog"),
+        t0,
+    );
     run_started(&mut app, "review-prs", t0);
     phase(&mut app, "Find", t0);
     for n in 2..=4 {
@@ -105,7 +108,13 @@ fn a_runs_agents_are_grouped_by_phase_with_counts_and_spend() {
     phase(&mut app, "Check", t0 + Duration::from_secs(3));
     for n in 5..=12 {
         let description = format!("check PR #{}", 100 + n);
-        agent_started(&mut app, n, &description, "Check", t0 + Duration::from_secs(3));
+        agent_started(
+            &mut app,
+            n,
+            &description,
+            "Check",
+            t0 + Duration::from_secs(3),
+        );
     }
     agent_ended(&mut app, 5, 6_500, t0 + Duration::from_secs(8));
     render(&mut inline, &mut app, t0 + Duration::from_secs(10));
@@ -139,11 +148,23 @@ fn a_run_of_200_agents_stays_a_handful_of_rows_and_collapses_when_it_ends() {
     // Title, run header, the earlier phases summed, three phases, the
     // current phase's running agents (four, then `… 4 more running`).
     assert_eq!(lines.len(), 1 + 1 + 1 + 4 + 5, "{lines:#?}");
-    assert!(lines[1].contains("workflow audit · 192 done · 8 running"), "{lines:#?}");
+    assert!(
+        lines[1].contains("workflow audit · 192 done · 8 running"),
+        "{lines:#?}"
+    );
     assert!(lines[1].contains("/500.0k tok"), "{lines:#?}");
-    assert!(lines[2].contains("9 earlier phases · 144 ended"), "{lines:#?}");
-    assert!(lines[3].contains("Round 10 · 16 ended · 16.0k tok"), "{lines:#?}");
-    assert!(lines[6].contains("Round 13 · 8 running · 0 tok"), "{lines:#?}");
+    assert!(
+        lines[2].contains("9 earlier phases · 144 ended"),
+        "{lines:#?}"
+    );
+    assert!(
+        lines[3].contains("Round 10 · 16 ended · 16.0k tok"),
+        "{lines:#?}"
+    );
+    assert!(
+        lines[6].contains("Round 13 · 8 running · 0 tok"),
+        "{lines:#?}"
+    );
     assert!(lines[11].contains("… 4 more running"), "{lines:#?}");
 
     for n in 193..=200 {
@@ -168,9 +189,14 @@ fn a_run_of_200_agents_stays_a_handful_of_rows_and_collapses_when_it_ends() {
     let lines = panel_text(&app, now);
     assert_eq!(lines.len(), 1 + 1 + 1 + 4, "{lines:#?}");
     assert!(
-        lines[1].contains("workflow audit · completed · 200 agents · 3 null · 200.0k/500.0k tok · $1.25"),
+        lines[1].contains(
+            "workflow audit · completed · 200 agents · 3 null · 200.0k/500.0k tok · $1.25"
+        ),
         "{lines:#?}"
     );
-    assert!(lines[6].contains("Round 13 · 8 ended · 8.0k tok"), "{lines:#?}");
+    assert!(
+        lines[6].contains("Round 13 · 8 ended · 8.0k tok"),
+        "{lines:#?}"
+    );
     assert_eq!(app.panel.running(), 0);
 }

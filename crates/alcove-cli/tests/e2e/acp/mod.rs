@@ -10,6 +10,7 @@ mod editor;
 mod robustness;
 mod sessions;
 mod thoughts_and_plans;
+mod workflows;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
