@@ -89,8 +89,9 @@ impl Updates {
 
     /// A child started: announced as a subagent session (its id
     /// returned) linked from its parent's call `call_id`, or without the
-    /// capability shown in that call's content. A workflow's agent has no
-    /// call of its own (`call_id` is `None`): its run's call links it.
+    /// capability shown in that call's content. Only a call the client was
+    /// told of is updated: a workflow's agent (`call_id` `None`) is linked
+    /// from its run's call, a batch task's `<batch>/<task>` names none.
     pub(super) fn child_started(
         &self,
         session: &str,
@@ -100,6 +101,13 @@ impl Updates {
         description: &str,
         agent_type: &str,
     ) -> Option<String> {
+        let call_id = call_id.filter(|id| {
+            self.routes.lock().is_ok_and(|routes| {
+                routes
+                    .calls
+                    .contains_key(&(parent.clone(), (*id).to_owned()))
+            })
+        });
         if self.subagents {
             let child_session = format!("{}/{}", self.top(), child);
             if let Ok(mut routes) = self.routes.lock() {

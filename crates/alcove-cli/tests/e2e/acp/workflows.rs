@@ -81,30 +81,6 @@ fn progress(seen: &Seen, session: &str, id: &str) -> Vec<(String, Value)> {
         .collect()
 }
 
-/// Every `tool_call_update` names a call announced before it on its session.
-fn every_update_names_an_announced_call(seen: &Seen) {
-    let mut announced = HashSet::new();
-    for line in seen.of("update") {
-        let update = &line["update"];
-        let key = (
-            line["sessionId"].as_str().unwrap_or_default().to_owned(),
-            update["toolCallId"].as_str().unwrap_or_default().to_owned(),
-        );
-        match update["sessionUpdate"].as_str() {
-            Some("tool_call") => {
-                announced.insert(key);
-            }
-            Some("tool_call_update") => {
-                assert!(
-                    announced.contains(&key),
-                    "update of an unknown call: {line}"
-                );
-            }
-            _ => {}
-        }
-    }
-}
-
 #[test]
 fn a_workflow_run_is_one_tool_call_with_its_phases_progress_and_end() {
     let (env, server) = a_workflow_session();
@@ -158,7 +134,7 @@ fn a_workflow_run_is_one_tool_call_with_its_phases_progress_and_end() {
     // Without subagents the agents' own work is not shown, and no update
     // names a call the client was never told of.
     assert!(seen.updates("subagent_update").is_empty());
-    every_update_names_an_announced_call(&seen);
+    seen.assert_every_update_names_an_announced_call();
 }
 
 #[test]
@@ -207,5 +183,5 @@ fn with_subagents_each_agent_is_a_session_linked_from_the_runs_call() {
     }
     let updates = progress(&seen, &session, &run_id);
     assert_eq!(updates.last().unwrap().1, "completed", "{updates:?}");
-    every_update_names_an_announced_call(&seen);
+    seen.assert_every_update_names_an_announced_call();
 }
