@@ -28,7 +28,7 @@ use ratatui::text::{Line, Span};
 use super::{Child, ChildState, Columns, Panel};
 use crate::tui::cells::{format_duration, format_tokens, spinner};
 use crate::tui::theme::Theme;
-use crate::tui::wrap::truncate;
+use crate::tui::wrap::{text_width, truncate};
 
 /// The most phase lines a run shows (older ended phases are summed in one).
 const PHASE_LINES: usize = 4;
@@ -83,7 +83,15 @@ struct Tally<'a> {
 }
 
 impl Tally<'_> {
-    fn line(&self, title: &str, theme: Theme, now: Instant, started: Instant) -> Line<'static> {
+    /// `⠋ Check · 7 running · 1 ended · 6.5k tok`, at most `width` wide.
+    fn line(
+        &self,
+        title: &str,
+        width: usize,
+        theme: Theme,
+        now: Instant,
+        started: Instant,
+    ) -> Line<'static> {
         let (icon, style) = match (self.running.is_empty(), self.ended) {
             (false, _) => (spinner(started, now).to_owned(), theme.accent()),
             (true, 0) => ("○".to_owned(), theme.dim()),
@@ -101,10 +109,13 @@ impl Tally<'_> {
         } else {
             counts.push(format!("{} tok", format_tokens(self.tokens)));
         }
+        let counts = format!(" · {}", counts.join(" · "));
+        // The counts stay whole; a long title gives way.
+        let room = width.saturating_sub(5 + text_width(&counts));
         Line::from(vec![
             Span::styled(format!("   {icon} "), style),
-            Span::styled(title.to_owned(), theme.strong()),
-            Span::styled(format!(" · {}", counts.join(" · ")), theme.dim()),
+            Span::styled(truncate(title, room), theme.strong()),
+            Span::styled(truncate(&counts, width.saturating_sub(5)), theme.dim()),
         ])
     }
 }
@@ -248,7 +259,7 @@ impl Panel {
                 tokens: hidden.iter().map(|tally| tally.tokens).sum(),
             };
             let title = format!("{} earlier phases", hidden.len());
-            out.push(sum.line(&title, theme, now, run.started));
+            out.push(sum.line(&title, width, theme, now, run.started));
         }
         for (at, (phase, tally)) in groups.iter().enumerate() {
             if !shown[at] {
@@ -257,7 +268,7 @@ impl Panel {
             // A run with no phases at all needs no phase line.
             if named > 0 {
                 let title = phase.unwrap_or("(no phase)");
-                out.push(tally.line(title, theme, now, run.started));
+                out.push(tally.line(title, width, theme, now, run.started));
             }
             if Some(at) == current {
                 out.extend(agent_rows(&tally.running, width, theme, now));

@@ -200,3 +200,23 @@ fn a_run_of_200_agents_stays_a_handful_of_rows_and_collapses_when_it_ends() {
     );
     assert_eq!(app.panel.running(), 0);
 }
+
+#[test]
+fn a_long_phase_title_gives_way_and_every_line_fits_the_width() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = app(dir.path(), false);
+    let t0 = Instant::now();
+    app.begin_turn("go", t0);
+    run_started(&mut app, &"a-very-long-workflow-name-".repeat(4), t0);
+    let title = "Check every pull request against the contribution guide ".repeat(2);
+    phase(&mut app, &title, t0);
+    agent_started(&mut app, 1, &"check ".repeat(30), &title, t0);
+    let lines = app.panel.lines(60, app.theme, t0);
+    for line in &lines {
+        assert!(line.width() <= 60, "{line} is {} wide", line.width());
+    }
+    assert!(
+        lines[2].to_string().ends_with(" · 1 running · 0 tok"),
+        "{lines:#?}"
+    );
+}
