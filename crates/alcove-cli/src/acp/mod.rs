@@ -18,9 +18,11 @@ mod models;
 mod replay;
 mod sessions;
 mod stdio;
+mod subagents;
 mod tool_calls;
 mod updates;
 mod v1;
+mod workflow_calls;
 
 use std::sync::Arc;
 

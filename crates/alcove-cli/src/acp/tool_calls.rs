@@ -23,7 +23,7 @@ pub(crate) fn kind(tool: &str) -> ToolKind {
         "WebFetch" | "WebSearch" => ToolKind::Fetch,
         // Delegation and planning: the agent thinking through others.
         "Agent" | "spawn_agent" | "send_input" | "wait" | "resume_agent" | "spawn_batch"
-        | "retry_batch" | "TodoWrite" => ToolKind::Think,
+        | "retry_batch" | "Workflow" | "TodoWrite" => ToolKind::Think,
         _ => ToolKind::Other,
     }
 }

@@ -10,7 +10,8 @@
 //! current, its parent's `Agent`/`spawn_agent` call carrying `session`
 //! content that points at it). Without that capability a child is its
 //! parent's tool call, whose content shows its progress (turns, tokens,
-//! time, current tool) and then its report.
+//! time, current tool) and then its report (`subagents.rs`). A workflow
+//! run is one tool call of the agent that started it (`workflow_calls.rs`).
 //!
 //! On an agent's session go its text, thinking (`agent_thought_chunk`),
 //! tool calls, plan (`plan`, from `TodoWrite`) and context figures
@@ -20,71 +21,43 @@
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::Instant;
 
+use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, Cost, IdleStateUpdate, IdleStopReason, Plan, PlanEntry,
-    PlanEntryPriority, PlanEntryStatus, RequiresActionStateUpdate, RunningStateUpdate,
-    SessionCancelCapabilities, SessionNotification, SessionReference, SessionUpdate, StateUpdate,
-    SubagentSessionCapabilities, SubagentUpdate, TextContent, ToolCall, ToolCallContent,
+    ContentBlock, ContentChunk, Cost, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
+    SessionNotification, SessionReference, SessionUpdate, TextContent, ToolCall, ToolCallContent,
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
 };
-use agent_client_protocol::{Client, ErrorCode};
 use alcove_core::EventSink;
-use alcove_protocol::{AgentEvent, AgentPath, EventKind, RunStatus, Todo, TodoStatus, Usage};
+use alcove_protocol::{AgentEvent, AgentPath, EventKind, Todo, TodoStatus, Usage};
 use serde_json::Value;
 
+use super::subagents::Progress;
 use super::tool_calls;
+use super::workflow_calls::Runs;
 use crate::settings::model::Price;
 
 /// A tool call announced and not yet finished.
-struct OpenCall {
+pub(super) struct OpenCall {
     name: String,
     input: Value,
     /// The diff a Write or Edit was about to make, kept for its final update.
     diff: Option<ToolCallContent>,
     /// The subagent session it started, for an `Agent`/`spawn_agent` call.
-    child_session: Option<String>,
-}
-
-/// A child shown as its parent's tool call (no subagents capability).
-struct Progress {
-    /// The main agent's call that started it.
-    call_id: String,
-    description: String,
-    turns: u32,
-    tokens: u64,
-    tool: Option<String>,
-    started: Instant,
-}
-
-impl Progress {
-    fn line(&self) -> String {
-        let mut line = format!(
-            "{}: turn {}, {} tokens, {}s",
-            self.description,
-            self.turns,
-            self.tokens,
-            self.started.elapsed().as_secs()
-        );
-        if let Some(tool) = &self.tool {
-            line.push_str(&format!(" · {tool}"));
-        }
-        line
-    }
+    pub(super) child_session: Option<String>,
 }
 
 #[derive(Default)]
-struct Routes {
+pub(super) struct Routes {
     /// Each child's subagent session id (subagents capability).
-    sessions: HashMap<AgentPath, String>,
+    pub(super) sessions: HashMap<AgentPath, String>,
     /// And the other way round, for `session/cancel` of a child.
-    paths: HashMap<String, AgentPath>,
+    pub(super) paths: HashMap<String, AgentPath>,
     /// First-level children shown as the main agent's tool calls.
-    progress: HashMap<AgentPath, Progress>,
+    pub(super) progress: HashMap<AgentPath, Progress>,
     /// Calls announced and not finished, by agent and call id.
-    calls: HashMap<(AgentPath, String), OpenCall>,
+    pub(super) calls: HashMap<(AgentPath, String), OpenCall>,
     /// Agents whose current message was streamed (so its whole text is not sent again).
     streamed: HashSet<AgentPath>,
     /// Each shown agent's last context figures (used, window).
@@ -100,11 +73,13 @@ pub(crate) struct Updates {
     /// The ACP session the main agent's updates go to (the alcove
     /// session's id, known once it is open; nothing is sent before).
     top: std::sync::OnceLock<String>,
-    subagents: bool,
-    workspace: PathBuf,
+    pub(super) subagents: bool,
+    pub(super) workspace: PathBuf,
     /// The session model's price, when config has one (`[pricing]`).
     price: std::sync::OnceLock<Option<Price>>,
-    routes: Mutex<Routes>,
+    pub(super) routes: Mutex<Routes>,
+    /// Workflow runs shown as tool calls (never locked with `routes`).
+    pub(super) runs: Mutex<Runs>,
 }
 
 impl Updates {
@@ -120,6 +95,7 @@ impl Updates {
             workspace,
             price: std::sync::OnceLock::new(),
             routes: Mutex::default(),
+            runs: Mutex::default(),
         }
     }
 
@@ -226,44 +202,6 @@ impl Updates {
             .next()
     }
 
-    /// A child started or stopped waiting for an approval: its subagent
-    /// session's state says so.
-    pub(crate) fn waiting(&self, agent: &AgentPath, waiting: bool) {
-        if !self.subagents || *agent == AgentPath::main() {
-            return;
-        }
-        let Some(parent) = parent_of(agent) else {
-            return;
-        };
-        let (parent_session, _) = self.session_of(&parent);
-        let (session, shown) = self.session_of(agent);
-        if !shown {
-            return;
-        }
-        let state = if waiting {
-            StateUpdate::RequiresAction(RequiresActionStateUpdate::new())
-        } else {
-            StateUpdate::Running(RunningStateUpdate::new())
-        };
-        self.send(
-            &parent_session,
-            SessionUpdate::SubagentUpdate(SubagentUpdate::new(session).state(state)),
-        );
-    }
-
-    /// The agents this front end shows as their own sessions or as the
-    /// first-level child a folded descendant belongs to.
-    fn folded_into(&self, routes: &Routes, agent: &AgentPath) -> Option<AgentPath> {
-        routes
-            .progress
-            .keys()
-            .find(|child| {
-                agent.as_str() == child.as_str()
-                    || agent.as_str().starts_with(&format!("{}/", child.as_str()))
-            })
-            .cloned()
-    }
-
     fn on_event(&self, event: &AgentEvent) {
         let agent = &event.agent;
         if let EventKind::Usage { usage } = &event.kind {
@@ -361,8 +299,20 @@ impl Updates {
                 call_id,
                 description,
                 agent_type,
+                run,
                 ..
-            } => self.child_started(&session, agent, child, call_id, description, agent_type),
+            } => {
+                // A workflow's agent is linked from its run's tool call.
+                let call_id = match run {
+                    Some(run) if self.is_run_call(run) => None,
+                    _ => Some(call_id.as_str()),
+                };
+                let child_session =
+                    self.child_started(&session, agent, child, call_id, description, agent_type);
+                if let Some(run) = run {
+                    self.run_agent_started(run, child, child_session);
+                }
+            }
             EventKind::AgentEnded {
                 child,
                 status,
@@ -371,31 +321,12 @@ impl Updates {
                 description,
                 ..
             } => {
-                let (child_session, child_shown) = self.session_of(child);
-                if child_shown {
-                    self.send(
-                        &session,
-                        SessionUpdate::SubagentUpdate(SubagentUpdate::new(child_session).state(
-                            StateUpdate::Idle(
-                                IdleStateUpdate::new().stop_reason(idle_reason(*status)),
-                            ),
-                        )),
-                    );
-                } else if let Some(progress) = self
-                    .routes
-                    .lock()
-                    .ok()
-                    .and_then(|mut routes| routes.progress.remove(child))
-                {
-                    let line = format!(
-                        "{description}: {} after {turns} turns, {} tokens, {}s",
-                        status.as_str(),
-                        usage.budget_tokens(),
-                        progress.started.elapsed().as_secs()
-                    );
-                    self.progress_update(&progress.call_id, line);
-                }
+                self.child_ended(&session, child, *status, *turns, *usage, description);
+                self.run_agent_ended(child, *usage);
             }
+            EventKind::WorkflowStarted { .. }
+            | EventKind::WorkflowPhase { .. }
+            | EventKind::WorkflowEnded { .. } => self.on_workflow(&session, &event.kind),
             EventKind::ThinkingDelta { text } => self.send(&session, thought_chunk(text)),
             EventKind::PlanUpdated { todos } => {
                 self.send(&session, SessionUpdate::Plan(plan_update(todos)));
@@ -412,104 +343,6 @@ impl Updates {
             }
             _ => {}
         }
-    }
-
-    fn child_started(
-        &self,
-        session: &str,
-        parent: &AgentPath,
-        child: &AgentPath,
-        call_id: &str,
-        description: &str,
-        agent_type: &str,
-    ) {
-        if self.subagents {
-            let child_session = format!("{}/{}", self.top(), child);
-            if let Ok(mut routes) = self.routes.lock() {
-                routes.sessions.insert(child.clone(), child_session.clone());
-                routes.paths.insert(child_session.clone(), child.clone());
-                if let Some(call) = routes.calls.get_mut(&(parent.clone(), call_id.to_owned())) {
-                    call.child_session = Some(child_session.clone());
-                }
-            }
-            // Announced on the parent's session before any update of its own.
-            self.send(
-                session,
-                SessionUpdate::SubagentUpdate(
-                    SubagentUpdate::new(child_session.clone())
-                        .title(description.to_owned())
-                        .description(format!("{agent_type} agent {child}"))
-                        .capabilities(
-                            SubagentSessionCapabilities::new()
-                                .cancel(SessionCancelCapabilities::new()),
-                        )
-                        .cwd(self.workspace.clone())
-                        .state(StateUpdate::Running(RunningStateUpdate::new())),
-                ),
-            );
-            self.send(
-                session,
-                SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                    call_id.to_owned(),
-                    ToolCallUpdateFields::new().content(vec![ToolCallContent::Session(
-                        SessionReference::new(child_session),
-                    )]),
-                )),
-            );
-        } else if *parent == AgentPath::main() {
-            let progress = Progress {
-                call_id: call_id.to_owned(),
-                description: description.to_owned(),
-                turns: 0,
-                tokens: 0,
-                tool: None,
-                started: Instant::now(),
-            };
-            let line = progress.line();
-            if let Ok(mut routes) = self.routes.lock() {
-                routes.progress.insert(child.clone(), progress);
-            }
-            self.progress_update(call_id, line);
-        }
-    }
-
-    /// An event of a child folded into its first-level ancestor's tool call.
-    fn on_folded(&self, event: &AgentEvent) {
-        let update = {
-            let Ok(mut routes) = self.routes.lock() else {
-                return;
-            };
-            let Some(child) = self.folded_into(&routes, &event.agent) else {
-                return;
-            };
-            let own = child == event.agent;
-            let Some(progress) = routes.progress.get_mut(&child) else {
-                return;
-            };
-            match &event.kind {
-                EventKind::TurnStarted { turn } if own => progress.turns = *turn,
-                EventKind::Usage { usage } => {
-                    progress.tokens += usage.budget_tokens();
-                    return;
-                }
-                EventKind::ToolCallStarted { name, input, .. } => {
-                    progress.tool = Some(tool_calls::title(name, input));
-                }
-                _ => return,
-            }
-            (progress.call_id.clone(), progress.line())
-        };
-        self.progress_update(&update.0, update.1);
-    }
-
-    fn progress_update(&self, call_id: &str, line: String) {
-        self.send(
-            self.top(),
-            SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                call_id.to_owned(),
-                ToolCallUpdateFields::new().content(vec![tool_calls::text(line)]),
-            )),
-        );
     }
 }
 
@@ -549,36 +382,4 @@ fn plan_update(todos: &[Todo]) -> Plan {
             })
             .collect(),
     )
-}
-
-/// How a child's run ended, as a subagent session's idle state.
-fn idle_reason(status: RunStatus) -> IdleStopReason {
-    match status {
-        RunStatus::Completed => IdleStopReason::EndTurn,
-        RunStatus::MaxTurns => IdleStopReason::MaxTurnRequests,
-        RunStatus::Aborted => IdleStopReason::Cancelled,
-        RunStatus::Budget => IdleStopReason::MaxTokens,
-        RunStatus::Failed | RunStatus::Halted => IdleStopReason::Error(
-            agent_client_protocol::v1::schema::ErrorStopReason::new().error(
-                agent_client_protocol::v1::schema::Error::new(
-                    i32::from(ErrorCode::INTERNAL_ERROR),
-                    "the child agent failed",
-                ),
-            ),
-        ),
-    }
-}
-
-/// The path of `agent`'s parent.
-fn parent_of(agent: &AgentPath) -> Option<AgentPath> {
-    let (parent, _) = agent.as_str().rsplit_once('/')?;
-    let mut parts = parent.split('/');
-    let mut path = match parts.next() {
-        Some("main") => AgentPath::main(),
-        _ => return None,
-    };
-    for part in parts {
-        path = path.child(part);
-    }
-    Some(path)
 }

@@ -5,7 +5,10 @@
 //! is a row that updates in place (state, current tool, turns, tokens,
 //! elapsed), children nest under their parents, and each child keeps its
 //! own live transcript for the child view. Everything comes from events
-//! tagged with the child's path.
+//! tagged with the child's path. A workflow run's agents are grouped
+//! under their run and its phases (`workflow_runs.rs`).
+
+mod workflow_runs;
 
 use std::path::Path;
 use std::time::Instant;
@@ -17,6 +20,7 @@ use super::cells::{format_duration, format_tokens, spinner};
 use super::conversation::Conversation;
 use super::theme::Theme;
 use super::wrap::{text_width, truncate};
+use workflow_runs::Run;
 
 /// The most rows the panel takes; more children are summed up in one row.
 const MAX_ROWS: usize = 8;
@@ -48,6 +52,9 @@ pub(crate) struct Child {
     pub(crate) log: Conversation,
     /// Its plan: steps completed, steps (from its last `plan_updated`).
     pub(crate) plan: Option<(usize, usize)>,
+    /// The batch or workflow run it is a task of, and its workflow phase.
+    pub(crate) run: Option<String>,
+    pub(crate) phase: Option<String>,
 }
 
 /// Every child of the session, in start order.
@@ -56,6 +63,8 @@ pub(crate) struct Panel {
     pub(crate) children: Vec<Child>,
     /// The current main turn.
     pub(crate) epoch: u64,
+    /// The session's workflow runs, in start order.
+    runs: Vec<Run>,
 }
 
 impl Panel {
@@ -67,8 +76,11 @@ impl Panel {
                 agent_type,
                 description,
                 depth,
+                run,
+                phase,
                 ..
             } => {
+                self.note_phase(run.as_deref(), phase.as_deref());
                 self.children.push(Child {
                     path: child.clone(),
                     description: description.clone(),
@@ -83,6 +95,8 @@ impl Panel {
                     epoch: self.epoch,
                     log: Conversation::default(),
                     plan: None,
+                    run: run.clone(),
+                    phase: phase.clone(),
                 });
                 return true;
             }
@@ -106,6 +120,12 @@ impl Panel {
                     let cut = entry.log.cut_short();
                     entry.log.cells.extend(cut);
                 }
+                return true;
+            }
+            EventKind::WorkflowStarted { .. }
+            | EventKind::WorkflowPhase { .. }
+            | EventKind::WorkflowEnded { .. } => {
+                self.apply_run(&event.kind, now);
                 return true;
             }
             _ => {}
@@ -136,12 +156,15 @@ impl Panel {
         self.children.iter_mut().find(|child| child.path == *path)
     }
 
-    /// How many children run now.
+    /// How many children and workflow runs run now (a run between two
+    /// phases has no child running and still shows).
     pub(crate) fn running(&self) -> usize {
-        self.children
+        let children = self
+            .children
             .iter()
             .filter(|child| child.state == ChildState::Running)
-            .count()
+            .count();
+        children + self.runs.iter().filter(|run| run.is_running()).count()
     }
 
     /// Indices of the current turn's children in tree order (each child
@@ -198,10 +221,12 @@ impl Panel {
         })
     }
 
-    /// The panel: a title row and one row per child of the current turn.
+    /// The panel: a title row, one row per child of the current turn, then
+    /// each workflow run of the turn (or still running) as its group.
     pub(crate) fn lines(&self, width: usize, theme: Theme, now: Instant) -> Vec<Line<'static>> {
         let order = self.tree_order(true);
-        if order.is_empty() {
+        let runs = self.shown_runs();
+        if order.is_empty() && runs.is_empty() {
             return Vec::new();
         }
         let running = order
@@ -217,16 +242,24 @@ impl Panel {
             Span::raw(" ".repeat(fill + 1)),
             Span::styled(hint, theme.dim()),
         ])];
-        let columns = Columns::fit(order.iter().map(|idx| &self.children[*idx]), width);
-        for (shown, idx) in order.iter().enumerate() {
-            if shown + 1 == MAX_ROWS && order.len() > MAX_ROWS {
+        let run_agents = self.run_agents();
+        let alone: Vec<usize> = order
+            .into_iter()
+            .filter(|idx| !workflow_runs::in_a_run(&self.children[*idx].path, &run_agents))
+            .collect();
+        let columns = Columns::fit(alone.iter().map(|idx| &self.children[*idx]), width);
+        for (shown, idx) in alone.iter().enumerate() {
+            if shown + 1 == MAX_ROWS && alone.len() > MAX_ROWS {
                 out.push(Line::styled(
-                    format!("  … {} more (/agents lists them all)", order.len() - shown),
+                    format!("  … {} more (/agents lists them all)", alone.len() - shown),
                     theme.dim(),
                 ));
                 break;
             }
             out.push(self.children[*idx].row_in(&columns, theme, now));
+        }
+        for run in runs {
+            out.extend(self.run_lines(run, width, theme, now));
         }
         out
     }

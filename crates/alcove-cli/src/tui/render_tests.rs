@@ -21,6 +21,9 @@ use super::term::Inline;
 use super::theme::Theme;
 use super::view;
 
+/// The agents panel with workflow runs.
+mod workflow_panel;
+
 fn app(workspace: &Path, color: bool) -> App {
     let facts = Facts {
         id: "5f0c1e2a-7d41-4b8e-9c3a-2f6d8e1b0a97".to_owned(),

@@ -15,6 +15,9 @@ use crate::support::{
     wait_for_file,
 };
 
+/// A workflow run in the agents panel.
+mod workflows;
+
 /// How long any one thing may take to appear.
 const DEADLINE: Duration = Duration::from_secs(30);
 

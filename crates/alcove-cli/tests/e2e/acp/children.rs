@@ -447,3 +447,40 @@ fn session_cancel_of_a_process_runner_childs_session_stops_its_process() {
     assert_eq!(waited_status(&server), "cancelled");
     assert_eq!(seen.exit_code(), Some(0));
 }
+
+/// A batch's tasks are subagent sessions too; their `<batch>/<task>` call
+/// ids name no tool call, so no update is sent for one.
+#[test]
+fn a_batchs_tasks_are_subagent_sessions_and_no_update_names_an_unknown_call() {
+    let tasks: Vec<Value> = (1..=2)
+        .map(|n| json!({"id": format!("t{n}"), "prompt": format!("[acp-batch-{n}] go")}))
+        .collect();
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "ACP BATCH",
+                vec![
+                    crate::support::load_deferred(),
+                    Step::tool_call("spawn_batch", json!({"tasks": tasks})),
+                    Step::tool_call("wait", json!({"ids": ["batch-1"], "timeout_ms": 60_000})),
+                    Step::text("Batch done."),
+                ],
+            )
+            .conversation("[acp-batch-1]", vec![Step::text("one done")])
+            .conversation("[acp-batch-2]", vec![Step::text("two done")]),
+    );
+    let seen = sdk_client(
+        &env,
+        &server,
+        &json!({
+            "subagents": true,
+            "args": ["--permission-mode", "bypassPermissions"],
+            "steps": [{"op": "new"}, {"op": "prompt", "text": "ACP BATCH go"}],
+        }),
+    );
+    let parent = new_session_id(&seen);
+    assert_eq!(seen.stop_reasons(), ["end_turn"], "{}", seen.stderr);
+    assert_eq!(seen.text_on(&parent), "Batch done.");
+    assert_eq!(announced(&seen, &parent).len(), 2, "{:?}", seen.lines);
+    seen.assert_every_update_names_an_announced_call();
+}

@@ -10,6 +10,7 @@ mod editor;
 mod robustness;
 mod sessions;
 mod thoughts_and_plans;
+mod workflows;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -95,6 +96,31 @@ impl Seen {
                     .to_owned()
             })
             .collect()
+    }
+
+    /// Every `tool_call_update` names a call announced before it on its
+    /// session (a client has nothing to show an update of an unknown call in).
+    pub(crate) fn assert_every_update_names_an_announced_call(&self) {
+        let mut announced = std::collections::HashSet::new();
+        for line in self.of("update") {
+            let update = &line["update"];
+            let key = (
+                line["sessionId"].as_str().unwrap_or_default().to_owned(),
+                update["toolCallId"].as_str().unwrap_or_default().to_owned(),
+            );
+            match update["sessionUpdate"].as_str() {
+                Some("tool_call") => {
+                    announced.insert(key);
+                }
+                Some("tool_call_update") => {
+                    assert!(
+                        announced.contains(&key),
+                        "update of an unknown call: {line}"
+                    );
+                }
+                _ => {}
+            }
+        }
     }
 
     /// How alcove exited, as the client saw it.
