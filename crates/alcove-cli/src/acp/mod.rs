@@ -15,6 +15,7 @@ mod approver;
 mod buffers;
 mod mcp;
 mod models;
+mod offers;
 mod replay;
 mod sessions;
 mod stdio;

@@ -18,10 +18,8 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ConfigOptionUpdate,
-    ContentBlock as AcpBlock, CurrentModeUpdate, EmbeddedResourceResource, McpServer,
-    SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, SessionMode,
-    SessionModeState, SessionUpdate, StopReason, UnstructuredCommandInput,
+    ConfigOptionUpdate, ContentBlock as AcpBlock, EmbeddedResourceResource, McpServer,
+    SessionConfigOption, SessionUpdate, StopReason,
 };
 use agent_client_protocol::{Client, Error, ErrorCode};
 use alcove_core::{EventSink, PermissionMode, run_agent};
@@ -30,56 +28,25 @@ use tokio_util::sync::CancellationToken;
 
 use super::approver::{AcpApprover, ModeGate};
 use super::models;
+use super::offers::MODE_OPTION;
 use super::replay;
 use super::updates::Updates;
 use crate::CommonArgs;
 use crate::session::{FrontEnd, Session};
 
-/// The permission modes, as ACP modes (id, name, description).
-const MODES: [(PermissionMode, &str, &str); 5] = [
-    (
-        PermissionMode::Default,
-        "Default",
-        "Ask before edits and commands the rules do not allow",
-    ),
-    (
-        PermissionMode::AcceptEdits,
-        "Accept edits",
-        "Edits in the workspace run without asking",
-    ),
-    (
-        PermissionMode::Plan,
-        "Plan",
-        "Read and plan only: no edits, no commands",
-    ),
-    (
-        PermissionMode::BypassPermissions,
-        "Bypass permissions",
-        "Everything runs without asking (deny rules still hold)",
-    ),
-    (
-        PermissionMode::DontAsk,
-        "Don't ask",
-        "Whatever would be asked is denied",
-    ),
-];
-
-/// The config option that is the permission mode.
-const MODE_OPTION: &str = "mode";
-
 /// One open ACP session.
 pub(crate) struct Live {
-    session: Session,
-    updates: Arc<Updates>,
+    pub(super) session: Session,
+    pub(super) updates: Arc<Updates>,
     gate: Arc<ModeGate>,
     /// The options it was opened with (`--cd` the client's cwd).
     common: CommonArgs,
     history: tokio::sync::Mutex<Vec<Message>>,
     /// The running prompt's token.
     turn: Mutex<Option<CancellationToken>>,
-    mode: Mutex<PermissionMode>,
+    pub(super) mode: Mutex<PermissionMode>,
     /// The model the next prompt runs on.
-    model: Mutex<models::Chosen>,
+    pub(super) model: Mutex<models::Chosen>,
 }
 
 /// Every session of the connection.
@@ -453,108 +420,6 @@ impl Live {
     /// The session's id (also the transcript's).
     pub(crate) fn id(&self) -> &str {
         &self.session.id
-    }
-
-    /// The session's config options, with their current values: the
-    /// permission mode (the same choice as its ACP modes, for clients that
-    /// read config options instead) and the model.
-    pub(crate) fn config_options(&self) -> Vec<SessionConfigOption> {
-        let model = self
-            .model
-            .lock()
-            .map(|chosen| chosen.spec.clone())
-            .unwrap_or_else(|_| self.session.model_name.clone());
-        let modes = self.modes();
-        let mode = SessionConfigOption::select(
-            MODE_OPTION,
-            "Mode",
-            modes.current_mode_id.0.to_string(),
-            MODES
-                .iter()
-                .map(|(mode, name, description)| {
-                    SessionConfigSelectOption::new(mode.as_str(), *name)
-                        .description(description.to_string())
-                })
-                .collect::<Vec<_>>(),
-        )
-        .description("When alcove asks before it acts".to_owned())
-        .category(SessionConfigOptionCategory::Mode);
-        vec![mode, models::option(&self.session, &model)]
-    }
-
-    /// The modes offered, with the current one.
-    pub(crate) fn modes(&self) -> SessionModeState {
-        let current = self
-            .mode
-            .lock()
-            .map(|mode| *mode)
-            .unwrap_or(PermissionMode::Default);
-        SessionModeState::new(
-            current.as_str(),
-            MODES
-                .iter()
-                .map(|(mode, name, description)| {
-                    SessionMode::new(mode.as_str(), *name).description(description.to_string())
-                })
-                .collect(),
-        )
-    }
-
-    /// `current_mode_update`.
-    pub(crate) fn announce_mode(&self) {
-        let current = self.modes().current_mode_id;
-        self.updates.send(
-            self.updates.top(),
-            SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(current)),
-        );
-    }
-
-    /// `available_commands_update`: `/init`, the custom commands and the
-    /// skills a user may run.
-    pub(crate) fn announce_commands(&self) {
-        let hint = |text: &str| {
-            Some(AvailableCommandInput::Unstructured(
-                UnstructuredCommandInput::new(text.to_owned()),
-            ))
-        };
-        let mut commands = vec![AvailableCommand::new(
-            "init",
-            "Create or update AGENTS.md from an exploration of the repository",
-        )];
-        for command in self.session.commands.all() {
-            commands.push(
-                AvailableCommand::new(
-                    command.name.clone(),
-                    command
-                        .description
-                        .clone()
-                        .unwrap_or_else(|| format!("/{}", command.name)),
-                )
-                .input(hint(
-                    command.argument_hint.as_deref().unwrap_or("arguments"),
-                )),
-            );
-        }
-        for skill in self.session.skills.all() {
-            commands.push(
-                AvailableCommand::new(skill.name.clone(), skill.description.clone())
-                    .input(hint("arguments")),
-            );
-        }
-        let workflows = crate::workflow_host::saved_workflows(&self.session.workflows);
-        for workflow in workflows
-            .into_iter()
-            .filter_map(|saved| saved.workflow.ok())
-        {
-            commands.push(
-                AvailableCommand::new(workflow.meta.name, workflow.meta.description)
-                    .input(hint("args (JSON or text)")),
-            );
-        }
-        self.updates.send(
-            self.updates.top(),
-            SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
-        );
     }
 
     /// Replays the loaded history.
