@@ -165,3 +165,77 @@ fn unknown_blocks_are_kept_and_opaque_payloads_shortened() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A workflow run's records group its agents by phase, in the order the
+/// phases appeared (an agent with no phase in a group of its own, an
+/// `agent({phase})` that no `phase()` set in its own), with each group's
+/// figures; a batch's tasks, which name a run that is no workflow's, are
+/// left out.
+#[test]
+fn a_workflow_runs_agents_are_grouped_by_phase_with_their_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let main = dir.path().join("s.jsonl");
+    let started = |child: &str, run: &str, phase: Option<&str>, ts: u64| {
+        let mut event = serde_json::json!({"agent": "main", "type": "agent_started", "child": child, "call_id": format!("{run}/{child}"), "agent_type": "general-purpose", "description": child, "depth": 1, "run": run, "ts": ts});
+        if let Some(phase) = phase {
+            event["phase"] = serde_json::json!(phase);
+        }
+        event
+    };
+    let ended = |child: &str, status: &str, output: u64, ts: u64| serde_json::json!({"agent": "main", "type": "agent_ended", "child": child, "description": child, "status": status, "ok": status == "completed", "turns": 1, "usage": {"input_tokens": 10, "output_tokens": output}, "ts": ts});
+    let lines = [
+        serde_json::json!({"agent": "main", "type": "session_started", "session_id": "s", "model": "m/x", "workspace": "/w", "ts": 1000}),
+        serde_json::json!({"agent": "main", "type": "workflow_started", "run_id": "wf_1", "name": "review", "phases": ["Find", "Fix"], "max_concurrent": 16, "ts": 1001}),
+        started("main/agent-1", "wf_1", None, 1002),
+        ended("main/agent-1", "completed", 1, 1003),
+        serde_json::json!({"agent": "main", "type": "workflow_phase", "run_id": "wf_1", "title": "Find", "ts": 1004}),
+        started("main/agent-2", "wf_1", Some("Find"), 1005),
+        started("main/agent-3", "wf_1", Some("Find"), 1005),
+        started("main/agent-4", "wf_1", Some("Side"), 1005),
+        started("main/agent-5", "b1", None, 1005),
+        ended("main/agent-2", "completed", 2, 1006),
+        ended("main/agent-3", "failed", 3, 1006),
+        ended("main/agent-4", "completed", 4, 1006),
+        ended("main/agent-5", "completed", 5, 1006),
+        serde_json::json!({"agent": "main", "type": "workflow_phase", "run_id": "wf_1", "title": "Fix", "ts": 1007}),
+        started("main/agent-6", "wf_1", Some("Fix"), 1008),
+        serde_json::json!({"agent": "main", "type": "workflow_ended", "run_id": "wf_1", "status": "failed", "agents": 5, "nulls": 1, "summary": "5 agents started", "tokens": 99, "usd": 0.5, "error": "boom", "ts": 1009}),
+        serde_json::json!({"agent": "main", "type": "session_ended", "status": "completed", "turns": 0, "usage": {}, "ts": 1010}),
+    ];
+    let text: Vec<String> = lines.iter().map(|line| line.to_string()).collect();
+    std::fs::write(&main, text.join("\n")).unwrap();
+    let report = read_session(&main, dir.path(), None).unwrap();
+    assert_eq!(report.runs.len(), 1);
+    let run = &report.runs[0];
+    assert_eq!(
+        (run.id.as_str(), run.name.as_str(), run.status.as_str()),
+        ("wf_1", "review", "failed")
+    );
+    assert_eq!(
+        (run.agents, run.nulls, run.tokens, run.usd),
+        (5, 1, 99, Some(0.5))
+    );
+    assert_eq!(run.error.as_deref(), Some("boom"));
+    let groups: Vec<(Option<&str>, Vec<&str>, u32, u32, u64)> = run
+        .phases
+        .iter()
+        .map(|phase| {
+            (
+                phase.title.as_deref(),
+                phase.agents.iter().map(String::as_str).collect(),
+                phase.not_completed,
+                phase.unfinished,
+                phase.tokens,
+            )
+        })
+        .collect();
+    assert_eq!(
+        groups,
+        [
+            (None, vec!["main/agent-1"], 0, 0, 11),
+            (Some("Find"), vec!["main/agent-2", "main/agent-3"], 1, 0, 25),
+            (Some("Side"), vec!["main/agent-4"], 0, 0, 14),
+            (Some("Fix"), vec!["main/agent-6"], 0, 1, 0),
+        ]
+    );
+}
