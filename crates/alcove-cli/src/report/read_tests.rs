@@ -216,7 +216,8 @@ fn a_workflow_runs_agents_are_grouped_by_phase_with_their_figures() {
         (5, 1, 99, Some(0.5))
     );
     assert_eq!(run.error.as_deref(), Some("boom"));
-    let groups: Vec<(Option<&str>, Vec<&str>, u32, u32, u64)> = run
+    type Group<'a> = (Option<&'a str>, Vec<&'a str>, u32, u32, u64);
+    let groups: Vec<Group> = run
         .phases
         .iter()
         .map(|phase| {

@@ -40,21 +40,19 @@ impl Runs {
             return;
         };
         match kind {
-            "workflow_started" => {
-                if self.find(id).is_none() {
-                    self.runs.push(RunState {
-                        run: WorkflowRun {
-                            id: id.to_owned(),
-                            name: text("name").unwrap_or_default().to_owned(),
-                            agent: agent.to_owned(),
-                            status: "unfinished".to_owned(),
-                            start: ts,
-                            end: ts,
-                            ..WorkflowRun::default()
-                        },
-                        members: HashSet::new(),
-                    });
-                }
+            "workflow_started" if self.find(id).is_none() => {
+                self.runs.push(RunState {
+                    run: WorkflowRun {
+                        id: id.to_owned(),
+                        name: text("name").unwrap_or_default().to_owned(),
+                        agent: agent.to_owned(),
+                        status: "unfinished".to_owned(),
+                        start: ts,
+                        end: ts,
+                        ..WorkflowRun::default()
+                    },
+                    members: HashSet::new(),
+                });
             }
             "workflow_phase" => {
                 if let (Some(run), Some(title)) = (self.find(id), text("title")) {
