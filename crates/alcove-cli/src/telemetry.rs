@@ -5,8 +5,9 @@
 //! the one event stream into spans that follow the OpenTelemetry GenAI
 //! semantic conventions: an `invoke_agent` span per agent (a child's under
 //! the parent's tool call that started it), a `chat` span per model request
-//! and an `execute_tool` span per tool call (`spans.rs`). It is an
-//! [`EventSink`] like the JSON printer: it only records; the SDK's batch
+//! and an `execute_tool` span per tool call (`spans.rs`), and an
+//! `invoke_workflow` span per workflow run with a span per phase under it
+//! (`workflow_spans.rs`). It is an [`EventSink`] like the JSON printer: it only records; the SDK's batch
 //! processor exports from a thread of its own, so a session never waits on
 //! a collector, and one that is down costs a warning, once.
 //!
@@ -14,7 +15,10 @@
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`
 //! variables name a collector.
 
+mod agent_spans;
+mod attributes;
 mod spans;
+mod workflow_spans;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -189,6 +189,7 @@ impl Reader {
             .map(|(path, child)| (path.clone(), child.order))
             .collect();
         report.agents = depth_first(lanes, &order);
+        report.runs = std::mem::take(&mut self.runs).finish(&report.agents);
         report
     }
 }

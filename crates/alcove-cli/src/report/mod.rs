@@ -11,16 +11,22 @@
 //! redacted when they were written).
 //!
 //! - `read`: the transcripts, streamed line by line, one event at a time.
+//! - `children`: what a parent's transcript says of each child's start and end.
 //! - `content`: what a message or tool result holds (blocks, footers).
+//! - `runs`: workflow runs, their agents' lanes grouped by phase.
 //! - `assemble`: the lanes joined into a [`model::Report`], in tree order.
 //! - `model`: what the page shows, with every text capped.
 //! - `page`: the HTML file, its CSS and script inline, the data as JSON.
 
 mod assemble;
+mod children;
 mod content;
 mod model;
 mod page;
 mod read;
+#[cfg(test)]
+mod read_tests;
+mod runs;
 
 use std::io::Write as _;
 use std::path::PathBuf;

@@ -31,6 +31,9 @@ pub(crate) struct Report {
     pub(crate) end: u64,
     /// Every agent, depth first (a parent before its children).
     pub(crate) agents: Vec<Lane>,
+    /// Workflow runs, in the order they started: their agents' lanes as
+    /// groups by phase.
+    pub(crate) runs: Vec<WorkflowRun>,
     /// Failing commands anywhere in the tree.
     pub(crate) failed_commands: Vec<FailedCommand>,
     /// Lines of the transcripts that could not be read (a torn last line).
@@ -79,6 +82,49 @@ pub(crate) struct Lane {
     pub(crate) items: Vec<Item>,
 }
 
+/// A workflow run (`workflow_started` … `workflow_ended`) and its agents,
+/// grouped by phase.
+#[derive(Debug, Default, Serialize)]
+pub(crate) struct WorkflowRun {
+    /// `wf_…`
+    pub(crate) id: String,
+    /// The script's `meta.name`.
+    pub(crate) name: String,
+    /// The agent that started it.
+    pub(crate) agent: String,
+    /// Its end's status, or `unfinished` when the transcript holds no end.
+    pub(crate) status: String,
+    /// From its end: agents started, `agent()` calls that gave `null`, the
+    /// one-line account, budget tokens used, dollars, why it did not
+    /// complete.
+    pub(crate) agents: u32,
+    pub(crate) nulls: u32,
+    pub(crate) summary: String,
+    pub(crate) tokens: u64,
+    pub(crate) usd: Option<f64>,
+    pub(crate) error: Option<String>,
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    /// Its phases in the order they appeared (`phase()`, or an agent that
+    /// named one); agents with no phase form a group with no title.
+    pub(crate) phases: Vec<PhaseGroup>,
+}
+
+/// One phase of a run: its agents' lanes and their figures.
+#[derive(Debug, Default, Serialize)]
+pub(crate) struct PhaseGroup {
+    /// The phase's title; `None` for the run's agents with no phase.
+    pub(crate) title: Option<String>,
+    /// Its agents' lane paths, in the order they started.
+    pub(crate) agents: Vec<String>,
+    /// Agents that ended with a status other than `completed`.
+    pub(crate) not_completed: u32,
+    /// Agents the transcripts show no end of.
+    pub(crate) unfinished: u32,
+    /// Every token its agents and their own children used.
+    pub(crate) tokens: u64,
+}
+
 /// Tokens, each kind apart.
 #[derive(Debug, Default, Clone, Copy, Serialize)]
 pub(crate) struct Tokens {
@@ -106,6 +152,11 @@ impl Tokens {
             cache_write: field("cache_write_tokens"),
             output: field("output_tokens"),
         }
+    }
+
+    /// Every kind together.
+    pub(crate) fn total(&self) -> u64 {
+        self.input + self.cache_read + self.cache_write + self.output
     }
 
     pub(crate) fn is_empty(&self) -> bool {

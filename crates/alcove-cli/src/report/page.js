@@ -123,7 +123,7 @@
   section.appendChild(axis);
   var timeline = el("div", "timeline", []);
   var lanes = {};
-  agents.forEach(function (a) {
+  function makeLane(a) {
     var label = el("div", "label", [el("span", "path", [a.path]), status(a.status), " ", a.description,
       el("span", "tokens", [num(a.turns) + (a.turns === 1 ? " turn · " : " turns · ") + tokensText(a.tokens)])]);
     label.style.paddingLeft = (8 + 16 * Math.min(a.depth, 12)) + "px";
@@ -144,8 +144,58 @@
     lane.setAttribute("data-tokens", [a.tokens.input, a.tokens.cache_read, a.tokens.cache_write, a.tokens.output].join(" "));
     lane.addEventListener("click", function () { show(a.path); });
     lanes[a.path] = lane;
-    timeline.appendChild(lane);
+    return lane;
+  }
+
+  // A workflow run is a group: a header with its figures, then one group
+  // per phase (in the order the phases appeared) holding its agents' lanes,
+  // each with the lanes of that agent's own children beneath it.
+  var runOf = {}, placed = {};
+  (data.runs || []).forEach(function (r) {
+    r.phases.forEach(function (p) { p.agents.forEach(function (path) { runOf[path] = r; }); });
   });
+  function place(a, into) {
+    if (placed[a.path]) return;
+    placed[a.path] = true;
+    into.appendChild(makeLane(a));
+  }
+  function subtree(path) {
+    return agents.filter(function (a) { return a.path === path || a.path.indexOf(path + "/") === 0; });
+  }
+  function runGroup(r) {
+    var figures = num(r.agents) + (r.agents === 1 ? " agent · " : " agents · ") + num(r.nulls) + " null · " +
+      num(r.tokens) + " tokens" + (r.usd !== null && r.usd !== undefined ? " · " + dollars(r.usd) : "");
+    var group = el("div", "wf-run", [el("div", "wf-head", [el("b", null, ["workflow " + r.name]), " ",
+      el("span", "muted", [r.id]), " ", status(r.status), " ", figures,
+      r.error ? el("div", "muted", [r.error]) : null])]);
+    group.setAttribute("data-run", r.id);
+    group.setAttribute("data-status", r.status);
+    group.title = r.summary || "";
+    r.phases.forEach(function (p) {
+      var title = p.title === null ? "(no phase)" : p.title;
+      var counts = num(p.agents.length) + (p.agents.length === 1 ? " agent" : " agents") +
+        (p.not_completed ? " · " + num(p.not_completed) + " not completed" : "") +
+        (p.unfinished ? " · " + num(p.unfinished) + " unfinished" : "") + " · " + num(p.tokens) + " tokens";
+      var phase = el("div", "wf-phase", [el("div", "wf-phase-head", [el("b", null, [title]), " ", el("span", "muted", [counts])])]);
+      phase.setAttribute("data-phase", title);
+      phase.setAttribute("data-count", String(p.agents.length));
+      phase.setAttribute("data-not-completed", String(p.not_completed));
+      phase.setAttribute("data-phase-tokens", String(p.tokens));
+      p.agents.forEach(function (path) { subtree(path).forEach(function (a) { place(a, phase); }); });
+      group.appendChild(phase);
+    });
+    return group;
+  }
+  var shownRuns = {};
+  agents.forEach(function (a) {
+    var r = runOf[a.path];
+    if (r && !placed[a.path] && !shownRuns[r.id]) {
+      shownRuns[r.id] = true;
+      timeline.appendChild(runGroup(r));
+    }
+    place(a, timeline);
+  });
+  (data.runs || []).forEach(function (r) { if (!shownRuns[r.id]) timeline.appendChild(runGroup(r)); });
   section.appendChild(timeline);
   app.appendChild(section);
   var detail = el("section", null, [el("div", "muted", ["Click a lane to see that agent's conversation."])]);

@@ -9,28 +9,18 @@
 use std::collections::HashMap;
 use std::time::SystemTime;
 
-use alcove_protocol::{AgentEvent, AgentPath, ContentBlock, EventKind, Role, Usage};
+use alcove_protocol::{AgentEvent, AgentPath, ContentBlock, EventKind, Role};
 use opentelemetry::trace::{
     Span as _, SpanContext, SpanKind, Status, TraceContextExt, Tracer as _,
 };
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::{SdkTracer, Span};
 
-/// Tool inputs and results exported with `log_content` are cut here.
-const CONTENT_CAP: usize = 8 * 1024;
-
-/// One agent's open spans.
-struct AgentSpans {
-    span: Span,
-    /// The model the agent's requests go to (`provider/name`).
-    model: String,
-    /// The model request in flight, with its retries so far.
-    chat: Option<(Span, u32)>,
-    /// Tool calls in flight, by call id.
-    tools: HashMap<String, Span>,
-    /// What the agent used, for its span's totals.
-    usage: Usage,
-}
+use super::agent_spans::AgentSpans;
+use super::attributes::{
+    cap, count, count_u64, first_line, model_name, provider_name, usage_attributes,
+};
+use super::workflow_spans::{RunEnd, RunStart, WorkflowSpans};
 
 /// A child's span, not started yet: it is made at the child's first event
 /// (with the time it was announced), so a child that turns out to run as
@@ -55,6 +45,8 @@ pub(crate) struct Spans {
     /// Children that are other alcove processes exporting their own spans
     /// into this trace: their re-tagged events are theirs, not ours.
     remote_paths: Vec<AgentPath>,
+    /// Workflow runs and their phases, open.
+    workflows: WorkflowSpans,
     session_model: String,
 }
 
@@ -67,6 +59,7 @@ impl Spans {
             agents: HashMap::new(),
             pending: HashMap::new(),
             remote_paths: Vec::new(),
+            workflows: WorkflowSpans::default(),
             session_model: String::new(),
         }
     }
@@ -111,13 +104,21 @@ impl Spans {
                 agent_type,
                 description,
                 depth,
+                run,
+                phase,
                 ..
             } => {
                 if self.agents.contains_key(child) || self.pending.contains_key(child) {
                     // A spawned agent's next submission: its span goes on.
                     return;
                 }
-                let parent = self.call_context(path, call_id);
+                // A workflow's agent hangs under its phase (or its run);
+                // any other under the call that started it.
+                let in_run = run.as_deref().and_then(|run| {
+                    self.workflows
+                        .agent_context(&self.tracer, run, phase.as_deref(), now)
+                });
+                let parent = in_run.unwrap_or_else(|| self.call_context(path, call_id));
                 let attributes = vec![
                     KeyValue::new("gen_ai.operation.name", "invoke_agent"),
                     KeyValue::new("gen_ai.agent.name", agent_type.clone()),
@@ -149,6 +150,47 @@ impl Spans {
                     let error = (!ok).then(|| status.as_str().to_owned());
                     agent.end(now, status.as_str(), *turns, usage, error);
                 }
+            }
+            EventKind::WorkflowStarted {
+                run_id,
+                name,
+                max_concurrent,
+                budget_tokens,
+                budget_usd,
+                ..
+            } => {
+                let parent = self.agent_context(path);
+                let start = RunStart {
+                    run_id,
+                    name,
+                    max_concurrent: *max_concurrent,
+                    budget_tokens: *budget_tokens,
+                    budget_usd: *budget_usd,
+                };
+                self.workflows.started(&self.tracer, &parent, &start, now);
+            }
+            EventKind::WorkflowPhase { run_id, title } => {
+                self.workflows.phase(&self.tracer, run_id, title, now);
+            }
+            EventKind::WorkflowEnded {
+                run_id,
+                status,
+                agents,
+                nulls,
+                tokens,
+                usd,
+                error,
+                ..
+            } => {
+                let end = RunEnd {
+                    status,
+                    agents: *agents,
+                    nulls: *nulls,
+                    tokens: *tokens,
+                    usd: *usd,
+                    error: error.as_deref(),
+                };
+                self.workflows.ended(run_id, &end, now);
             }
             EventKind::ModelRequest {
                 turn,
@@ -364,6 +406,7 @@ impl Spans {
         for path in pending {
             self.materialize(&path);
         }
+        self.workflows.end_all(now);
         for (_, mut agent) in self.agents.drain() {
             agent.end_open(now);
             agent.span.end_with_timestamp(now);
@@ -401,6 +444,14 @@ impl Spans {
         })
     }
 
+    /// The context of `agent`'s own span (a workflow run it started hangs
+    /// there).
+    fn agent_context(&self, agent: &AgentPath) -> Context {
+        self.agents.get(agent).map_or_else(Context::new, |spans| {
+            Context::new().with_remote_span_context(spans.span.span_context().clone())
+        })
+    }
+
     /// The context a child of `agent`'s call `call_id` starts under: the
     /// call's span, else the agent's.
     fn call_context(&self, agent: &AgentPath, call_id: &str) -> Context {
@@ -427,126 +478,4 @@ impl Spans {
             .with_attributes(attributes);
         self.tracer.build_with_context(builder, parent)
     }
-}
-
-impl AgentSpans {
-    fn new(span: Span, model: String) -> AgentSpans {
-        AgentSpans {
-            span,
-            model,
-            chat: None,
-            tools: HashMap::new(),
-            usage: Usage::default(),
-        }
-    }
-
-    fn end_chat(&mut self, now: SystemTime) {
-        if let Some((mut span, retries)) = self.chat.take() {
-            if retries > 0 {
-                span.set_attribute(KeyValue::new("alcove.request.retries", i64::from(retries)));
-            }
-            span.end_with_timestamp(now);
-        }
-    }
-
-    /// Ends the agent's span with its totals (and open calls under it);
-    /// `error` marks a run that did not complete.
-    fn end(
-        mut self,
-        now: SystemTime,
-        status: &'static str,
-        turns: u32,
-        usage: &Usage,
-        error: Option<String>,
-    ) {
-        self.end_open(now);
-        self.span.set_attributes(usage_attributes(usage));
-        self.span
-            .set_attribute(KeyValue::new("alcove.agent.status", status));
-        self.span
-            .set_attribute(KeyValue::new("alcove.agent.turns", i64::from(turns)));
-        if let Some(error) = error {
-            self.span.set_status(Status::error(error));
-        }
-        self.span.end_with_timestamp(now);
-    }
-
-    /// Ends the request and calls still open (the agent ended under them).
-    fn end_open(&mut self, now: SystemTime) {
-        self.end_chat(now);
-        for (_, mut span) in self.tools.drain() {
-            span.set_status(Status::error("the agent ended before the call finished"));
-            span.end_with_timestamp(now);
-        }
-    }
-}
-
-/// Token attributes: `gen_ai.usage.input_tokens` counts every prompt token
-/// (cached or not, as the conventions and OpenAI count them); the cache's
-/// shares are apart.
-fn usage_attributes(usage: &Usage) -> Vec<KeyValue> {
-    vec![
-        KeyValue::new(
-            "gen_ai.usage.input_tokens",
-            count_u64(usage.prompt_tokens()),
-        ),
-        KeyValue::new("gen_ai.usage.output_tokens", count_u64(usage.output_tokens)),
-        KeyValue::new(
-            "gen_ai.usage.cache_read.input_tokens",
-            count_u64(usage.cache_read_tokens),
-        ),
-        KeyValue::new(
-            "gen_ai.usage.cache_creation.input_tokens",
-            count_u64(usage.cache_write_tokens),
-        ),
-        KeyValue::new(
-            "alcove.usage.uncached_input_tokens",
-            count_u64(usage.input_tokens),
-        ),
-    ]
-}
-
-/// `provider/name` → `name`.
-fn model_name(model: &str) -> String {
-    model
-        .split_once('/')
-        .map_or(model, |(_, name)| name)
-        .to_owned()
-}
-
-/// `provider/name` → `provider`.
-fn provider_name(model: &str) -> String {
-    model
-        .split_once('/')
-        .map_or("", |(provider, _)| provider)
-        .to_owned()
-}
-
-fn count(value: usize) -> i64 {
-    i64::try_from(value).unwrap_or(i64::MAX)
-}
-
-fn count_u64(value: u64) -> i64 {
-    i64::try_from(value).unwrap_or(i64::MAX)
-}
-
-fn first_line(text: &str) -> String {
-    text.lines()
-        .next()
-        .unwrap_or_default()
-        .chars()
-        .take(200)
-        .collect()
-}
-
-fn cap(mut text: String) -> String {
-    if text.len() > CONTENT_CAP {
-        let mut end = CONTENT_CAP;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-        text.push_str("…[cut]");
-    }
-    text
 }

@@ -25,7 +25,7 @@ use crate::support::{alcove, exec, exec_command, read_jsonl, setup, transcripts,
 const PRICE: &str = "[pricing.\"anthropic/fake-model\"]\ninput = 3.0\noutput = 15.0\n";
 
 /// Chromium, or `None` when the tests may be skipped (`ALCOVE_SKIP_CHROMIUM=1`).
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     let found = ["chromium", "chromium-browser"].iter().find_map(|name| {
         std::env::var_os("PATH").and_then(|paths| {
             std::env::split_paths(&paths)
@@ -41,7 +41,7 @@ fn chromium() -> Option<PathBuf> {
 
 /// Runs headless Chromium on `page` (with `#fragment`) with `args`, and
 /// returns its stdout.
-fn run_chromium(chromium: &Path, page: &Path, fragment: &str, args: &[&str]) -> String {
+pub(crate) fn run_chromium(chromium: &Path, page: &Path, fragment: &str, args: &[&str]) -> String {
     let profile = tempfile::tempdir().unwrap();
     let mut child = Command::new(chromium)
         .args([
@@ -79,7 +79,7 @@ fn run_chromium(chromium: &Path, page: &Path, fragment: &str, args: &[&str]) -> 
 }
 
 /// `alcove report <session> --out <file>` in `env`; returns the page's path.
-fn report(env: &TestEnv, server: &FakeServer) -> PathBuf {
+pub(crate) fn report(env: &TestEnv, server: &FakeServer) -> PathBuf {
     let files = transcripts(env);
     assert_eq!(files.len(), 1, "{files:?}");
     let id = files[0].file_stem().unwrap().to_str().unwrap().to_owned();
@@ -140,7 +140,7 @@ fn clicks(dom: &str) -> BTreeMap<String, Value> {
 /// Each agent's status and tokens, read from the transcripts themselves:
 /// `main` from its `session_ended`, children from their parent's
 /// `agent_ended`, tokens summed over each transcript's `usage` events.
-fn expected_agents(env: &TestEnv) -> BTreeMap<String, (String, [u64; 4])> {
+pub(crate) fn expected_agents(env: &TestEnv) -> BTreeMap<String, (String, [u64; 4])> {
     let main = &transcripts(env)[0];
     let folder = main.with_extension("");
     let mut files = vec![main.clone()];

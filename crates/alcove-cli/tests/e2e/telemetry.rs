@@ -17,7 +17,7 @@ use crate::support::{exec_command, finish, of_type, setup, transcript};
 
 /// The collector's base URL. The tests are never skipped silently: only
 /// `ALCOVE_SKIP_OTEL=1` skips them, as `ALCOVE_SKIP_SLURM` does Slurm's.
-fn phoenix() -> Option<String> {
+pub(crate) fn phoenix() -> Option<String> {
     if std::env::var("ALCOVE_SKIP_OTEL").is_ok_and(|value| value == "1") {
         return None;
     }
@@ -53,16 +53,16 @@ fn get(url: &str) -> Option<String> {
 /// A span as Phoenix returns it (`/v1/projects/{p}/spans/otlpv1`), its
 /// attributes flattened.
 #[derive(Debug, Clone)]
-struct Span {
-    name: String,
-    trace_id: String,
-    span_id: String,
-    parent_id: String,
-    attributes: HashMap<String, Value>,
+pub(crate) struct Span {
+    pub(crate) name: String,
+    pub(crate) trace_id: String,
+    pub(crate) span_id: String,
+    pub(crate) parent_id: String,
+    pub(crate) attributes: HashMap<String, Value>,
 }
 
 impl Span {
-    fn int(&self, key: &str) -> i64 {
+    pub(crate) fn int(&self, key: &str) -> i64 {
         match self.attributes.get(key) {
             Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
             Some(Value::String(s)) => s.parse().unwrap_or(0),
@@ -70,7 +70,7 @@ impl Span {
         }
     }
 
-    fn text(&self, key: &str) -> String {
+    pub(crate) fn text(&self, key: &str) -> String {
         match self.attributes.get(key) {
             Some(Value::String(s)) => s.clone(),
             Some(other) => other.to_string(),
@@ -96,7 +96,7 @@ fn otlp_value(value: &Value) -> Value {
 
 /// Every span of `project`, waiting until at least `at_least` arrived (the
 /// exporter batches; Phoenix inserts asynchronously).
-fn spans(url: &str, project: &str, at_least: usize) -> Vec<Span> {
+pub(crate) fn spans(url: &str, project: &str, at_least: usize) -> Vec<Span> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let body = get(&format!(
@@ -140,11 +140,11 @@ fn spans(url: &str, project: &str, at_least: usize) -> Vec<Span> {
 
 /// A project name of this test's own, so tests sharing one Phoenix never
 /// see each other's spans.
-fn project(test: &str) -> String {
+pub(crate) fn project(test: &str) -> String {
     format!("{test}-{}", std::process::id())
 }
 
-fn parent_of<'a>(spans: &'a [Span], span: &Span) -> &'a Span {
+pub(crate) fn parent_of<'a>(spans: &'a [Span], span: &Span) -> &'a Span {
     spans
         .iter()
         .find(|candidate| candidate.span_id == span.parent_id)

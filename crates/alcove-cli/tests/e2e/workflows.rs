@@ -20,6 +20,8 @@ mod halted;
 mod model_tool;
 /// Saved workflows: `/<name>`, and folder trust.
 mod saved;
+/// A run in `alcove report` and in OTel traces.
+mod seen;
 
 fn workflow_command(env: &TestEnv, server: &FakeServer, args: &[&str]) -> Command {
     let mut command = env.command(alcove(), server);
