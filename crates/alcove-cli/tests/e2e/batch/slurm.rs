@@ -246,7 +246,8 @@ fn the_models_batches_run_on_slurm_with_batch_runner_slurm() {
 /// Shims for `srun` and `scancel` first on PATH, each logging to `log` and
 /// then running the real one: `srun` logs the step's job name and what
 /// `squeue` lists as it starts; `scancel` logs its start, takes two seconds
-/// (widening the window a wrong order would show in), runs, logs its end.
+/// (widening the window a wrong order would show in), runs, and logs its
+/// end with the wall clock in milliseconds (the transcript's `ts` clock).
 fn slurm_shims(env: &alcove_testkit::TestEnv, log: &std::path::Path) -> std::path::PathBuf {
     let which = |name: &str| {
         let out = Command::new("sh")
@@ -268,7 +269,7 @@ fn slurm_shims(env: &alcove_testkit::TestEnv, log: &std::path::Path) -> std::pat
         "shims/scancel",
         &format!(
             "#!/bin/sh\necho \"scancel-begin $*\" >> '{log}'\nsleep 2\n'{scancel}' \"$@\"\nrc=$?\n\
-             echo \"scancel-end $*\" >> '{log}'\nexit $rc\n"
+             echo \"scancel-end $(date +%s%3N) $*\" >> '{log}'\nexit $rc\n"
         ),
     );
     let dir = env.path("shims");
@@ -282,10 +283,13 @@ fn slurm_shims(env: &alcove_testkit::TestEnv, log: &std::path::Path) -> std::pat
 }
 
 /// Issue 49: a cancelled task's job step is `scancel`'d and gone from
-/// `squeue` before its slot is released. At concurrency 1 the first task's
-/// step hangs until its wall time (`task_secs`) cancels it; the second
-/// task's `srun` must come after the first's `scancel` ended, and `squeue`
-/// must no longer list the first step when the second starts.
+/// `squeue` inside the child's life, before its slot is released and its
+/// one end record (`agent_ended`, emitted right after the slot is settled)
+/// is written. At concurrency 1 the first task's step hangs until its wall
+/// time (`task_secs`) cancels it. The child's `agent_ended` must come after
+/// its `scancel` ended (this fails when the stop runs after the life, as
+/// before issue 49); the second task's `srun` must come after it too, and
+/// `squeue` must no longer list the first step when the second starts.
 #[test]
 fn a_cancelled_slurm_step_is_gone_from_squeue_before_the_next_task_starts() {
     if !cluster() {
@@ -367,6 +371,24 @@ fn a_cancelled_slurm_step_is_gone_from_squeue_before_the_next_task_starts() {
     assert!(
         !lines[second_started].contains(&first),
         "squeue still listed the first step when the second started:\n{log}"
+    );
+    // The first child's one end record came after its step was scancel'd.
+    let scancel_ms: u64 = lines[scancel_ended]
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let cut: Vec<serde_json::Value> = crate::support::transcripts(&env)
+        .iter()
+        .flat_map(|path| crate::support::read_jsonl(path))
+        .filter(|event| event["type"] == "agent_ended" && event["status"] != "completed")
+        .collect();
+    assert_eq!(cut.len(), 1, "{cut:?}");
+    let ended_ms = cut[0]["ts"].as_u64().unwrap();
+    assert!(
+        ended_ms >= scancel_ms,
+        "agent_ended (ts {ended_ms}) was written before scancel ended (ts {scancel_ms}):\n{log}"
     );
     assert_no_job_left(&format!("alcove-{batch}-"));
 }
