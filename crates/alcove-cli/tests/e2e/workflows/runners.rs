@@ -34,7 +34,11 @@ fn run_transcript(env: &TestEnv) -> Vec<Value> {
     transcripts(env)
         .iter()
         .map(|path| read_jsonl(path))
-        .find(|events| events.iter().any(|event| event["type"] == "workflow_started"))
+        .find(|events| {
+            events
+                .iter()
+                .any(|event| event["type"] == "workflow_started")
+        })
         .expect("no transcript of the workflow's session")
 }
 
@@ -102,10 +106,7 @@ fn runner_process_runs_each_agent_as_its_own_alcove_exec() {
 #[test]
 fn under_a_process_runner_a_schema_agent_runs_in_process_and_worktree_throws() {
     let script = Script::new()
-        .conversation(
-            "[plain]",
-            vec![Step::text("plain answer")],
-        )
+        .conversation("[plain]", vec![Step::text("plain answer")])
         .conversation(
             "[typed]",
             vec![
@@ -160,7 +161,11 @@ fn under_a_process_runner_a_schema_agent_runs_in_process_and_worktree_throws() {
             .iter()
             .any(|tool| tool["name"] == "StructuredOutput")
     );
-    assert_eq!(typed.len(), 3, "a bad submission, a good one, the last words");
+    assert_eq!(
+        typed.len(),
+        3,
+        "a bad submission, a good one, the last words"
+    );
     assert!(server.requests_for("[isolated]").is_empty());
     let events = run_transcript(&env);
     let ends = agent_ends(&events);
@@ -189,7 +194,11 @@ fn runner_slurm_runs_each_agent_as_a_job_step() {
          const [a, b] = await parallel([() => agent('[node-a] go'), () => agent('[node-b] go')])\n\
          return `${a} + ${b}`\n",
     );
-    let out = run_workflow(&env, &server, &["nodes.js", "--runner", "slurm", "--yes", "--json"]);
+    let out = run_workflow(
+        &env,
+        &server,
+        &["nodes.js", "--runner", "slurm", "--yes", "--json"],
+    );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     server.assert_script_finished();
     let end = ended(&out);
@@ -219,6 +228,74 @@ fn runner_slurm_runs_each_agent_as_a_job_step() {
     let events = run_transcript(&env);
     let ends = agent_ends(&events);
     assert_eq!(ends.len(), 2, "{ends:?}");
-    assert!(ends.iter().all(|end| end["evidence"]["process"].is_object()), "{ends:?}");
+    assert!(
+        ends.iter()
+            .all(|end| end["evidence"]["process"].is_object()),
+        "{ends:?}"
+    );
     crate::batch::slurm::assert_no_job_left(&format!("alcove-{run_id}-"));
+}
+
+/// The model's `Workflow` tool follows `[batch] runner`, as `spawn_batch`
+/// does: each agent a process of its own, its value back through `wait`.
+#[test]
+fn the_models_workflow_runs_its_agents_where_batch_runner_says() {
+    let script_text = "export const meta = { name: 'pair', description: 'two agents' }\n\
+         const [a, b] = await parallel([() => agent('[kid-a] say a'), () => agent('[kid-b] say b')])\n\
+         return { a, b }\n";
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "[parent] run the pair",
+                vec![
+                    crate::support::load("Workflow,wait"),
+                    Step::tool_call("Workflow", json!({"script": script_text})),
+                    Step::tool_call(
+                        "wait",
+                        json!({"ids": [alcove_testkit::from_last_result("run_id")], "timeout_ms": 60_000}),
+                    ),
+                    Step::text("the pair answered"),
+                ],
+            )
+            .conversation("[kid-a]", vec![Step::text("alpha")])
+            .conversation("[kid-b]", vec![Step::text("beta")]),
+    );
+    let out = crate::support::exec(
+        &env,
+        &server,
+        &[
+            "-c",
+            "batch.runner=process",
+            "--allow",
+            "Workflow",
+            "--json",
+            "[parent] run the pair",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    server.assert_script_finished();
+    let last = server.requests_for("[parent] run the pair");
+    let results = crate::support::results_but_loads(last.last().unwrap());
+    let waited: Value = serde_json::from_str(&results[1].1).unwrap();
+    let run_id = waited["status"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    assert_eq!(waited["status"][&run_id], "completed", "{waited}");
+    assert_eq!(
+        waited["runs"][&run_id]["result"],
+        json!({"a": "alpha", "b": "beta"}),
+        "{waited}"
+    );
+    let events = run_transcript(&env);
+    let ends = agent_ends(&events);
+    assert_eq!(ends.len(), 2, "{ends:?}");
+    assert!(
+        ends.iter()
+            .all(|end| end["evidence"]["process"].is_object()),
+        "{ends:?}"
+    );
 }
