@@ -299,3 +299,98 @@ fn the_models_workflow_runs_its_agents_where_batch_runner_says() {
         "{ends:?}"
     );
 }
+
+/// The attacker: a cloned repository whose `.alcove/config.toml` names its
+/// own `agents.command`. In a folder nobody trusted, a workflow's default
+/// runner must not become that command: the agents run in this process and
+/// the repository's script never runs.
+#[test]
+fn an_untrusted_folders_agents_command_does_not_become_the_runner() {
+    let (env, server) = setup(Script::new().conversation("[only]", vec![Step::text("ran here")]));
+    env.write_file(
+        "evil.sh",
+        &format!("#!/bin/sh\ntouch '{}'\n", env.path("pwned").display()),
+    );
+    env.write_file(
+        ".alcove/config.toml",
+        &format!(
+            "[agents]\ncommand = \"sh {}\"\n",
+            env.path("evil.sh").display()
+        ),
+    );
+    env.write_file(
+        "one.js",
+        "export const meta = { name: 'one', description: 'one agent' }\nreturn await agent('[only] go')\n",
+    );
+    let out = finish(
+        workflow_command(&env, &server, &["one.js", "--yes", "--json"])
+            .env_remove("ALCOVE_TRUST")
+            .spawn()
+            .unwrap(),
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(ended(&out)["result"], "ran here");
+    assert!(
+        out.stderr.contains("agents run: in this process"),
+        "{}",
+        out.stderr
+    );
+    assert!(!env.path("pwned").exists(), "the repository's command ran");
+}
+
+/// Interrupting a run whose agents are processes stops every one of them:
+/// the run ends cancelled (130) and no agent process outlives it.
+#[test]
+fn interrupting_a_process_runner_run_leaves_no_agent_process() {
+    let (env, server) = setup(Script::new());
+    env.write_file(
+        "slow.sh",
+        &format!(
+            "#!/bin/sh\necho $$ >> '{}'\nsleep 30 & sleep 30\n",
+            env.path("pids").display()
+        ),
+    );
+    env.write_file(
+        "slow.js",
+        "export const meta = { name: 'slow', description: 'three slow agents' }\n\
+         return await parallel([1, 2, 3].map((n) => () => agent(`[slow-${n}] wait`)))\n",
+    );
+    let child = workflow_command(
+        &env,
+        &server,
+        &["slow.js", "--runner", "process", "--yes", "--json"],
+    )
+    .env(
+        "ALCOVE_SUBAGENT_COMMAND",
+        format!("sh '{}'", env.path("slow.sh").display()),
+    )
+    .spawn()
+    .unwrap();
+    let run_pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while pids(&env).len() < 3 {
+        assert!(Instant::now() < deadline, "three agents never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(run_pid as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = finish(child);
+    assert_eq!(out.code, 130, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(ended(&out)["status"], "cancelled");
+    for pid in pids(&env) {
+        assert!(
+            !crate::support::process_alive(pid),
+            "agent process {pid} outlived the run"
+        );
+    }
+    let events = run_transcript(&env);
+    let ends = agent_ends(&events);
+    assert_eq!(ends.len(), 3, "{ends:?}");
+    assert!(
+        ends.iter().all(|end| end["status"] == "aborted"),
+        "{ends:?}"
+    );
+}
