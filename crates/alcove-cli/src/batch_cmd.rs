@@ -11,18 +11,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use alcove_core::batch::{
-    Batch, BatchBudget, BatchPlan, ChildRunner, CommandRunner, Isolation, SlurmOptions,
-    SlurmRunner, TaskCommand, TaskRunner, parse_tasks_jsonl, summary,
+    Batch, BatchBudget, BatchPlan, ChildRunner, Isolation, TaskRunner, parse_tasks_jsonl, summary,
 };
-use alcove_core::{BatchRunnerFactory, EventSink, NoApprover};
+use alcove_core::{EventSink, NoApprover};
 use anyhow::Context;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::output::Trace;
 use crate::session::{FrontEnd, Session, SessionEnd};
-use crate::settings::Config;
+use crate::task_commands::{self, RunnerKind};
 use crate::{CommonArgs, UsageError, batch_progress, exec};
 use alcove_protocol::RunStatus;
 
@@ -50,13 +49,6 @@ pub(crate) struct BatchArgs {
     /// Limits: tokens=N,turns=N (whole batch), task_tokens=N,task_turns=N,task_secs=N.
     #[arg(long, value_name = "LIMITS")]
     budget: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum RunnerKind {
-    Inprocess,
-    Process,
-    Slurm,
 }
 
 /// What an earlier run stored in the batch folder, so a rerun keeps the id.
@@ -215,10 +207,7 @@ fn runner(
     // Tasks are children of a main agent that never calls the model; a
     // process or Slurm task is such a child too, run by a command (which
     // gets the rules, the sandbox and its budgets as a ceiling).
-    let command = match kind {
-        RunnerKind::Inprocess => None,
-        _ => Some(Runners::new(common, &session.config)?.build(kind)),
-    };
+    let command = task_commands::task_command(common, &session.config, kind)?;
     Ok(Arc::new(
         ChildRunner::new(
             &session.supervisor,
@@ -227,109 +216,6 @@ fn runner(
         )
         .through(command),
     ))
-}
-
-/// What the process and Slurm runners are built from.
-#[derive(Clone)]
-struct Runners {
-    command: String,
-    slurm: SlurmOptions,
-}
-
-impl Runners {
-    fn new(common: &CommonArgs, config: &Config) -> anyhow::Result<Runners> {
-        let alcove = alcove_exec(common)?;
-        // `ALCOVE_SUBAGENT_COMMAND` is in `config.agents.command` (`settings::agents::ENV`).
-        let command = config
-            .agents
-            .command
-            .clone()
-            .unwrap_or_else(|| alcove.clone());
-        Ok(Runners {
-            command,
-            slurm: SlurmOptions {
-                alcove,
-                cpus_per_task: config.batch.cpus_per_task.unwrap_or(1),
-                extra: config.batch.srun_options.clone(),
-            },
-        })
-    }
-
-    /// The command a process or Slurm task runs as.
-    fn build(&self, kind: RunnerKind) -> Arc<dyn TaskCommand> {
-        match kind {
-            RunnerKind::Slurm => Arc::new(SlurmRunner::new(self.slurm.clone())),
-            RunnerKind::Process | RunnerKind::Inprocess => {
-                Arc::new(CommandRunner::new(self.command.clone()))
-            }
-        }
-    }
-}
-
-/// The runner of the model's `spawn_batch` when `[batch] runner` is
-/// `process` or `slurm` (None: in-process, or `agents.command` as for
-/// spawned agents).
-pub(crate) fn model_batch_runner(
-    common: &CommonArgs,
-    config: &Config,
-) -> Result<Option<Arc<BatchRunnerFactory>>, UsageError> {
-    let kind = match config.batch.runner.as_deref() {
-        None | Some("inprocess") => return Ok(None),
-        Some("process") => RunnerKind::Process,
-        Some("slurm") => RunnerKind::Slurm,
-        Some(other) => {
-            return Err(UsageError(format!(
-                "batch.runner `{other}`: use inprocess, process or slurm"
-            )));
-        }
-    };
-    let runners =
-        Runners::new(common, config).map_err(|err| UsageError(format!("batch.runner: {err:#}")))?;
-    Ok(Some(Arc::new(move || runners.build(kind))))
-}
-
-/// `<this alcove> exec --json -`, with the parent's model, permission mode,
-/// rules and config overrides passed down.
-fn alcove_exec(common: &CommonArgs) -> anyhow::Result<String> {
-    let exe = std::env::current_exe().context("cannot find the alcove executable")?;
-    let mut words = vec![
-        quote(&exe.display().to_string()),
-        "exec".into(),
-        "--json".into(),
-    ];
-    if let Some(model) = &common.model {
-        words.extend(["--model".into(), quote(model)]);
-    }
-    if let Some(mode) = &common.permission_mode {
-        words.extend(["--permission-mode".into(), quote(mode)]);
-    }
-    for rule in &common.allow {
-        words.extend(["--allow".into(), quote(rule)]);
-    }
-    for rule in &common.deny {
-        words.extend(["--deny".into(), quote(rule)]);
-    }
-    for pair in &common.overrides {
-        words.extend(["-c".into(), quote(pair)]);
-    }
-    // The user trusted the folder for this run: so for its tasks.
-    if common.trust {
-        words.push("--trust".into());
-    }
-    words.push("-".into());
-    Ok(words.join(" "))
-}
-
-/// Single-quotes a word for `sh`.
-fn quote(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c))
-    {
-        return word.to_owned();
-    }
-    format!("'{}'", word.replace('\'', "'\\''"))
 }
 
 #[cfg(test)]
@@ -343,28 +229,5 @@ mod tests {
         let first = batch_id(&out, Path::new("t.jsonl")).unwrap();
         assert!(first.starts_with('b') && first.len() == 9, "{first}");
         assert_eq!(batch_id(&out, Path::new("t.jsonl")).unwrap(), first);
-    }
-
-    #[test]
-    fn rules_reach_the_remote_alcove_quoted() {
-        let common = CommonArgs {
-            model: None,
-            cd: None,
-            permission_mode: Some("plan".into()),
-            overrides: vec![],
-            allow: vec![],
-            deny: vec!["Bash(rm:*)".into()],
-            parent_policy: None,
-            sandbox: None,
-            trust: false,
-            dangerously_skip_permissions: false,
-            append_system_prompt: None,
-            max_turns: None,
-        };
-        let command = alcove_exec(&common).unwrap();
-        assert!(
-            command.ends_with(" exec --json --permission-mode plan --deny 'Bash(rm:*)' -"),
-            "{command}"
-        );
     }
 }

@@ -38,6 +38,7 @@ mod session;
 mod settings;
 mod skills_cmd;
 mod structured_output;
+mod task_commands;
 mod telemetry;
 mod trust;
 mod trust_cmd;

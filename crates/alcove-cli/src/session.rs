@@ -260,7 +260,7 @@ impl Session {
             calibration: Arc::default(),
         };
         let model_factory = model_factory(config.clone(), id.clone(), health.clone());
-        let batch_runner = crate::batch_cmd::model_batch_runner(common, &config)?;
+        let batch_runner = crate::task_commands::model_batch_runner(common, &config)?;
         let mut supervisor = Supervisor::new(
             agent_limits(&config.agents, chosen.profile.profile),
             definitions,

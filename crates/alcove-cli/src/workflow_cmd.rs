@@ -14,6 +14,7 @@ use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use alcove_core::batch::TaskCommand;
 use alcove_core::{EventSink, NoApprover};
 use alcove_protocol::RunStatus;
 use alcove_workflow::{EndStatus, Limits, RunEnd, RunEvent, RunOptions, Workflow};
@@ -24,8 +25,9 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Dirs;
 use crate::output::Trace;
 use crate::session::{FrontEnd, Session, SessionEnd};
+use crate::task_commands::{self, RunnerKind};
 use crate::trust::ProjectSettings;
-use crate::workflow_host::{ChildHost, saved_folders, saved_workflows};
+use crate::workflow_host::{ChildHost, runner_line, saved_folders, saved_workflows};
 use crate::workflow_launch::{self, Budget, OpenedRun, RunStart};
 use crate::{CommonArgs, UsageError, exec};
 
@@ -67,6 +69,9 @@ pub(crate) struct RunArgs {
     /// Agents running at once (default 16).
     #[arg(long, value_name = "N", default_value_t = 16)]
     concurrency: usize,
+    /// Where agents run: in this process, through agents.command, or as Slurm job steps (default: [batch] runner).
+    #[arg(long, value_enum)]
+    runner: Option<RunnerKind>,
 }
 
 pub(crate) async fn run(common: &CommonArgs, args: WorkflowArgs) -> anyhow::Result<u8> {
@@ -188,6 +193,12 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
         concurrency: args.concurrency,
         ..Limits::default()
     };
+    // The session's slots are the run's: every agent takes one.
+    let mut common = common.clone();
+    common
+        .overrides
+        .push(format!("agents.max_concurrent={}", args.concurrency));
+    let command = runner_of(&common, &dirs, args.runner)?;
     eprint!(
         "{}",
         workflow_launch::plan(
@@ -195,18 +206,14 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
             &script_path.display().to_string(),
             limits,
             budget,
-            earlier.is_some()
+            earlier.is_some(),
+            &runner_line(command.as_ref()),
         )
     );
     if !args.yes {
         approve()?;
     }
 
-    // The session's slots are the run's: every agent takes one.
-    let mut common = common.clone();
-    common
-        .overrides
-        .push(format!("agents.max_concurrent={}", args.concurrency));
     // The run's budget is the engine's ceiling, not the tree's: a tree
     // budget lets the first child reserve all that is left, which would
     // refuse every agent running beside it. Each agent's own ceiling is
@@ -280,6 +287,7 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
         events: Box::new(move |event| show(json_mode, &event)),
         prices,
         spent_usd: std::sync::Mutex::new(0.0),
+        command,
     };
     let signal = tokio::spawn(exec::watch_signals(cancel.clone()));
     let options = RunOptions {
@@ -318,6 +326,23 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
         None if end.status == EndStatus::Completed => 0,
         None => 1,
     })
+}
+
+/// The command the run's agents run as: `--runner`, else the default
+/// `spawn_batch` and the `Workflow` tool use (`task_commands::default_kind`);
+/// `None` in this process.
+fn runner_of(
+    common: &CommonArgs,
+    dirs: &Dirs,
+    flag: Option<RunnerKind>,
+) -> anyhow::Result<Option<Arc<dyn TaskCommand>>> {
+    let workspace = common.workspace()?;
+    let config = ProjectSettings::of(common, dirs, workspace.root())?.config()?;
+    let kind = match flag {
+        Some(kind) => kind,
+        None => task_commands::default_kind(&config)?,
+    };
+    task_commands::task_command(common, &config, kind)
 }
 
 /// Asks on the terminal; with no terminal, refuses (pass --yes).

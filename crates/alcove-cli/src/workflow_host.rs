@@ -4,6 +4,13 @@
 //! announce, the parent's rules and mode, sandbox, hooks, agent type,
 //! model and effort, worktree, transcript, evidence, one end record).
 //!
+//! An agent runs where the run's runner says (`task_commands.rs`): in this
+//! process, or as a process or Slurm step under the same child life. An
+//! agent with a `schema` always runs in this process: its answer comes
+//! back through the `StructuredOutput` tool, which only an in-process
+//! child has. An agent with `isolation: 'worktree'` under a process or
+//! Slurm runner throws (a command works where it starts).
+//!
 //! Everything alcove-specific a workflow touches is here: how a call
 //! becomes a task, how the child's end record becomes `agent()`'s value,
 //! where saved workflows are found. Re-point [`ChildHost::agent`] when the
@@ -13,7 +20,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use alcove_core::batch::{ChildRunner, Isolation, TaskJob, TaskOutcome, TaskRunner, TaskSpec};
+use alcove_core::batch::{
+    ChildRunner, Isolation, TaskCommand, TaskJob, TaskOutcome, TaskRunner, TaskSpec,
+};
 use alcove_core::{AgentRun, DynTool, Runtime, Supervisor};
 use alcove_protocol::{EventKind, RunStatus};
 use alcove_workflow::{
@@ -48,6 +57,8 @@ pub(crate) struct ChildHost {
     pub(crate) prices: Option<Arc<PriceOf>>,
     /// Dollars the run's agents cost so far, at known prices.
     pub(crate) spent_usd: std::sync::Mutex<f64>,
+    /// The command an agent runs as (process, Slurm); `None`: in this process.
+    pub(crate) command: Option<Arc<dyn TaskCommand>>,
 }
 
 #[async_trait::async_trait]
@@ -61,7 +72,18 @@ impl Host for ChildHost {
                 tokens: 0,
             };
         }
-        // With a schema, this child alone gets a StructuredOutput tool.
+        let worktree = call.isolation.as_deref() == Some("worktree");
+        if worktree && call.schema.is_none() && self.command.is_some() {
+            return AgentOutcome::Error {
+                message: "agent(): isolation 'worktree' needs the in-process runner; this run's \
+                          agents run as commands, which work where they start (run it with \
+                          --runner inprocess, or leave isolation out)"
+                    .to_owned(),
+                tokens: 0,
+            };
+        }
+        // With a schema, this child alone gets a StructuredOutput tool, so
+        // it runs in this process whatever the runner.
         let mut parent = self.parent.clone();
         let submission = match &call.schema {
             Some(schema) => match StructuredOutput::new(schema) {
@@ -74,7 +96,13 @@ impl Host for ChildHost {
             },
             None => None,
         };
-        let runner = ChildRunner::new(&self.supervisor, self.runtime.clone(), parent);
+        let command = if submission.is_some() {
+            None
+        } else {
+            self.command.clone()
+        };
+        let runner =
+            ChildRunner::new(&self.supervisor, self.runtime.clone(), parent).through(command);
         let task = TaskSpec {
             id: format!("a{}", call.index),
             description: call
@@ -91,7 +119,7 @@ impl Host for ChildHost {
             tokens: call.tokens,
             turns: None,
             wall: self.wall,
-            isolation: if call.isolation.as_deref() == Some("worktree") {
+            isolation: if worktree {
                 Isolation::Worktree
             } else {
                 Isolation::Shared
@@ -200,6 +228,18 @@ impl ChildHost {
 
     fn announce(&self, kind: EventKind) {
         self.runtime.emit(&self.parent.path, kind);
+    }
+}
+
+/// Where a run's agents run, as its plan says it.
+pub(crate) fn runner_line(command: Option<&Arc<dyn TaskCommand>>) -> String {
+    match command {
+        None => "in this process".to_owned(),
+        Some(command) => format!(
+            "{} (an agent with a schema runs in this process: StructuredOutput is an \
+             in-process tool)",
+            command.describe()
+        ),
     }
 }
 

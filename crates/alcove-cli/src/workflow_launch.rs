@@ -149,6 +149,7 @@ pub(crate) fn plan(
     limits: Limits,
     budget: Budget,
     resume: bool,
+    runner: &str,
 ) -> String {
     let meta = &workflow.meta;
     let mut text = format!(
@@ -169,6 +170,7 @@ pub(crate) fn plan(
         "  caps: {} agents at once, {} per run, {} items per parallel/pipeline call\n",
         limits.concurrency, limits.max_agents, limits.max_items
     ));
+    text.push_str(&format!("  agents run: {runner}\n"));
     match (budget.tokens, budget.usd) {
         (None, None) => text.push_str("  budget: none (the session's agent limits apply)\n"),
         (tokens, usd) => {

@@ -21,6 +21,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
+use alcove_core::batch::TaskCommand;
 use alcove_core::{AgentScope, Supervisor};
 use alcove_protocol::{Schema, ToolSpec};
 use alcove_tools::{Access, Invocation, ScopedTool, ToolContext, ToolOutput, Workspace};
@@ -28,7 +29,7 @@ use alcove_workflow::{Limits, RunEnd, RunOptions, RunRecord, Workflow};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::workflow_host::{ChildHost, saved_workflows};
+use crate::workflow_host::{ChildHost, runner_line, saved_workflows};
 use crate::workflow_launch::{self, Budget, OpenedRun, PriceOf, RunStart};
 use crate::workflow_progress::WorkflowRun;
 
@@ -96,6 +97,8 @@ pub(crate) struct WorkflowCall {
     budget: Budget,
     earlier: Option<(RunRecord, PathBuf)>,
     limits: Limits,
+    /// Where its agents run (`None`: in this process).
+    command: Option<Arc<dyn TaskCommand>>,
 }
 
 /// The tool, one per session.
@@ -259,7 +262,19 @@ impl ScopedTool<AgentScope> for WorkflowTool {
             return Err(fail(reason));
         }
         let limits = self.limits();
-        let plan = workflow_launch::plan(&workflow, &shown, limits, budget, earlier.is_some());
+        // Where its agents run: `[batch] runner`, as for `spawn_batch`.
+        let command = self
+            .supervisor
+            .upgrade()
+            .and_then(|supervisor| supervisor.task_command());
+        let plan = workflow_launch::plan(
+            &workflow,
+            &shown,
+            limits,
+            budget,
+            earlier.is_some(),
+            &runner_line(command.as_ref()),
+        );
         let invocation = Invocation {
             summary: plan.trim_end().to_owned(),
             paths: Vec::new(),
@@ -273,6 +288,7 @@ impl ScopedTool<AgentScope> for WorkflowTool {
             budget,
             earlier,
             limits,
+            command,
         };
         Ok((invocation, call))
     }
@@ -324,6 +340,7 @@ impl WorkflowTool {
             budget,
             earlier,
             limits,
+            command,
         } = call;
         let OpenedRun {
             run_id,
@@ -362,6 +379,7 @@ impl WorkflowTool {
             events: Box::new(move |event| observed.note(event)),
             prices: self.prices.clone(),
             spent_usd: Mutex::new(0.0),
+            command,
         });
         supervisor.host_runs().insert(&run_id, run.clone());
         let options = RunOptions {

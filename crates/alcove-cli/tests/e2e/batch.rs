@@ -14,7 +14,7 @@ use crate::support::{
 };
 
 mod model;
-mod slurm;
+pub(crate) mod slurm;
 
 /// `[task-07] …` style prompts: the bracket keeps `task-1` from matching `task-10`.
 pub(crate) fn needle(id: &str) -> String {

@@ -14,7 +14,7 @@ use crate::support::{finish, setup, wait_for_file};
 
 /// False (after saying so) when the tests are explicitly skipped; panics
 /// when no cluster answers.
-fn cluster() -> bool {
+pub(crate) fn cluster() -> bool {
     if std::env::var("ALCOVE_SKIP_SLURM").is_ok_and(|value| value == "1") {
         eprintln!("ALCOVE_SKIP_SLURM=1: skipping the Slurm tests");
         return false;
@@ -45,7 +45,7 @@ fn queued_jobs(prefix: &str) -> Vec<String> {
 /// Asserts that no job of `prefix` is pending or running any more, and that
 /// the ones Slurm still lists as COMPLETING (its own clean-up after the step
 /// ended, slow on a loaded machine) leave `squeue` within half a minute.
-fn assert_no_job_left(prefix: &str) {
+pub(crate) fn assert_no_job_left(prefix: &str) {
     let active: Vec<String> = queued_jobs(prefix)
         .into_iter()
         .filter(|line| !line.ends_with(" COMPLETING"))
@@ -241,4 +241,154 @@ fn the_models_batches_run_on_slurm_with_batch_runner_slurm() {
             "{line}"
         );
     }
+}
+
+/// Shims for `srun` and `scancel` first on PATH, each logging to `log` and
+/// then running the real one: `srun` logs the step's job name and what
+/// `squeue` lists as it starts; `scancel` logs its start, takes two seconds
+/// (widening the window a wrong order would show in), runs, and logs its
+/// end with the wall clock in milliseconds (the transcript's `ts` clock).
+fn slurm_shims(env: &alcove_testkit::TestEnv, log: &std::path::Path) -> std::path::PathBuf {
+    let which = |name: &str| {
+        let out = Command::new("sh")
+            .args(["-c", &format!("command -v {name}")])
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let (srun, scancel) = (which("srun"), which("scancel"));
+    let log = log.display();
+    env.write_file(
+        "shims/srun",
+        &format!(
+            "#!/bin/sh\nname=''\nfor arg in \"$@\"; do case \"$arg\" in --job-name=*) name=\"${{arg#--job-name=}}\";; esac; done\n\
+             echo \"srun $name queued=[$(squeue -h -o %j | tr '\\n' ' ')]\" >> '{log}'\nexec '{srun}' \"$@\"\n"
+        ),
+    );
+    env.write_file(
+        "shims/scancel",
+        &format!(
+            "#!/bin/sh\necho \"scancel-begin $*\" >> '{log}'\nsleep 2\n'{scancel}' \"$@\"\nrc=$?\n\
+             echo \"scancel-end $(date +%s%3N) $*\" >> '{log}'\nexit $rc\n"
+        ),
+    );
+    let dir = env.path("shims");
+    for name in ["srun", "scancel"] {
+        Command::new("chmod")
+            .args(["+x", dir.join(name).to_str().unwrap()])
+            .status()
+            .unwrap();
+    }
+    dir
+}
+
+/// Issue 49: a cancelled task's job step is `scancel`'d and gone from
+/// `squeue` inside the child's life, before its slot is released and its
+/// one end record (`agent_ended`, emitted right after the slot is settled)
+/// is written. At concurrency 1 the first task's step hangs until its wall
+/// time (`task_secs`) cancels it. The child's `agent_ended` must come after
+/// its `scancel` ended (this fails when the stop runs after the life, as
+/// before issue 49); the second task's `srun` must come after it too, and
+/// `squeue` must no longer list the first step when the second starts.
+#[test]
+fn a_cancelled_slurm_step_is_gone_from_squeue_before_the_next_task_starts() {
+    if !cluster() {
+        return;
+    }
+    let script = Script::new()
+        .conversation(&needle("order-1"), vec![Step::hang()])
+        .conversation(&needle("order-2"), vec![Step::text("order-2 ran")]);
+    let (env, server) = setup(script);
+    let ids = vec!["order-1".to_owned(), "order-2".to_owned()];
+    let tasks = write_tasks(&env, "tasks.jsonl", &ids);
+    let out_dir = env.path("out");
+    let log = env.path("slurm.log");
+    let shims = slurm_shims(&env, &log);
+    let path = format!(
+        "{}:{}",
+        shims.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = finish(
+        batch_command(
+            &env,
+            &server,
+            &[
+                tasks.to_str().unwrap(),
+                "--runner",
+                "slurm",
+                "--concurrency",
+                "1",
+                "--budget",
+                "task_secs=8",
+                "--out",
+                out_dir.to_str().unwrap(),
+            ],
+        )
+        .env("PATH", path)
+        .spawn()
+        .unwrap(),
+    );
+    // The first task did not complete: the batch says so.
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let lines = results(&out_dir);
+    let state = |id: &str| {
+        lines
+            .iter()
+            .find(|line| line["task"] == id)
+            .unwrap_or_else(|| panic!("no result for {id}: {lines:?}"))["state"]
+            .clone()
+    };
+    assert_ne!(state("order-1"), "completed", "{lines:?}");
+    assert_eq!(state("order-2"), "completed", "{lines:?}");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("batch.json")).unwrap())
+            .unwrap();
+    let batch = manifest["batch_id"].as_str().unwrap();
+    let (first, second) = (
+        format!("alcove-{batch}-order-1"),
+        format!("alcove-{batch}-order-2"),
+    );
+    let log = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    let position = |what: &dyn Fn(&str) -> bool| lines.iter().rposition(|line| what(line));
+    let first_started = lines
+        .iter()
+        .position(|line| line.starts_with(&format!("srun {first} ")))
+        .unwrap_or_else(|| panic!("the first step never started:\n{log}"));
+    let scancel_ended = position(&|line| {
+        line.starts_with("scancel-end") && line.contains(&format!("--name={first}"))
+    })
+    .unwrap_or_else(|| panic!("the first step was never scancel'd:\n{log}"));
+    let second_started = lines
+        .iter()
+        .position(|line| line.starts_with(&format!("srun {second} ")))
+        .unwrap_or_else(|| panic!("the second step never started:\n{log}"));
+    assert!(
+        first_started < scancel_ended && scancel_ended < second_started,
+        "the second step started before the first was scancel'd:\n{log}"
+    );
+    assert!(
+        !lines[second_started].contains(&first),
+        "squeue still listed the first step when the second started:\n{log}"
+    );
+    // The first child's one end record came after its step was scancel'd.
+    let scancel_ms: u64 = lines[scancel_ended]
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let cut: Vec<serde_json::Value> = crate::support::transcripts(&env)
+        .iter()
+        .flat_map(|path| crate::support::read_jsonl(path))
+        .filter(|event| event["type"] == "agent_ended" && event["status"] != "completed")
+        .collect();
+    assert_eq!(cut.len(), 1, "{cut:?}");
+    let ended_ms = cut[0]["ts"].as_u64().unwrap();
+    assert!(
+        ended_ms >= scancel_ms,
+        "agent_ended (ts {ended_ms}) was written before scancel ended (ts {scancel_ms}):\n{log}"
+    );
+    assert_no_job_left(&format!("alcove-{batch}-"));
 }

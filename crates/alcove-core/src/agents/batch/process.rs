@@ -31,6 +31,9 @@ pub trait TaskCommand: Send + Sync {
     /// on stdin).
     fn command(&self, job: &TaskJob<'_>, workspace: &Path) -> Result<String, String>;
 
+    /// Where tasks run, for a plan the user reads ("as processes: `…`").
+    fn describe(&self) -> String;
+
     /// What to do once the command's process ended, before the child's
     /// slot is released: run by the child's life (Slurm: `scancel` a step
     /// that was cancelled, or ran out of wall time, and wait until it is
@@ -58,6 +61,10 @@ impl CommandRunner {
 impl TaskCommand for CommandRunner {
     fn command(&self, _job: &TaskJob<'_>, _workspace: &Path) -> Result<String, String> {
         Ok(self.command.clone())
+    }
+
+    fn describe(&self) -> String {
+        format!("as processes: `{}`", self.command)
     }
 }
 
@@ -135,6 +142,19 @@ impl TaskCommand for SlurmRunner {
         let id_file = id_file(job);
         let _ = std::fs::remove_file(&id_file);
         Ok(srun_command(job, &self.options, workspace, &id_file))
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "as Slurm job steps: `srun --cpus-per-task={}{}` running `{}`",
+            self.options.cpus_per_task.max(1),
+            self.options
+                .extra
+                .iter()
+                .map(|option| format!(" {}", quote(option)))
+                .collect::<String>(),
+            self.options.alcove
+        )
     }
 
     async fn stop(&self, job: &TaskJob<'_>) {

@@ -28,7 +28,6 @@ use super::super::definitions::DEFAULT_AGENT_TYPE;
 use super::super::scope::AgentScope;
 use super::super::supervisor::{Supervisor, upgrade};
 use super::engine::{Batch, BatchPlan};
-use super::process::{CommandRunner, TaskCommand};
 use super::task::{BatchBudget, TaskInput, parse_tasks_jsonl, tasks_from_list};
 use super::task_runner::{ChildRunner, Isolation, TaskRunner};
 use super::wait::summary;
@@ -330,11 +329,7 @@ impl Supervisor {
         let batch = Batch::open(plan, cancel.clone()).map_err(fail)?;
         // Wherever a task runs, it is a child through the one lifecycle;
         // a command (or a Slurm step) is only the layer below it.
-        let command: Option<Arc<dyn TaskCommand>> = match (&self.batch_runner, &self.command) {
-            (Some(factory), _) => Some(factory()),
-            (None, Some(command)) => Some(Arc::new(CommandRunner::new(command.clone()))),
-            (None, None) => None,
-        };
+        let command = self.task_command();
         let mut run = scope.run.clone();
         run.cancel = cancel;
         let runner: Arc<dyn TaskRunner> =
