@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use alcove_core::BatchRunnerFactory;
-use alcove_core::batch::{CommandRunner, SlurmOptions, SlurmRunner, TaskCommand};
+use alcove_core::batch::{CommandRunner, SlurmOptions, SlurmRunner, TaskCommand, shell_quote};
 use anyhow::Context;
 use clap::ValueEnum;
 
@@ -128,24 +128,24 @@ pub(crate) fn model_batch_runner(
 fn alcove_exec(common: &CommonArgs) -> anyhow::Result<String> {
     let exe = std::env::current_exe().context("cannot find the alcove executable")?;
     let mut words = vec![
-        quote(&exe.display().to_string()),
+        shell_quote(&exe.display().to_string()),
         "exec".into(),
         "--json".into(),
     ];
     if let Some(model) = &common.model {
-        words.extend(["--model".into(), quote(model)]);
+        words.extend(["--model".into(), shell_quote(model)]);
     }
     if let Some(mode) = &common.permission_mode {
-        words.extend(["--permission-mode".into(), quote(mode)]);
+        words.extend(["--permission-mode".into(), shell_quote(mode)]);
     }
     for rule in &common.allow {
-        words.extend(["--allow".into(), quote(rule)]);
+        words.extend(["--allow".into(), shell_quote(rule)]);
     }
     for rule in &common.deny {
-        words.extend(["--deny".into(), quote(rule)]);
+        words.extend(["--deny".into(), shell_quote(rule)]);
     }
     for pair in &common.overrides {
-        words.extend(["-c".into(), quote(pair)]);
+        words.extend(["-c".into(), shell_quote(pair)]);
     }
     // The user trusted the folder for this run: so for its tasks.
     if common.trust {
@@ -153,18 +153,6 @@ fn alcove_exec(common: &CommonArgs) -> anyhow::Result<String> {
     }
     words.push("-".into());
     Ok(words.join(" "))
-}
-
-/// Single-quotes a word for `sh`.
-fn quote(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c))
-    {
-        return word.to_owned();
-    }
-    format!("'{}'", word.replace('\'', "'\\''"))
 }
 
 #[cfg(test)]

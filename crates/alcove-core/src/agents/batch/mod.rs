@@ -28,7 +28,9 @@ mod views;
 mod wait;
 
 pub use engine::{Batch, BatchPlan, Counts};
-pub use process::{CommandRunner, SlurmOptions, SlurmRunner, TaskCommand, job_name, srun_command};
+pub use process::{
+    CommandRunner, SlurmOptions, SlurmRunner, TaskCommand, job_name, shell_quote, srun_command,
+};
 pub use results::{ResultRecord, ResultsFile, read_results};
 pub use task::{BatchBudget, TaskSpec, TaskState, parse_tasks_jsonl};
 pub use task_runner::{ChildRunner, Isolation, TaskJob, TaskOutcome, TaskRunner};

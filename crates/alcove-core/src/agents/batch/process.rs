@@ -108,21 +108,21 @@ pub fn srun_command(
         format!("--job-name={}", job_name(job)),
         format!("--cpus-per-task={}", options.cpus_per_task.max(1)),
         "--ntasks=1".to_owned(),
-        format!("--chdir={}", quote(&workspace.display().to_string())),
+        format!("--chdir={}", shell_quote(&workspace.display().to_string())),
     ];
     if let Some(wall) = job.wall {
         // Slurm's --time is in minutes; a started minute counts whole.
         words.push(format!("--time={}", wall.as_secs().div_ceil(60).max(1)));
     }
-    words.extend(options.extra.iter().map(|option| quote(option)));
+    words.extend(options.extra.iter().map(|option| shell_quote(option)));
     let inner = format!(
         "echo \"$SLURM_JOB_ID\" > {}; exec {}",
-        quote(&id_file.display().to_string()),
+        shell_quote(&id_file.display().to_string()),
         options.alcove
     );
     words.push("sh".to_owned());
     words.push("-c".to_owned());
-    words.push(quote(&inner));
+    words.push(shell_quote(&inner));
     words.join(" ")
 }
 
@@ -151,7 +151,7 @@ impl TaskCommand for SlurmRunner {
             self.options
                 .extra
                 .iter()
-                .map(|option| format!(" {}", quote(option)))
+                .map(|option| format!(" {}", shell_quote(option)))
                 .collect::<String>(),
             self.options.alcove
         )
@@ -205,8 +205,8 @@ async fn cancel_job(name: &str, id: Option<&str>) {
     }
 }
 
-/// Single-quotes a word for `sh`.
-fn quote(word: &str) -> String {
+/// Single-quotes a word for `sh` (a word of safe characters stays bare).
+pub fn shell_quote(word: &str) -> String {
     if !word.is_empty()
         && word
             .chars()
@@ -269,7 +269,7 @@ mod tests {
 
     #[test]
     fn quoting_survives_single_quotes() {
-        assert_eq!(quote("it's"), "'it'\\''s'");
-        assert_eq!(quote(""), "''");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote(""), "''");
     }
 }
