@@ -144,12 +144,13 @@ fn groups<'a>(run: &AgentRun, offer: &Offer, calls: &'a [ToolCall]) -> Vec<&'a [
         Ok(Target { tool, .. }) if tool.concurrency_safe() => Class::Parallel,
         _ => Class::Alone,
     };
+    let classes: Vec<Class> = calls.iter().map(class).collect();
     let mut groups = Vec::new();
     let mut start = 0;
     for idx in 1..=calls.len() {
         let boundary = idx == calls.len() || {
-            let previous = class(&calls[idx - 1]);
-            previous == Class::Alone || previous != class(&calls[idx])
+            let previous = &classes[idx - 1];
+            *previous == Class::Alone || *previous != classes[idx]
         };
         if boundary {
             groups.push(&calls[start..idx]);

@@ -34,16 +34,17 @@ pub(crate) fn fits(spec: &ToolSpec, arguments: &Value) -> bool {
     })
 }
 
-/// The names of the parameters `spec`'s input schema requires.
+/// The names of the parameters `spec`'s input schema requires (read from
+/// the schema's text without building it: this runs for every call).
 pub(crate) fn required(spec: &ToolSpec) -> Vec<String> {
-    let schema = spec.input_schema.to_value();
-    schema["required"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_owned)
-        .collect()
+    #[derive(serde::Deserialize)]
+    struct TopLevel {
+        #[serde(default)]
+        required: Vec<String>,
+    }
+    serde_json::from_str::<TopLevel>(spec.input_schema.json())
+        .map(|top| top.required)
+        .unwrap_or_default()
 }
 
 /// Whether `value` is of the JSON type `wanted` names (a name, a list of

@@ -103,12 +103,17 @@ fn other_tool_fit<'a>(
     named: &dyn Tool<AgentScope>,
     call: &ToolCall,
 ) -> Option<&'a dyn Tool<AgentScope>> {
-    let arguments = object_arguments(call)?;
+    // Most calls hold a required parameter of the tool they name: they are
+    // told apart here, by borrowing, before any schema is checked.
+    let crate::call::CallInput::Json(arguments @ Value::Object(map)) = &call.input else {
+        return None;
+    };
     let required = crate::schema_fit::required(named.spec());
-    if required.is_empty() || required.iter().any(|field| arguments.get(field).is_some()) {
+    if map.is_empty() || required.is_empty() || required.iter().any(|field| map.contains_key(field))
+    {
         return None;
     }
-    let mut fits = fitting(run, &arguments);
+    let mut fits = fitting(run, arguments);
     match (fits.next(), fits.next()) {
         (Some(tool), None) if tool.spec().name != named.spec().name => Some(tool),
         _ => None,
