@@ -44,15 +44,17 @@ pub(super) fn numbered(
     let mut read = skipped;
     let mut last_shown = 0;
     let mut line = Vec::new();
+    // One line as shown, reused: most lines go straight into `out`.
+    let mut entry = String::new();
     // The first line read but not shown for want of room.
     let mut first_left_out = None;
     while read - skipped < limit {
-        let Some(entry) = next_entry(&mut reader, &mut line, read + 1).map_err(io)? else {
+        if !next_entry(&mut reader, &mut line, read + 1, &mut entry).map_err(io)? {
             break;
-        };
+        }
         read += 1;
         if last_shown > 0 && out.len() + entry.len() > head_room {
-            first_left_out = Some(entry);
+            first_left_out = Some(std::mem::take(&mut entry));
             break;
         }
         out.push_str(&entry);
@@ -61,16 +63,16 @@ pub(super) fn numbered(
     let mut fitted = false;
     let cut_for_room = first_left_out.is_some();
     let mut tail = Tail::new(max_output - head_room);
-    if let Some(entry) = first_left_out.take_if(|_| by_context) {
-        tail.push(entry);
+    if let Some(first) = first_left_out.take_if(|_| by_context) {
+        tail.push(first);
         // Without a `limit` the model asked for the file: its last lines.
         let tail_limit = if limit_given { limit } else { usize::MAX };
         while read - skipped < tail_limit {
-            let Some(entry) = next_entry(&mut reader, &mut line, read + 1).map_err(io)? else {
+            if !next_entry(&mut reader, &mut line, read + 1, &mut entry).map_err(io)? {
                 break;
-            };
+            }
             read += 1;
-            tail.push(entry);
+            tail.push(entry.clone());
         }
         // Everything after the head fitted after all: no gap.
         if tail.dropped == 0 {
@@ -126,15 +128,16 @@ pub(super) fn numbered(
     Ok(out)
 }
 
-/// The next line of `reader` as it is shown, `{line_no:>6}\t{text}\n`,
-/// or `None` at the end.
+/// Puts the next line of `reader` in `entry` as it is shown,
+/// `{line_no:>6}\t{text}\n`; `false` at the end.
 fn next_entry(
     reader: &mut impl BufRead,
     line: &mut Vec<u8>,
     line_no: usize,
-) -> std::io::Result<Option<String>> {
+    entry: &mut String,
+) -> std::io::Result<bool> {
     let Some(len) = read_line_capped(reader, line, MAX_LINE_CHARS * 4)? else {
-        return Ok(None);
+        return Ok(false);
     };
     // Checked as a whole first: most lines are valid, and this check
     // runs a word at a time where the lossy one goes byte by byte.
@@ -143,11 +146,12 @@ fn next_entry(
         Err(_) => String::from_utf8_lossy(line),
     };
     let text = cut_line(text.trim_end_matches(['\n', '\r']), MAX_LINE_CHARS, len);
-    let mut entry = String::with_capacity(decimal_digits(line_no).max(6) + 2 + text.len());
-    push_line_number(&mut entry, line_no);
+    entry.clear();
+    entry.reserve(decimal_digits(line_no).max(6) + 2 + text.len());
+    push_line_number(entry, line_no);
     entry.push_str(&text);
     entry.push('\n');
-    Ok(Some(entry))
+    Ok(true)
 }
 
 /// The last lines read, in at most `room` bytes.
