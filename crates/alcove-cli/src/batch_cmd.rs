@@ -39,9 +39,10 @@ pub(crate) struct BatchArgs {
     /// How many tasks run at once (default 4).
     #[arg(long, value_name = "N", default_value_t = 4)]
     concurrency: usize,
-    /// Where tasks run: in this process, through agents.command, or as Slurm job steps.
-    #[arg(long, value_enum, default_value_t = RunnerKind::Inprocess)]
-    runner: RunnerKind,
+    /// Where tasks run: in this process, through agents.command, or as Slurm job steps
+    /// (default: [batch] runner, else agents.command when set, else in this process).
+    #[arg(long, value_enum)]
+    runner: Option<RunnerKind>,
     /// The batch folder (results.jsonl); rerunning with the same folder skips
     /// completed tasks. Default: <tasks file>.out next to the file.
     #[arg(long, value_name = "DIR")]
@@ -201,9 +202,16 @@ fn batch_id(out: &Path, tasks: &Path) -> anyhow::Result<String> {
 fn runner(
     common: &CommonArgs,
     session: &Session,
-    kind: RunnerKind,
+    flag: Option<RunnerKind>,
     cancel: &CancellationToken,
 ) -> anyhow::Result<Arc<dyn TaskRunner>> {
+    // Without `--runner`, where the model's `spawn_batch` tasks and a
+    // workflow's agents go: one rule for every batch of children, read
+    // from the session's (trust-filtered) config.
+    let kind = match flag {
+        Some(kind) => kind,
+        None => task_commands::default_kind(&session.config)?,
+    };
     // Tasks are children of a main agent that never calls the model; a
     // process or Slurm task is such a child too, run by a command (which
     // gets the rules, the sandbox and its budgets as a ceiling).

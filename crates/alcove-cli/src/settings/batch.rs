@@ -1,4 +1,4 @@
-//! `[batch]`: where the model's `spawn_batch` tasks and workflow agents run and the Slurm
+//! `[batch]`: where batch tasks (`alcove batch`, `spawn_batch`) and workflow agents run and the Slurm
 //! runner's `srun` options. Plain values (a list replaces the one below
 //! it); no environment variable. `alcove batch`'s flags win (`batch_cmd.rs`).
 
@@ -12,6 +12,7 @@ pub(crate) struct BatchEntry {
     pub(crate) cpus_per_task: Option<u32>,
     /// More `srun` options, e.g. ["--partition=short", "--mem=2G"].
     pub(crate) srun_options: Vec<String>,
-    /// Where the model's `spawn_batch` tasks and workflow agents run: inprocess (default), process or slurm.
+    /// Where batch tasks and workflow agents run when no `--runner` says: inprocess, process or
+    /// slurm (unset: process when `agents.command` is set, else inprocess).
     pub(crate) runner: Option<String>,
 }

@@ -392,3 +392,46 @@ pub(crate) fn run_parent(
     args.push(prompt);
     finish(exec_command(env, server, &args).spawn().unwrap())
 }
+
+/// Without `--runner`, `alcove batch` runs its tasks where `[batch] runner`
+/// says, as the model's `spawn_batch` and a workflow's agents do: one rule
+/// for every batch of children (it ran them in this process whatever the
+/// config said).
+#[test]
+fn without_runner_a_batch_runs_where_batch_runner_says() {
+    use crate::workflows::runners::{pids, write_remote};
+    let ids = ids_for("r", 3);
+    let mut script = Script::new();
+    for id in &ids {
+        script = script.conversation(&needle(id), vec![Step::text(&format!("{id} done"))]);
+    }
+    let (env, server) = setup(script);
+    let remote = write_remote(&env);
+    let tasks = write_tasks(&env, "tasks.jsonl", &ids);
+    let out = finish(
+        batch_command(
+            &env,
+            &server,
+            &[
+                "-c",
+                "batch.runner=process",
+                tasks.to_str().unwrap(),
+                "--concurrency",
+                "3",
+            ],
+        )
+        .env("ALCOVE_SUBAGENT_COMMAND", &remote)
+        .spawn()
+        .unwrap(),
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    server.assert_script_finished();
+    let mut started = pids(&env);
+    started.sort_unstable();
+    started.dedup();
+    assert_eq!(
+        started.len(),
+        3,
+        "each task is its own process: {started:?}"
+    );
+}

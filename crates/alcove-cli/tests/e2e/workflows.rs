@@ -19,7 +19,7 @@ mod halted;
 /// The model's `Workflow` tool.
 mod model_tool;
 /// Agents on the process and Slurm runners.
-mod runners;
+pub(crate) mod runners;
 /// Saved workflows: `/<name>`, and folder trust.
 mod saved;
 /// A run in `alcove report` and in OTel traces.

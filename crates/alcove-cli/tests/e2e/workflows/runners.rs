@@ -8,7 +8,7 @@ use crate::support::{read_jsonl, transcripts};
 
 /// A wrapper standing in for `ssh host alcove exec --json -`: it logs its
 /// pid to `pids`, then becomes this alcove's `exec --json -`.
-fn write_remote(env: &TestEnv) -> String {
+pub(crate) fn write_remote(env: &TestEnv) -> String {
     env.write_file(
         "remote.sh",
         &format!(
@@ -21,7 +21,7 @@ fn write_remote(env: &TestEnv) -> String {
 }
 
 /// The pids the wrapper logged, one per process it ran.
-fn pids(env: &TestEnv) -> Vec<u32> {
+pub(crate) fn pids(env: &TestEnv) -> Vec<u32> {
     std::fs::read_to_string(env.path("pids"))
         .unwrap_or_default()
         .lines()
