@@ -58,10 +58,17 @@ pub(crate) async fn run_tool_calls(
     // its first calls only; the rest are answered, not dropped.
     let cap = runtime.limits.max_tool_calls_per_reply.max(1);
     let (calls, over_cap) = calls.split_at(calls.len().min(cap));
+    // The tool each call runs as, or why none: looked up once, both for
+    // grouping and for the call (`tool_lookup.rs`).
+    let targets: Vec<Result<Target<'_>, String>> = calls
+        .iter()
+        .map(|call| crate::tool_lookup::target(run, offer, call))
+        .collect();
     let room = (room / calls.len().max(1))
         .max(MIN_RESULT_ROOM)
         .min(runtime.limits.result_cap);
-    for group in groups(run, offer, calls) {
+    for range in groups(&targets) {
+        let (group, group_targets) = (&calls[range.clone()], &targets[range]);
         // A group's calls are announced together, then run together.
         let started = Instant::now();
         runtime.emit_all(
@@ -80,10 +87,12 @@ pub(crate) async fn run_tool_calls(
             }
             continue;
         }
-        let outputs = join_all(group.iter().map(|call| async move {
-            let output = gate_and_call(runtime, run, offer, scope, call, room).await;
-            finish(runtime, run, call, output, started, room)
-        }))
+        let outputs = join_all(group.iter().zip(group_targets).map(
+            |(call, target)| async move {
+                let output = gate_and_call(runtime, run, scope, call, target, room).await;
+                finish(runtime, run, call, output, started, room)
+            },
+        ))
         .await;
         results.extend(outputs.into_iter().flatten());
     }
@@ -126,9 +135,10 @@ pub async fn front_end_call(runtime: &Runtime, run: &AgentRun, call: ToolCall) -
         .unwrap_or_else(|| ("the call returned no result".to_owned(), true))
 }
 
-/// Splits calls into groups that may run together: a run of consecutive
-/// concurrency-safe calls, a run of consecutive delegations, or one call.
-fn groups<'a>(run: &AgentRun, offer: &Offer, calls: &'a [ToolCall]) -> Vec<&'a [ToolCall]> {
+/// Splits calls (by the tool each runs as) into groups that may run
+/// together: a run of consecutive concurrency-safe calls, a run of
+/// consecutive delegations, or one call. Returns index ranges.
+fn groups(targets: &[Result<Target<'_>, String>]) -> Vec<std::ops::Range<usize>> {
     #[derive(PartialEq)]
     enum Class {
         Parallel,
@@ -136,7 +146,7 @@ fn groups<'a>(run: &AgentRun, offer: &Offer, calls: &'a [ToolCall]) -> Vec<&'a [
         Alone,
     }
     // By the tool a call runs as, which is not always the one it names.
-    let class = |call: &ToolCall| match crate::tool_lookup::target(run, offer, call) {
+    let class = |target: &Result<Target<'_>, String>| match target {
         Ok(Target { tool, .. }) if tool.access() == Access::Delegate && tool.concurrency_safe() => {
             Class::Delegation
         }
@@ -144,16 +154,16 @@ fn groups<'a>(run: &AgentRun, offer: &Offer, calls: &'a [ToolCall]) -> Vec<&'a [
         Ok(Target { tool, .. }) if tool.concurrency_safe() => Class::Parallel,
         _ => Class::Alone,
     };
-    let classes: Vec<Class> = calls.iter().map(class).collect();
+    let classes: Vec<Class> = targets.iter().map(class).collect();
     let mut groups = Vec::new();
     let mut start = 0;
-    for idx in 1..=calls.len() {
-        let boundary = idx == calls.len() || {
+    for idx in 1..=classes.len() {
+        let boundary = idx == classes.len() || {
             let previous = &classes[idx - 1];
             *previous == Class::Alone || *previous != classes[idx]
         };
         if boundary {
-            groups.push(&calls[start..idx]);
+            groups.push(start..idx);
             start = idx;
         }
     }
@@ -163,18 +173,18 @@ fn groups<'a>(run: &AgentRun, offer: &Offer, calls: &'a [ToolCall]) -> Vec<&'a [
 async fn gate_and_call(
     runtime: &Runtime,
     run: &AgentRun,
-    offer: &Offer,
     scope: &AgentScope,
     call: &ToolCall,
+    target: &Result<Target<'_>, String>,
     room: usize,
 ) -> ToolOutput {
     // The tool the call names, or the one its arguments fit when the
     // model put something else in the name (`tool_lookup.rs`): either way
     // the call takes the one path below, gate and hooks included, as that
     // tool, and a repaired call says so.
-    let Target { tool, note } = match crate::tool_lookup::target(run, offer, call) {
-        Ok(target) => target,
-        Err(unknown) => return ToolOutput::error(unknown),
+    let (tool, note) = match target {
+        Ok(Target { tool, note }) => (*tool, note),
+        Err(unknown) => return ToolOutput::error(unknown.clone()),
     };
     let caller = Caller {
         runtime,

@@ -72,7 +72,8 @@ pub(super) fn numbered(
                 break;
             }
             read += 1;
-            tail.push(entry.clone());
+            // A line pushed out at the front lends its buffer to the next.
+            entry = tail.push(std::mem::take(&mut entry)).unwrap_or_default();
         }
         // Everything after the head fitted after all: no gap.
         if tail.dropped == 0 {
@@ -173,16 +174,21 @@ impl Tail {
         }
     }
 
-    fn push(&mut self, entry: String) {
+    /// Keeps `entry`; returns a line pushed out at the front, if one was
+    /// (its buffer is reused for the next line).
+    fn push(&mut self, entry: String) -> Option<String> {
         self.bytes += entry.len();
         self.lines.push_back(entry);
+        let mut freed = None;
         while self.bytes > self.room {
             let Some(front) = self.lines.pop_front() else {
                 break;
             };
             self.bytes -= front.len();
             self.dropped += 1;
+            freed = Some(front);
         }
+        freed
     }
 
     fn is_empty(&self) -> bool {
