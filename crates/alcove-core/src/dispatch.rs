@@ -87,12 +87,15 @@ pub(crate) async fn run_tool_calls(
             }
             continue;
         }
-        let outputs = join_all(group.iter().zip(group_targets).map(
-            |(call, target)| async move {
-                let output = gate_and_call(runtime, run, scope, call, target, room).await;
-                finish(runtime, run, call, output, started, room)
-            },
-        ))
+        let outputs = join_all(
+            group
+                .iter()
+                .zip(group_targets)
+                .map(|(call, target)| async move {
+                    let output = gate_and_call(runtime, run, scope, call, target, room).await;
+                    finish(runtime, run, call, output, started, room)
+                }),
+        )
         .await;
         results.extend(outputs.into_iter().flatten());
     }
