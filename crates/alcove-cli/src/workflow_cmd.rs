@@ -199,6 +199,7 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
         .overrides
         .push(format!("agents.max_concurrent={}", args.concurrency));
     let command = runner_of(&common, &dirs, args.runner)?;
+    let saved = trusted_folders(&common, &dirs)?;
     eprint!(
         "{}",
         workflow_launch::plan(
@@ -242,13 +243,7 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
             .await;
         return Err(UsageError(format!("--budget: {reason}")).into());
     }
-    let OpenedRun {
-        run_id,
-        dir,
-        run_dir,
-        replay,
-        mut record,
-    } = workflow_launch::open_run(
+    let opened = workflow_launch::open_run(
         &dirs.data,
         RunStart {
             workflow: &workflow,
@@ -258,8 +253,28 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
             budget,
             earlier,
         },
-    )
-    .map_err(anyhow::Error::msg)?;
+    );
+    // The session is open: a run that cannot start ends it as every
+    // session ends (SessionEnd hooks, `session_ended`).
+    let OpenedRun {
+        run_id,
+        dir,
+        run_dir,
+        replay,
+        mut record,
+    } = match opened {
+        Ok(opened) => opened,
+        Err(reason) => {
+            session
+                .end(SessionEnd {
+                    status: RunStatus::Failed,
+                    error: Some(reason.clone()),
+                    ..SessionEnd::quiet("other")
+                })
+                .await;
+            return Err(anyhow::Error::msg(reason));
+        }
+    };
     session.ready().await;
     let json_mode = args.json;
     emit(
@@ -282,7 +297,7 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
         dir: dir.clone(),
         default_type: alcove_core::DEFAULT_AGENT_TYPE.to_owned(),
         wall: None,
-        saved: trusted_folders(&common, &dirs)?,
+        saved,
         workspace: session.runtime.workspace.root().to_owned(),
         events: Box::new(move |event| show(json_mode, &event)),
         prices,

@@ -327,6 +327,19 @@ impl WorkflowTool {
                 supervisor.limits().max_depth
             ));
         }
+        // Resuming a run that is still going would start a second run on
+        // its folder and journal.
+        if let Some(id) = call
+            .earlier
+            .as_ref()
+            .and_then(|(_, dir)| dir.file_name())
+            .and_then(|name| name.to_str())
+            && supervisor.host_runs().is_running(id)
+        {
+            return Err(format!(
+                "run {id} is still running: wait for it, or close it with close_agent, before resuming it"
+            ));
+        }
         if let Some(path) = &call.script_path
             && context.hidden.hides(path)
         {

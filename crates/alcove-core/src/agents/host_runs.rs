@@ -68,6 +68,11 @@ impl HostRuns {
             .map(|(_, run)| run.clone())
     }
 
+    /// Whether `id` names one of them that is still running.
+    pub fn is_running(&self, id: &str) -> bool {
+        self.get(id).is_some_and(|run| run.is_running())
+    }
+
     /// Whether `id` names one of them.
     pub(crate) fn knows(&self, id: &str) -> bool {
         self.get(id).is_some()

@@ -157,3 +157,48 @@ fn exec_waits_for_a_run_the_main_agent_left_going_and_gives_it_the_result() {
     assert!(last.contains("workflow_runs"), "{last}");
     assert!(last.contains("\"alpha\""), "{last}");
 }
+
+/// Resuming a run that is still going is refused: it would start a second
+/// run on the same folder and journal. The first run goes on and ends.
+#[test]
+fn resuming_a_run_that_is_still_running_is_refused() {
+    let script = PAIR.replace("[kid-", "[busy-");
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "[parent] start and resume",
+                vec![
+                    load("Workflow"),
+                    Step::tool_call("Workflow", json!({"script": script})),
+                    Step::tool_call(
+                        "Workflow",
+                        json!({"resumeFromRunId": from_last_result("run_id")}),
+                    ),
+                    Step::text("left it running"),
+                    Step::text("the pair said alpha and beta"),
+                ],
+            )
+            .conversation("[busy-a]", vec![Step::text("alpha").delay(1_500)])
+            .conversation("[busy-b]", vec![Step::text("beta").delay(1_500)]),
+    );
+    let out = exec(
+        &env,
+        &server,
+        &["--allow", "Workflow", "[parent] start and resume"],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    server.assert_script_finished();
+    let results = parent_results(&server, "[parent] start and resume");
+    let (started, text, is_error) = &results[0];
+    assert!(!is_error, "{text}");
+    let run_id = started["run_id"].as_str().unwrap();
+    let (_, text, is_error) = &results[1];
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains(&format!("run {run_id} is still running")),
+        "{text}"
+    );
+    // Only the first run's two agents ran.
+    assert_eq!(server.requests_for("[busy-a]").len(), 1);
+    assert_eq!(server.requests_for("[busy-b]").len(), 1);
+}
