@@ -48,8 +48,9 @@ impl RunnerKind {
 
 /// Where tasks run when no `--runner` says: `[batch] runner`, else as
 /// processes when `agents.command` is set (spawned agents run there too),
-/// else in this process — the choice `Supervisor::task_command` makes for
-/// the model's `spawn_batch` and `Workflow`.
+/// else in this process: the one rule for `alcove batch`, `alcove workflow
+/// run`, and (through [`model_batch_runner`]) the model's `spawn_batch` and
+/// `Workflow`.
 pub(crate) fn default_kind(config: &Config) -> Result<RunnerKind, UsageError> {
     Ok(match RunnerKind::configured(config)? {
         Some(kind) => kind,
@@ -107,16 +108,16 @@ impl Runners {
     }
 }
 
-/// The runner of the model's `spawn_batch` and `Workflow` agents when
-/// `[batch] runner` is `process` or `slurm` (None: in-process, or
-/// `agents.command` as for spawned agents).
+/// The runner of the model's `spawn_batch` tasks and `Workflow` agents, by
+/// the one rule every batch of children follows ([`default_kind`]); `None`
+/// in this process.
 pub(crate) fn model_batch_runner(
     common: &CommonArgs,
     config: &Config,
 ) -> Result<Option<Arc<BatchRunnerFactory>>, UsageError> {
-    let kind = match RunnerKind::configured(config)? {
-        None | Some(RunnerKind::Inprocess) => return Ok(None),
-        Some(kind) => kind,
+    let kind = match default_kind(config)? {
+        RunnerKind::Inprocess => return Ok(None),
+        kind => kind,
     };
     let runners =
         Runners::new(common, config).map_err(|err| UsageError(format!("batch.runner: {err:#}")))?;

@@ -51,10 +51,7 @@ impl Supervisor {
             if self.limits.collab && gate.offers("spawn_agent") {
                 tools.extend(collab_tools(&weak, self.command.is_some()));
                 if gate.offers("spawn_batch") {
-                    tools.extend(batch_tools(
-                        &weak,
-                        self.command.is_some() || self.batch_runner.is_some(),
-                    ));
+                    tools.extend(batch_tools(&weak, self.batch_runner.is_some()));
                 }
             }
         }

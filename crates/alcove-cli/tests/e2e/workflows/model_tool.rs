@@ -202,3 +202,54 @@ fn resuming_a_run_that_is_still_running_is_refused() {
     assert_eq!(server.requests_for("[busy-a]").len(), 1);
     assert_eq!(server.requests_for("[busy-b]").len(), 1);
 }
+
+/// `[batch] runner = "inprocess"` said in so many words keeps the model's
+/// workflow agents in this process even with `agents.command` set: every
+/// batch of children follows one rule (the model's tools fell back to the
+/// command before).
+#[test]
+fn batch_runner_inprocess_keeps_the_models_workflow_agents_here() {
+    use super::runners::{pids, write_remote};
+    let script = PAIR.replace("[kid-", "[here-");
+    let (env, server) = setup(
+        Script::new()
+            .conversation(
+                "[parent] run it here",
+                vec![
+                    load("Workflow,wait"),
+                    Step::tool_call("Workflow", json!({"script": script})),
+                    Step::tool_call(
+                        "wait",
+                        json!({"ids": [from_last_result("run_id")], "timeout_ms": 60_000}),
+                    ),
+                    Step::text("done"),
+                ],
+            )
+            .conversation("[here-a]", vec![Step::text("alpha")])
+            .conversation("[here-b]", vec![Step::text("beta")]),
+    );
+    let remote = write_remote(&env);
+    let out = crate::support::finish(
+        crate::support::exec_command(
+            &env,
+            &server,
+            &[
+                "-c",
+                "batch.runner=inprocess",
+                "--allow",
+                "Workflow",
+                "[parent] run it here",
+            ],
+        )
+        .env("ALCOVE_SUBAGENT_COMMAND", &remote)
+        .spawn()
+        .unwrap(),
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    server.assert_script_finished();
+    let results = parent_results(&server, "[parent] run it here");
+    let (waited, text, _) = &results[1];
+    let run_id = results[0].0["run_id"].as_str().unwrap();
+    assert_eq!(waited["status"][run_id], "completed", "{text}");
+    assert!(pids(&env).is_empty(), "an agent ran through agents.command");
+}

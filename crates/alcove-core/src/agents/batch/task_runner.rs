@@ -22,7 +22,7 @@ use super::super::lifecycle::Remote;
 use super::super::scope::AgentScope;
 use super::super::start_error::StartError;
 use super::super::supervisor::{Supervisor, upgrade};
-use super::process::{CommandRunner, TaskCommand};
+use super::process::TaskCommand;
 use super::task::TaskSpec;
 use crate::{AgentRun, Runtime};
 
@@ -319,15 +319,11 @@ impl TaskRunner for ChildRunner {
 
 impl Supervisor {
     /// Where the model's delegated tasks (`spawn_batch`, a `Workflow`'s
-    /// agents) run when not in this process: the front end's runner
-    /// (`[batch] runner`), else `agents.command` as for spawned agents;
-    /// `None` in this process.
+    /// agents) run when not in this process: the front end's runner, chosen
+    /// by its one rule (`[batch] runner`, else `agents.command`, else in
+    /// this process); `None` in this process.
     pub fn task_command(&self) -> Option<Arc<dyn TaskCommand>> {
-        match (&self.batch_runner, &self.command) {
-            (Some(factory), _) => Some(factory()),
-            (None, Some(command)) => Some(Arc::new(CommandRunner::new(command.clone()))),
-            (None, None) => None,
-        }
+        self.batch_runner.as_ref().map(|factory| factory())
     }
 }
 
