@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 /// How many ended children stay listed; older ones are dropped first.
 const RETAINED_ENDED: usize = 256;
-/// How many of the top agent's `spawn_agent` calls are remembered.
+/// How many of the top agent's `spawn_agent` calls (and workflow runs) are remembered.
 const RETAINED_CALLS: usize = 64;
 
 /// One child of the server's top agent.
@@ -35,6 +35,8 @@ struct State {
     entries: Vec<Entry>,
     /// The ids of the top agent's `spawn_agent` calls.
     spawning_calls: VecDeque<String>,
+    /// The ids of the top agent's workflow runs (`workflow_started`).
+    workflow_runs: VecDeque<String>,
 }
 
 /// The server's children, as the events tell them.
@@ -100,6 +102,12 @@ impl EventSink for Roster {
                     state.spawning_calls.pop_front();
                 }
             }
+            EventKind::WorkflowStarted { run_id, .. } if top => {
+                state.workflow_runs.push_back(run_id.clone());
+                if state.workflow_runs.len() > RETAINED_CALLS {
+                    state.workflow_runs.pop_front();
+                }
+            }
             EventKind::AgentStarted {
                 child,
                 call_id,
@@ -111,7 +119,7 @@ impl EventSink for Roster {
             } if top => {
                 // A batch's task and a workflow's agent name their run.
                 let started_by = match run.as_deref() {
-                    Some(run) if run.starts_with("wf_") => "Workflow",
+                    Some(run) if state.workflow_runs.iter().any(|known| known == run) => "Workflow",
                     Some(_) => "spawn_batch",
                     None if state.spawning_calls.contains(call_id) => "spawn_agent",
                     None => "delegate",
