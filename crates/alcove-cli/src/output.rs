@@ -379,6 +379,17 @@ impl std::io::Write for Head {
     }
 }
 
+/// The first line of `text`, at most 200 characters: an error or a result
+/// where one line is shown (a span's status, a run's end notice).
+pub(crate) fn first_line(text: &str) -> String {
+    text.lines()
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .take(200)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

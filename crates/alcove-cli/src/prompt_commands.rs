@@ -63,9 +63,7 @@ pub(crate) fn workflow_command(folders: &[std::path::PathBuf], input: &str) -> O
     if name.is_empty() || folders.is_empty() {
         return None;
     }
-    let workflow = crate::workflow_host::saved_workflows(folders)
-        .into_iter()
-        .find_map(|saved| saved.workflow.ok().filter(|w| w.meta.name == name))?;
+    let (_, workflow) = crate::workflow_host::saved_workflow(folders, name)?;
     let mut call = serde_json::json!({ "name": name });
     if !text.is_empty() {
         call["args"] = serde_json::from_str(text)

@@ -134,10 +134,8 @@ fn find_script(common: &CommonArgs, dirs: &Dirs, name: &str) -> anyhow::Result<(
             .map_err(|err| UsageError(format!("{}: {err}", path.display())))?;
         return Ok((path, source));
     }
-    saved_workflows(&trusted_folders(common, dirs)?)
-        .into_iter()
-        .find(|saved| saved.workflow.as_ref().is_ok_and(|w| w.meta.name == name))
-        .and_then(|saved| saved.workflow.ok().map(|w| (saved.path, w.source)))
+    crate::workflow_host::saved_workflow(&trusted_folders(common, dirs)?, name)
+        .map(|(path, workflow)| (path, workflow.source))
         .ok_or_else(|| UsageError(format!("{name}: no such file or saved workflow")).into())
 }
 

@@ -185,15 +185,8 @@ impl Host for ChildHost {
             return std::fs::read_to_string(&real)
                 .map_err(|err| format!("workflow({name_or_path}): {}: {err}", real.display()));
         }
-        saved_workflows(&self.saved)
-            .into_iter()
-            .find(|saved| {
-                saved
-                    .workflow
-                    .as_ref()
-                    .is_ok_and(|w| w.meta.name == name_or_path)
-            })
-            .and_then(|saved| saved.workflow.ok().map(|w| w.source))
+        saved_workflow(&self.saved, name_or_path)
+            .map(|(_, workflow)| workflow.source)
             .ok_or_else(|| format!("workflow(): no saved workflow named `{name_or_path}`"))
     }
 }
@@ -359,6 +352,15 @@ pub(crate) fn saved_folders(project: Option<&Path>, config_dir: &Path) -> Vec<Pa
         .collect();
     folders.push(config_dir.join("workflows"));
     folders
+}
+
+/// The saved workflow named `name` (its `meta.name`) in `folders`, nearest
+/// first, and its file.
+pub(crate) fn saved_workflow(folders: &[PathBuf], name: &str) -> Option<(PathBuf, Workflow)> {
+    saved_workflows(folders).into_iter().find_map(|saved| {
+        let workflow = saved.workflow.ok()?;
+        (workflow.meta.name == name).then_some((saved.path, workflow))
+    })
 }
 
 /// Every `*.js` in `folders`; a name found twice keeps the nearest.

@@ -29,7 +29,7 @@ use alcove_workflow::{Limits, RunEnd, RunOptions, RunRecord, Workflow};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::workflow_host::{ChildHost, runner_line, saved_workflows};
+use crate::workflow_host::{ChildHost, runner_line, saved_workflow};
 use crate::workflow_launch::{self, Budget, OpenedRun, PriceOf, RunStart};
 use crate::workflow_progress::WorkflowRun;
 
@@ -201,16 +201,8 @@ impl WorkflowTool {
             return Ok((source, workspace.display(&real), Some(real)));
         }
         let name = input.name.as_deref().unwrap_or_default();
-        saved_workflows(&self.saved)
-            .into_iter()
-            .find(|saved| saved.workflow.as_ref().is_ok_and(|w| w.meta.name == name))
-            .and_then(|saved| {
-                let shown = saved.path.display().to_string();
-                saved
-                    .workflow
-                    .ok()
-                    .map(|w| (w.source, shown, Some(saved.path)))
-            })
+        saved_workflow(&self.saved, name)
+            .map(|(path, workflow)| (workflow.source, path.display().to_string(), Some(path)))
             .ok_or_else(|| format!("no saved workflow named `{name}`"))
     }
 }
@@ -444,10 +436,5 @@ fn first_line(end: &RunEnd) -> String {
         (Value::Null, Some(error)) => error.clone(),
         (value, _) => value.to_string(),
     };
-    text.lines()
-        .next()
-        .unwrap_or("")
-        .chars()
-        .take(200)
-        .collect()
+    crate::output::first_line(&text)
 }

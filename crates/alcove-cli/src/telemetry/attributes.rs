@@ -60,14 +60,7 @@ pub(super) fn count_u64(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
-pub(super) fn first_line(text: &str) -> String {
-    text.lines()
-        .next()
-        .unwrap_or_default()
-        .chars()
-        .take(200)
-        .collect()
-}
+pub(super) use crate::output::first_line;
 
 pub(super) fn cap(mut text: String) -> String {
     if text.len() > CONTENT_CAP {
