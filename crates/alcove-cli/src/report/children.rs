@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::model::{self, Tokens};
-use super::read::Reader;
+use super::read::{Reader, str_of, u64_of};
 
 /// What the parent's transcript says about a child.
 #[derive(Debug, Default)]
@@ -53,14 +53,8 @@ impl Reader {
         event: &Value,
         ts: u64,
     ) {
-        let str_field = |name: &str| {
-            event
-                .get(name)
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned()
-        };
-        let u64_field = |name: &str| event.get(name).and_then(Value::as_u64).unwrap_or(0);
+        let str_field = |name: &str| str_of(event, name);
+        let u64_field = |name: &str| u64_of(event, name);
         let child = str_field("child");
         let call_id = str_field("call_id");
         let transcript = event
@@ -97,14 +91,8 @@ impl Reader {
 
     /// An `agent_ended`.
     pub(super) fn child_ended(&mut self, event: &Value, ts: u64) {
-        let str_field = |name: &str| {
-            event
-                .get(name)
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned()
-        };
-        let u64_field = |name: &str| event.get(name).and_then(Value::as_u64).unwrap_or(0);
+        let str_field = |name: &str| str_of(event, name);
+        let u64_field = |name: &str| u64_of(event, name);
 
         let child = self.children.entry(str_field("child")).or_default();
         let tokens = Tokens::from_usage(event.get("usage").unwrap_or(&Value::Null));

@@ -171,14 +171,8 @@ impl Reader {
             state.last_ts = state.last_ts.max(ts);
         }
         let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
-        let str_field = |name: &str| {
-            event
-                .get(name)
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned()
-        };
-        let u64_field = |name: &str| event.get(name).and_then(Value::as_u64).unwrap_or(0);
+        let str_field = |name: &str| str_of(&event, name);
+        let u64_field = |name: &str| u64_of(&event, name);
         // A run's records make its group, and are shown in the
         // conversation of the agent that started it as any other event.
         if kind.starts_with("workflow_") {
@@ -434,4 +428,18 @@ fn close_request(state: &mut LaneState, ts: u64) {
         span.end = ts.max(span.start);
         span.open = false;
     }
+}
+
+/// `event`'s string field `name`, or "".
+pub(super) fn str_of(event: &Value, name: &str) -> String {
+    event
+        .get(name)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// `event`'s number field `name`, or 0.
+pub(super) fn u64_of(event: &Value, name: &str) -> u64 {
+    event.get(name).and_then(Value::as_u64).unwrap_or(0)
 }
