@@ -1,8 +1,8 @@
 //! Subagents: delegation to a child that runs the same loop in a fresh
 //! conversation.
 //!
-//! - `supervisor`: what a session's delegations share (limits, slots,
-//!   definitions, naming, the registry, the tree budget).
+//! - `supervisor`: what a session's delegations share (limits, leases,
+//!   definitions, naming, the registry, host runs).
 //! - `scope`: the caller's wiring, lent to a delegation tool per call.
 //! - `lifecycle`: starting a child (lease, build, announce) and running one
 //!   submission under its budgets (panic capture, the runner's stop).
@@ -17,7 +17,7 @@
 //! - `collab`: the asynchronous tools (`spawn_agent`, `send_input`, `wait`,
 //!   `close_agent`, `resume_agent`); `submission`: their runs and ends;
 //!   `registry`: spawned agents' records and state machine.
-//! - `runner`: the process runner (`agents.command`); what it passes to an
+//! - `process_runner`: the process runner (`agents.command`); what it passes to an
 //!   alcove child is the gate's `ParentPolicy`.
 //! - `definitions`: the kinds of child (`general-purpose`, `explore`, …).
 //! - `loader`: definitions from Markdown files with YAML front matter.
