@@ -331,12 +331,12 @@ impl Supervisor {
             child: started.child().clone(),
         };
         {
-            let mut records = self.lock_records()?;
+            let mut records = self.registry.lock()?;
             records.insert(id.clone(), record);
             Registry::evict_idle(&mut records);
         }
         let submission_id = self.start_submission(&id, message, started)?;
-        let records = self.lock_records()?;
+        let records = self.registry.lock()?;
         let record = records
             .get(&id)
             .ok_or_else(|| format!("agent not found: {id}"))?;
@@ -350,7 +350,7 @@ impl Supervisor {
         interrupt: bool,
     ) -> Result<Value, String> {
         let previous_task = {
-            let mut records = self.lock_records()?;
+            let mut records = self.registry.lock()?;
             let record = records
                 .get_mut(id)
                 .ok_or_else(|| format!("agent not found: {id}"))?;
@@ -381,7 +381,7 @@ impl Supervisor {
             let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
         }
         let child = {
-            let records = self.lock_records()?;
+            let records = self.registry.lock()?;
             let record = records
                 .get(id)
                 .ok_or_else(|| format!("agent not found: {id}"))?;
@@ -433,7 +433,7 @@ impl Supervisor {
     }
 
     fn resume(&self, id: &str) -> Result<Value, String> {
-        let mut records = self.lock_records()?;
+        let mut records = self.registry.lock()?;
         let record = records
             .get_mut(id)
             .ok_or_else(|| format!("agent not found: {id}"))?;
@@ -464,7 +464,7 @@ impl Supervisor {
     fn mark_closed(&self, id: &str) -> Result<Closing, String> {
         let mut finishing = Vec::new();
         let mut running = None;
-        let mut records = self.lock_records()?;
+        let mut records = self.registry.lock()?;
         let record = records
             .get_mut(id)
             .ok_or_else(|| format!("agent not found: {id}"))?;

@@ -127,7 +127,7 @@ impl ChildLife {
             )
             .await;
         if !child.leave_spawned {
-            supervisor.close_spawned_below(&child.path).await;
+            supervisor.registry.close_below(&child.path).await;
         }
         let worktree = match (&child.worktree, &face) {
             (Some(worktree), Face::Once) => {

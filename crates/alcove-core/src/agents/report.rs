@@ -47,20 +47,16 @@ impl Evidence {
     }
 
     /// What was seen so far, as data: tool calls, files read and written,
-    /// commands with how they ended (results.jsonl's `evidence`).
+    /// commands with how they ended (results.jsonl's `evidence`): the
+    /// fields [`Evidence::fill`] writes into the typed record.
     pub(crate) fn to_json(&self) -> serde_json::Value {
-        let Ok(state) = self.state.lock() else {
-            return serde_json::Value::Null;
-        };
+        let mut record = alcove_protocol::ChildEvidence::default();
+        self.fill(&mut record);
         serde_json::json!({
-            "tool_calls": state.calls,
-            "files_read": state.read,
-            "files_written": state.wrote,
-            "commands": state
-                .commands
-                .iter()
-                .map(|(command, result)| serde_json::json!({"command": command, "result": result}))
-                .collect::<Vec<_>>(),
+            "tool_calls": record.tool_calls,
+            "files_read": record.files_read,
+            "files_written": record.files_written,
+            "commands": record.commands,
         })
     }
 

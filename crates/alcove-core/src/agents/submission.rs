@@ -13,11 +13,11 @@
 
 use std::sync::Arc;
 
-use alcove_protocol::{AgentPath, RunStatus};
+use alcove_protocol::RunStatus;
 
 use super::life::{ChildEnd, ChildLife, Work};
 use super::lifecycle::Remote;
-use super::registry::{Record, State, Submission};
+use super::registry::{State, Submission};
 use super::supervisor::Supervisor;
 
 impl Supervisor {
@@ -31,12 +31,6 @@ impl Supervisor {
         closed
     }
 
-    /// Closes every spawned agent below `path` and waits for their ends
-    /// (see `Registry::close_below`).
-    pub(crate) async fn close_spawned_below(&self, path: &AgentPath) {
-        self.registry.close_below(path).await;
-    }
-
     /// Waits until no spawned agent that is running now still runs (each
     /// stops within its own budgets), or until `cancel` fires. Returns what
     /// `wait` would say of them, or `None` when none was running.
@@ -45,12 +39,6 @@ impl Supervisor {
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Option<serde_json::Value> {
         self.registry.wait_for_running(cancel).await
-    }
-
-    pub(crate) fn lock_records(
-        &self,
-    ) -> Result<std::sync::MutexGuard<'_, std::collections::BTreeMap<String, Record>>, String> {
-        self.registry.lock()
     }
 
     /// Starts a submission of `message` on agent `id` as `life` (which
@@ -62,7 +50,7 @@ impl Supervisor {
         life: ChildLife,
     ) -> Result<String, String> {
         let submission_id = uuid::Uuid::new_v4().to_string();
-        let mut records = self.lock_records()?;
+        let mut records = self.registry.lock()?;
         let record = records
             .get_mut(id)
             .ok_or_else(|| format!("agent not found: {id}"))?;
