@@ -27,8 +27,8 @@ use agent_client_protocol::v1::schema::{
 use alcove_protocol::{AgentPath, EventKind, Usage};
 use serde_json::json;
 
-use super::tool_calls;
-use super::updates::Updates;
+use super::Updates;
+use crate::acp::tool_calls;
 
 /// The workflow runs of one ACP session shown as tool calls.
 #[derive(Default)]

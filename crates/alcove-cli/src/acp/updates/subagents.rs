@@ -18,8 +18,8 @@ use agent_client_protocol::v1::schema::{
 };
 use alcove_protocol::{AgentEvent, AgentPath, EventKind, RunStatus, Usage};
 
-use super::tool_calls;
-use super::updates::{Routes, Updates};
+use super::{Routes, Updates};
+use crate::acp::tool_calls;
 
 /// A child shown as its parent's tool call (no subagents capability).
 pub(super) struct Progress {
@@ -229,7 +229,7 @@ impl Updates {
         self.progress_update(&update.0, update.1);
     }
 
-    pub(super) fn progress_update(&self, call_id: &str, line: String) {
+    fn progress_update(&self, call_id: &str, line: String) {
         self.send(
             self.top(),
             SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
