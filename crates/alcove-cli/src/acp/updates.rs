@@ -305,15 +305,18 @@ impl Updates {
                 run,
                 ..
             } => {
+                let child_session = self.child_session(child);
+                let run_update = run
+                    .as_deref()
+                    .and_then(|run| self.run_agent_started(run, child, child_session.clone()));
                 // A workflow's agent is linked from its run's tool call.
-                let call_id = match run {
-                    Some(run) if self.is_run_call(run) => None,
-                    _ => Some(call_id.as_str()),
+                let call_id = match run_update {
+                    Some(_) => None,
+                    None => Some(call_id.as_str()),
                 };
-                let child_session =
-                    self.child_started(&session, agent, child, call_id, description, agent_type);
-                if let Some(run) = run {
-                    self.run_agent_started(run, child, child_session);
+                self.child_started(&session, agent, child, call_id, description, agent_type);
+                if let (Some(run), Some(update)) = (run, run_update) {
+                    self.send_run_progress(run, update);
                 }
             }
             EventKind::AgentEnded {
