@@ -15,15 +15,12 @@ mod approver;
 mod buffers;
 mod mcp;
 mod models;
-mod offers;
 mod replay;
 mod sessions;
 mod stdio;
-mod subagents;
 mod tool_calls;
 mod updates;
 mod v1;
-mod workflow_calls;
 
 use std::sync::Arc;
 

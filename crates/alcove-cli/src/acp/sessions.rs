@@ -12,6 +12,8 @@
 //! runs on is the session's config option (`models.rs`); Read sees the
 //! editor's buffers when the client offers them (`buffers.rs`).
 
+mod offers;
+
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -28,25 +30,25 @@ use tokio_util::sync::CancellationToken;
 
 use super::approver::{AcpApprover, ModeGate};
 use super::models;
-use super::offers::MODE_OPTION;
 use super::replay;
 use super::updates::Updates;
 use crate::CommonArgs;
 use crate::session::{FrontEnd, Session};
+use offers::MODE_OPTION;
 
 /// One open ACP session.
 pub(crate) struct Live {
-    pub(super) session: Session,
-    pub(super) updates: Arc<Updates>,
+    session: Session,
+    updates: Arc<Updates>,
     gate: Arc<ModeGate>,
     /// The options it was opened with (`--cd` the client's cwd).
     common: CommonArgs,
     history: tokio::sync::Mutex<Vec<Message>>,
     /// The running prompt's token.
     turn: Mutex<Option<CancellationToken>>,
-    pub(super) mode: Mutex<PermissionMode>,
+    mode: Mutex<PermissionMode>,
     /// The model the next prompt runs on.
-    pub(super) model: Mutex<models::Chosen>,
+    model: Mutex<models::Chosen>,
 }
 
 /// Every session of the connection.

@@ -18,6 +18,9 @@
 //! (`usage_update`, with the session's cost when config prices the model).
 //! Every agent's tokens are also counted here, for the prompt's `usage`.
 
+mod subagents;
+mod workflow_calls;
+
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -33,31 +36,31 @@ use alcove_core::EventSink;
 use alcove_protocol::{AgentEvent, AgentPath, EventKind, Todo, TodoStatus, Usage};
 use serde_json::Value;
 
-use super::subagents::Progress;
 use super::tool_calls;
-use super::workflow_calls::Runs;
 use crate::settings::model::Price;
+use subagents::Progress;
+use workflow_calls::Runs;
 
 /// A tool call announced and not yet finished.
-pub(super) struct OpenCall {
+struct OpenCall {
     name: String,
     input: Value,
     /// The diff a Write or Edit was about to make, kept for its final update.
     diff: Option<ToolCallContent>,
     /// The subagent session it started, for an `Agent`/`spawn_agent` call.
-    pub(super) child_session: Option<String>,
+    child_session: Option<String>,
 }
 
 #[derive(Default)]
-pub(super) struct Routes {
+struct Routes {
     /// Each child's subagent session id (subagents capability).
-    pub(super) sessions: HashMap<AgentPath, String>,
+    sessions: HashMap<AgentPath, String>,
     /// And the other way round, for `session/cancel` of a child.
-    pub(super) paths: HashMap<String, AgentPath>,
+    paths: HashMap<String, AgentPath>,
     /// First-level children shown as the main agent's tool calls.
-    pub(super) progress: HashMap<AgentPath, Progress>,
+    progress: HashMap<AgentPath, Progress>,
     /// Calls announced and not finished, by agent and call id.
-    pub(super) calls: HashMap<(AgentPath, String), OpenCall>,
+    calls: HashMap<(AgentPath, String), OpenCall>,
     /// Agents whose current message was streamed (so its whole text is not sent again).
     streamed: HashSet<AgentPath>,
     /// Each shown agent's last context figures (used, window).
@@ -73,13 +76,13 @@ pub(crate) struct Updates {
     /// The ACP session the main agent's updates go to (the alcove
     /// session's id, known once it is open; nothing is sent before).
     top: std::sync::OnceLock<String>,
-    pub(super) subagents: bool,
-    pub(super) workspace: PathBuf,
+    subagents: bool,
+    workspace: PathBuf,
     /// The session model's price, when config has one (`[pricing]`).
     price: std::sync::OnceLock<Option<Price>>,
-    pub(super) routes: Mutex<Routes>,
+    routes: Mutex<Routes>,
     /// Workflow runs shown as tool calls (never locked with `routes`).
-    pub(super) runs: Mutex<Runs>,
+    runs: Mutex<Runs>,
 }
 
 impl Updates {
@@ -302,15 +305,18 @@ impl Updates {
                 run,
                 ..
             } => {
+                let child_session = self.child_session(child);
+                let run_update = run
+                    .as_deref()
+                    .and_then(|run| self.run_agent_started(run, child, child_session.clone()));
                 // A workflow's agent is linked from its run's tool call.
-                let call_id = match run {
-                    Some(run) if self.is_run_call(run) => None,
-                    _ => Some(call_id.as_str()),
+                let call_id = match run_update {
+                    Some(_) => None,
+                    None => Some(call_id.as_str()),
                 };
-                let child_session =
-                    self.child_started(&session, agent, child, call_id, description, agent_type);
-                if let Some(run) = run {
-                    self.run_agent_started(run, child, child_session);
+                self.child_started(&session, agent, child, call_id, description, agent_type);
+                if let (Some(run), Some(update)) = (run, run_update) {
+                    self.send_run_progress(run, update);
                 }
             }
             EventKind::AgentEnded {

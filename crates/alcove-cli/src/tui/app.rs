@@ -152,7 +152,7 @@ impl App {
 
     /// Whether anything on screen moves by itself (spinners, clocks).
     pub(crate) fn animating(&self) -> bool {
-        self.running() || self.panel.running() > 0
+        self.running() || self.panel.any_running()
     }
 
     /// Lines finished since the last call, for the scrollback.

@@ -287,10 +287,12 @@ pub(crate) async fn run(common: &CommonArgs, start: Start) -> anyhow::Result<u8>
             }
             // The same cancel as ACP's `session/cancel` of a child and
             // `close_agent`: the child ends, its parent goes on.
-            Some(Action::StopChild(path)) if !session.supervisor.cancel_agent(&path) => {
-                app.hint = Some(format!("{path} has already ended"));
+            Some(Action::StopChild(path)) => {
+                let cancelled = session.supervisor.cancel_agent(&path);
+                if !cancelled {
+                    app.hint = Some(format!("{path} has already ended"));
+                }
             }
-            Some(Action::StopChild(_)) => {}
             Some(Action::Interrupt) => {
                 if let Some(turn) = &turn {
                     turn.cancel.cancel();

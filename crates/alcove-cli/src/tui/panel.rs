@@ -10,6 +10,7 @@
 
 mod workflow_runs;
 
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Instant;
 
@@ -52,9 +53,12 @@ pub(crate) struct Child {
     pub(crate) log: Conversation,
     /// Its plan: steps completed, steps (from its last `plan_updated`).
     pub(crate) plan: Option<(usize, usize)>,
-    /// The batch or workflow run it is a task of, and its workflow phase.
-    pub(crate) run: Option<String>,
+    /// Its workflow phase.
     pub(crate) phase: Option<String>,
+    /// Whether it is an agent of a workflow run or below one (the panel
+    /// shows it in the run's group, not as a row of its own); known at
+    /// its start, since a run starts before its agents.
+    in_run: bool,
 }
 
 /// Every child of the session, in start order.
@@ -65,11 +69,13 @@ pub(crate) struct Panel {
     pub(crate) epoch: u64,
     /// The session's workflow runs, in start order.
     runs: Vec<Run>,
+    /// The paths of the workflow runs' agents (not of their descendants).
+    run_agents: HashSet<String>,
 }
 
 impl Panel {
-    /// Applies an event; returns whether it concerned a child.
-    pub(crate) fn apply(&mut self, event: &AgentEvent, workspace: &Path, now: Instant) -> bool {
+    /// Applies an event.
+    pub(crate) fn apply(&mut self, event: &AgentEvent, workspace: &Path, now: Instant) {
         match &event.kind {
             EventKind::AgentStarted {
                 child,
@@ -81,6 +87,7 @@ impl Panel {
                 ..
             } => {
                 self.note_phase(run.as_deref(), phase.as_deref());
+                let in_run = self.note_run_agent(child, run.as_deref());
                 self.children.push(Child {
                     path: child.clone(),
                     description: description.clone(),
@@ -95,10 +102,10 @@ impl Panel {
                     epoch: self.epoch,
                     log: Conversation::default(),
                     plan: None,
-                    run: run.clone(),
                     phase: phase.clone(),
+                    in_run,
                 });
-                return true;
+                return;
             }
             EventKind::AgentEnded {
                 child,
@@ -120,18 +127,18 @@ impl Panel {
                     let cut = entry.log.cut_short();
                     entry.log.cells.extend(cut);
                 }
-                return true;
+                return;
             }
             EventKind::WorkflowStarted { .. }
             | EventKind::WorkflowPhase { .. }
             | EventKind::WorkflowEnded { .. } => {
                 self.apply_run(&event.kind, now);
-                return true;
+                return;
             }
             _ => {}
         }
         let Some(entry) = self.find_mut(&event.agent) else {
-            return false;
+            return;
         };
         match &event.kind {
             EventKind::TurnStarted { turn } => entry.turns = *turn,
@@ -148,7 +155,6 @@ impl Panel {
         }
         let cells = entry.log.apply(&event.kind, workspace, true, now);
         entry.log.cells.extend(cells);
-        true
     }
 
     /// The child at `path`.
@@ -158,6 +164,7 @@ impl Panel {
 
     /// How many children and workflow runs run now (a run between two
     /// phases has no child running and still shows).
+    #[cfg(test)]
     pub(crate) fn running(&self) -> usize {
         let children = self
             .children
@@ -167,33 +174,44 @@ impl Panel {
         children + self.runs.iter().filter(|run| run.is_running()).count()
     }
 
+    /// Whether any child or workflow run runs now; stops at the first
+    /// (the render loop asks on every pass).
+    pub(crate) fn any_running(&self) -> bool {
+        self.children
+            .iter()
+            .any(|child| child.state == ChildState::Running)
+            || self.runs.iter().any(Run::is_running)
+    }
+
     /// Indices of the current turn's children in tree order (each child
-    /// right after its parent), or of all children.
+    /// right after its parent), or of all children. Runs on every frame,
+    /// so each child is looked at a fixed number of times.
     pub(crate) fn tree_order(&self, current_turn_only: bool) -> Vec<usize> {
-        let mut order = Vec::new();
         let shown = |child: &Child| {
             !current_turn_only || child.epoch == self.epoch || child.state == ChildState::Running
         };
-        let mut stack: Vec<usize> = self
-            .children
-            .iter()
-            .enumerate()
-            .filter(|(_, child)| shown(child) && !self.has_parent_in_list(child))
-            .map(|(idx, _)| idx)
-            .rev()
-            .collect();
+        let paths: HashSet<&str> = self.children.iter().map(|c| c.path.as_str()).collect();
+        let mut roots = Vec::new();
+        let mut kids: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (idx, child) in self.children.iter().enumerate() {
+            if !shown(child) {
+                continue;
+            }
+            let parent = parent_of(&child.path);
+            if let Some(parent) = parent {
+                kids.entry(parent).or_default().push(idx);
+            }
+            if !parent.is_some_and(|parent| paths.contains(parent)) {
+                roots.push(idx);
+            }
+        }
+        let mut order = Vec::new();
+        let mut stack: Vec<usize> = roots.into_iter().rev().collect();
         while let Some(idx) = stack.pop() {
             order.push(idx);
-            let parent = &self.children[idx].path;
-            let kids = self
-                .children
-                .iter()
-                .enumerate()
-                .filter(|(_, child)| {
-                    shown(child) && parent_of(&child.path) == Some(parent.as_str())
-                })
-                .map(|(kid, _)| kid);
-            stack.extend(kids.rev());
+            if let Some(kids) = kids.get(self.children[idx].path.as_str()) {
+                stack.extend(kids.iter().rev());
+            }
         }
         order
     }
@@ -211,14 +229,6 @@ impl Panel {
             .iter()
             .map(|idx| self.children[*idx].row_in(&columns, theme, now))
             .collect()
-    }
-
-    fn has_parent_in_list(&self, child: &Child) -> bool {
-        parent_of(&child.path).is_some_and(|parent| {
-            self.children
-                .iter()
-                .any(|other| other.path.as_str() == parent)
-        })
     }
 
     /// The panel: a title row, one row per child of the current turn, then
@@ -242,10 +252,9 @@ impl Panel {
             Span::raw(" ".repeat(fill + 1)),
             Span::styled(hint, theme.dim()),
         ])];
-        let run_agents = self.run_agents();
         let alone: Vec<usize> = order
             .into_iter()
-            .filter(|idx| !workflow_runs::in_a_run(&self.children[*idx].path, &run_agents))
+            .filter(|idx| !self.children[*idx].in_run)
             .collect();
         let columns = Columns::fit(alone.iter().map(|idx| &self.children[*idx]), width);
         for (shown, idx) in alone.iter().enumerate() {

@@ -36,7 +36,7 @@ pub(crate) fn layout(app: &App, width: u16, rows: u16, now: Instant) -> Screen {
         return child_view(app, index, scroll, width_usize, rows, now);
     }
     let approval = app.approvals.lines(width_usize, theme);
-    let mut panel = if app.running() || app.panel.running() > 0 {
+    let mut panel = if app.running() || app.panel.any_running() {
         app.panel.lines(width_usize, theme, now)
     } else {
         Vec::new()

@@ -19,7 +19,6 @@
 //! A descendant of a run's agent belongs to the run and is not listed
 //! either; `/agents` and the child view (ctrl+t) still list every agent.
 
-use std::collections::HashSet;
 use std::time::Instant;
 
 use alcove_protocol::{AgentPath, EventKind};
@@ -48,6 +47,8 @@ pub(crate) struct Run {
     epoch: u64,
     /// Its phases in the order they appeared (`phase()` or an agent's).
     phases: Vec<String>,
+    /// Its agents, as indices into the panel's children, in start order.
+    agents: Vec<usize>,
     end: Option<End>,
 }
 
@@ -136,6 +137,7 @@ impl Panel {
                 started: now,
                 epoch: self.epoch,
                 phases: Vec::new(),
+                agents: Vec::new(),
                 end: None,
             }),
             EventKind::WorkflowPhase { run_id, title } => {
@@ -183,14 +185,26 @@ impl Panel {
             .collect()
     }
 
-    /// The paths of the workflow runs' agents (not of their descendants).
-    pub(super) fn run_agents(&self) -> HashSet<&str> {
-        let runs: HashSet<&str> = self.runs.iter().map(|run| run.id.as_str()).collect();
-        self.children
-            .iter()
-            .filter(|child| child.run.as_deref().is_some_and(|id| runs.contains(id)))
-            .map(|child| child.path.as_str())
-            .collect()
+    /// Notes a starting child (the next of the panel's children) as an
+    /// agent of the run it names, if that run is known; returns whether it
+    /// is a run's agent or below one.
+    pub(super) fn note_run_agent(&mut self, path: &AgentPath, run: Option<&str>) -> bool {
+        let index = self.children.len();
+        if let Some(run) = run.and_then(|id| self.runs.iter_mut().find(|run| run.id == id)) {
+            run.agents.push(index);
+            self.run_agents.insert(path.as_str().to_owned());
+        }
+        // Whether `path` is one of the runs' agents or below one.
+        let mut at = path.as_str();
+        loop {
+            if self.run_agents.contains(at) {
+                return true;
+            }
+            match at.rsplit_once('/') {
+                Some((parent, _)) => at = parent,
+                None => return false,
+            }
+        }
     }
 
     /// A run's header, its phase lines and its current phase's running agents.
@@ -201,10 +215,10 @@ impl Panel {
         theme: Theme,
         now: Instant,
     ) -> Vec<Line<'static>> {
-        let agents: Vec<&Child> = self
-            .children
+        let agents: Vec<&Child> = run
+            .agents
             .iter()
-            .filter(|child| child.run.as_deref() == Some(run.id.as_str()))
+            .map(|index| &self.children[*index])
             .collect();
         // Agents before the first phase() form a group of no phase.
         let mut groups: Vec<(Option<&str>, Tally)> = Vec::new();
@@ -365,19 +379,5 @@ fn plural(count: u32, noun: &str) -> String {
         format!("1 {noun}")
     } else {
         format!("{count} {noun}s")
-    }
-}
-
-/// Whether `path` is one of `run_agents` or below one.
-pub(super) fn in_a_run(path: &AgentPath, run_agents: &HashSet<&str>) -> bool {
-    let mut at = path.as_str();
-    loop {
-        if run_agents.contains(at) {
-            return true;
-        }
-        match at.rsplit_once('/') {
-            Some((parent, _)) => at = parent,
-            None => return false,
-        }
     }
 }

@@ -18,8 +18,8 @@ use agent_client_protocol::v1::schema::{
 };
 use alcove_protocol::{AgentEvent, AgentPath, EventKind, RunStatus, Usage};
 
-use super::tool_calls;
-use super::updates::{Routes, Updates};
+use super::{Routes, Updates};
+use crate::acp::tool_calls;
 
 /// A child shown as its parent's tool call (no subagents capability).
 pub(super) struct Progress {
@@ -87,11 +87,17 @@ impl Updates {
             .cloned()
     }
 
-    /// A child started: announced as a subagent session (its id
-    /// returned) linked from its parent's call `call_id`, or without the
-    /// capability shown in that call's content. Only a call the client was
-    /// told of is updated: a workflow's agent (`call_id` `None`) is linked
-    /// from its run's call, a batch task's `<batch>/<task>` names none.
+    /// The subagent session `child` gets, with the subagents capability.
+    pub(super) fn child_session(&self, child: &AgentPath) -> Option<String> {
+        self.subagents.then(|| format!("{}/{}", self.top(), child))
+    }
+
+    /// A child started: announced as its subagent session
+    /// ([`Self::child_session`]) linked from its parent's call `call_id`,
+    /// or without the capability shown in that call's content. Only a call
+    /// the client was told of is updated: a workflow's agent (`call_id`
+    /// `None`) is linked from its run's call, a batch task's
+    /// `<batch>/<task>` names none.
     pub(super) fn child_started(
         &self,
         session: &str,
@@ -100,25 +106,23 @@ impl Updates {
         call_id: Option<&str>,
         description: &str,
         agent_type: &str,
-    ) -> Option<String> {
-        let call_id = call_id.filter(|id| {
-            self.routes.lock().is_ok_and(|routes| {
-                routes
-                    .calls
-                    .contains_key(&(parent.clone(), (*id).to_owned()))
-            })
-        });
-        if self.subagents {
-            let child_session = format!("{}/{}", self.top(), child);
-            if let Ok(mut routes) = self.routes.lock() {
+    ) {
+        if let Some(child_session) = self.child_session(child) {
+            // Its routes, and its link from the parent's call when the
+            // client knows that call, under one lock.
+            let linked = self.routes.lock().is_ok_and(|mut routes| {
                 routes.sessions.insert(child.clone(), child_session.clone());
                 routes.paths.insert(child_session.clone(), child.clone());
-                if let Some(call) =
-                    call_id.and_then(|id| routes.calls.get_mut(&(parent.clone(), id.to_owned())))
+                match call_id.and_then(|id| routes.calls.get_mut(&(parent.clone(), id.to_owned())))
                 {
-                    call.child_session = Some(child_session.clone());
+                    Some(call) => {
+                        call.child_session = Some(child_session.clone());
+                        true
+                    }
+                    None => false,
                 }
-            }
+            });
+            let call_id = call_id.filter(|_| linked);
             // Announced on the parent's session before any update of its own.
             self.send(
                 session,
@@ -140,14 +144,16 @@ impl Updates {
                     SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
                         call_id.to_owned(),
                         ToolCallUpdateFields::new().content(vec![ToolCallContent::Session(
-                            SessionReference::new(child_session.clone()),
+                            SessionReference::new(child_session),
                         )]),
                     )),
                 );
             }
-            return Some(child_session);
+            return;
         }
-        if let (true, Some(call_id)) = (*parent == AgentPath::main(), call_id) {
+        if *parent == AgentPath::main()
+            && let Some(call_id) = call_id
+        {
             let progress = Progress {
                 call_id: call_id.to_owned(),
                 description: description.to_owned(),
@@ -157,12 +163,20 @@ impl Updates {
                 started: Instant::now(),
             };
             let line = progress.line();
-            if let Ok(mut routes) = self.routes.lock() {
-                routes.progress.insert(child.clone(), progress);
+            // Shown only in a call the client was told of.
+            let shown = self.routes.lock().is_ok_and(|mut routes| {
+                let known = routes
+                    .calls
+                    .contains_key(&(parent.clone(), call_id.to_owned()));
+                if known {
+                    routes.progress.insert(child.clone(), progress);
+                }
+                known
+            });
+            if shown {
+                self.progress_update(call_id, line);
             }
-            self.progress_update(call_id, line);
         }
-        None
     }
 
     /// A child ended: its subagent session goes idle with how it ended, or
@@ -229,7 +243,7 @@ impl Updates {
         self.progress_update(&update.0, update.1);
     }
 
-    pub(super) fn progress_update(&self, call_id: &str, line: String) {
+    fn progress_update(&self, call_id: &str, line: String) {
         self.send(
             self.top(),
             SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(

@@ -9,11 +9,11 @@ use agent_client_protocol::v1::schema::{
 };
 use alcove_core::PermissionMode;
 
-use super::models;
-use super::sessions::Live;
+use super::Live;
+use crate::acp::models;
 
 /// The permission modes, as ACP modes (id, name, description).
-pub(super) const MODES: [(PermissionMode, &str, &str); 5] = [
+const MODES: [(PermissionMode, &str, &str); 5] = [
     (
         PermissionMode::Default,
         "Default",

@@ -27,8 +27,8 @@ use agent_client_protocol::v1::schema::{
 use alcove_protocol::{AgentPath, EventKind, Usage};
 use serde_json::json;
 
-use super::tool_calls;
-use super::updates::Updates;
+use super::Updates;
+use crate::acp::tool_calls;
 
 /// The workflow runs of one ACP session shown as tool calls.
 #[derive(Default)]
@@ -78,14 +78,19 @@ impl RunCall {
     }
 }
 
-impl Updates {
-    /// Whether `run` is a workflow run shown as a tool call.
-    pub(super) fn is_run_call(&self, run: &str) -> bool {
-        self.runs
-            .lock()
-            .is_ok_and(|runs| runs.calls.contains_key(run))
-    }
+/// A run's call to update: its session and its new content.
+pub(super) type RunUpdate = (String, Vec<ToolCallContent>);
 
+impl Runs {
+    /// Changes a run's progress; what to send, when `run` is shown.
+    fn change(&mut self, run: &str, change: impl FnOnce(&mut RunCall)) -> Option<RunUpdate> {
+        let call = self.calls.get_mut(run)?;
+        change(call);
+        Some((call.session.clone(), call.content()))
+    }
+}
+
+impl Updates {
     /// A run's start, phase or end, from the agent whose session is `session`.
     pub(super) fn on_workflow(&self, session: &str, kind: &EventKind) {
         match kind {
@@ -177,50 +182,56 @@ impl Updates {
         }
     }
 
-    /// An agent of `run` started (`session`: its subagent session).
-    pub(super) fn run_agent_started(&self, run: &str, agent: &AgentPath, session: Option<String>) {
-        let known = self.runs.lock().is_ok_and(|mut runs| {
-            let known = runs.calls.contains_key(run);
-            if known {
-                runs.agents.insert(agent.clone(), run.to_owned());
-            }
-            known
-        });
-        if known {
-            self.run_progress(run, |call| {
-                call.started += 1;
-                call.running
-                    .extend(session.map(|session| (agent.clone(), session)));
-            });
-        }
+    /// An agent of `run` started (`session`: its subagent session): when
+    /// `run` is shown as a tool call, the agent counts for it (under one
+    /// lock) and the call's update is returned, to send once the agent is
+    /// announced; `None` when `run` is no such call.
+    pub(super) fn run_agent_started(
+        &self,
+        run: &str,
+        agent: &AgentPath,
+        session: Option<String>,
+    ) -> Option<RunUpdate> {
+        let mut runs = self.runs.lock().ok()?;
+        let update = runs.change(run, |call| {
+            call.started += 1;
+            call.running
+                .extend(session.map(|session| (agent.clone(), session)));
+        })?;
+        runs.agents.insert(agent.clone(), run.to_owned());
+        Some(update)
     }
 
     /// An agent ended: when it is a run's, its spend counts for the run.
     pub(super) fn run_agent_ended(&self, agent: &AgentPath, usage: Usage) {
-        let Some(run) = self
-            .runs
-            .lock()
-            .ok()
-            .and_then(|mut runs| runs.agents.remove(agent))
-        else {
+        let Some(update) = self.runs.lock().ok().and_then(|mut runs| {
+            let run = runs.agents.remove(agent)?;
+            runs.change(&run, |call| {
+                call.ended += 1;
+                call.tokens += usage.budget_tokens();
+                call.running.retain(|(path, _)| path != agent);
+            })
+            .map(|update| (run, update))
+        }) else {
             return;
         };
-        self.run_progress(&run, |call| {
-            call.ended += 1;
-            call.tokens += usage.budget_tokens();
-            call.running.retain(|(path, _)| path != agent);
-        });
+        self.send_run_progress(&update.0, update.1);
     }
 
     /// Changes a run's progress and sends its new line.
     fn run_progress(&self, run: &str, change: impl FnOnce(&mut RunCall)) {
-        let Some((session, content)) = self.runs.lock().ok().and_then(|mut runs| {
-            let call = runs.calls.get_mut(run)?;
-            change(call);
-            Some((call.session.clone(), call.content()))
-        }) else {
-            return;
-        };
+        if let Some(update) = self
+            .runs
+            .lock()
+            .ok()
+            .and_then(|mut runs| runs.change(run, change))
+        {
+            self.send_run_progress(run, update);
+        }
+    }
+
+    /// Sends a run's call its new content.
+    pub(super) fn send_run_progress(&self, run: &str, (session, content): RunUpdate) {
         self.send(
             &session,
             SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
