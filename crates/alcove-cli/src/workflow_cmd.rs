@@ -293,13 +293,10 @@ async fn run_workflow(common: &CommonArgs, args: RunArgs) -> anyhow::Result<u8> 
         parent: session.main_run(run_cancel.clone()),
         run_id: run_id.clone(),
         dir: dir.clone(),
-        default_type: alcove_core::DEFAULT_AGENT_TYPE.to_owned(),
-        wall: None,
         saved,
-        workspace: session.runtime.workspace.root().to_owned(),
         events: Box::new(move |event| show(json_mode, &event)),
         prices,
-        spent_usd: std::sync::Mutex::new(0.0),
+        spent_usd: std::sync::Mutex::default(),
         command,
     };
     let signal = tokio::spawn(exec::watch_signals(cancel.clone()));

@@ -18,7 +18,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use alcove_core::batch::{
     ChildRunner, Isolation, TaskCommand, TaskJob, TaskOutcome, TaskRunner, TaskSpec,
@@ -48,10 +47,8 @@ pub(crate) struct ChildHost {
     pub(crate) parent: AgentRun,
     pub(crate) run_id: String,
     pub(crate) dir: PathBuf,
-    pub(crate) default_type: String,
-    pub(crate) wall: Option<Duration>,
+    /// The folders `workflow(name)` reads saved workflows from.
     pub(crate) saved: Vec<PathBuf>,
-    pub(crate) workspace: PathBuf,
     pub(crate) events: Box<dyn Fn(RunEvent) + Send + Sync>,
     /// The session's prices, when its model has one (`workflow_launch::prices`).
     pub(crate) prices: Option<Arc<PriceOf>>,
@@ -115,10 +112,14 @@ impl Host for ChildHost {
             batch: &self.run_id,
             task: &task,
             attempt: 1,
-            agent_type: call.agent_type.as_deref().unwrap_or(&self.default_type),
+            agent_type: call
+                .agent_type
+                .as_deref()
+                .unwrap_or(alcove_core::DEFAULT_AGENT_TYPE),
             tokens: call.tokens,
             turns: None,
-            wall: self.wall,
+            // The session's `agents.timeout_secs`, as every child's.
+            wall: None,
             isolation: if worktree {
                 Isolation::Worktree
             } else {
@@ -172,11 +173,15 @@ impl Host for ChildHost {
 
     fn workflow_source(&self, name_or_path: &str) -> Result<String, String> {
         if name_or_path.ends_with(".js") || name_or_path.contains('/') {
-            let path = self.workspace.join(name_or_path);
+            let path = self.runtime.workspace.root().join(name_or_path);
             let real = path
                 .canonicalize()
                 .map_err(|err| format!("workflow({name_or_path}): {}: {err}", path.display()))?;
-            if !crate::workflow_launch::script_readable(&real, &self.workspace, &self.saved) {
+            if !crate::workflow_launch::script_readable(
+                &real,
+                self.runtime.workspace.root(),
+                &self.saved,
+            ) {
                 return Err(format!(
                     "workflow({name_or_path}): {} is outside the workspace and the saved-workflows folders",
                     real.display()

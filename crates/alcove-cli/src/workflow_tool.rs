@@ -377,13 +377,10 @@ impl WorkflowTool {
             parent,
             run_id: run_id.clone(),
             dir: dir.clone(),
-            default_type: alcove_core::DEFAULT_AGENT_TYPE.to_owned(),
-            wall: None,
             saved: self.saved.clone(),
-            workspace: scope.runtime().workspace.root().to_owned(),
             events: Box::new(move |event| observed.note(event)),
             prices: self.prices.clone(),
-            spent_usd: Mutex::new(0.0),
+            spent_usd: Mutex::default(),
             command,
         });
         supervisor.host_runs().insert(&run_id, run.clone());
