@@ -24,6 +24,14 @@ pub(crate) fn filled(mut step: Step, request: &RecordedRequest) -> Step {
     let StepKind::Reply(blocks) = &mut step.kind else {
         return step;
     };
+    // Most steps name no result: the request's results are not read then.
+    let asks = blocks.iter().any(|block| match block {
+        Block::ToolCall { input, .. } => names_a_result(input),
+        _ => false,
+    });
+    if !asks {
+        return step;
+    }
     let last: Option<Value> = request
         .tool_results()
         .last()
@@ -35,6 +43,16 @@ pub(crate) fn filled(mut step: Step, request: &RecordedRequest) -> Step {
         }
     }
     step
+}
+
+/// Whether `value` holds a [`from_last_result`] argument.
+fn names_a_result(value: &Value) -> bool {
+    match value {
+        Value::String(text) => text.starts_with(HEAD) && text.ends_with(TAIL),
+        Value::Array(items) => items.iter().any(names_a_result),
+        Value::Object(map) => map.values().any(names_a_result),
+        _ => false,
+    }
 }
 
 fn fill(value: &mut Value, last: &Value) {
