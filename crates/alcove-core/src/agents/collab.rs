@@ -469,25 +469,14 @@ impl Supervisor {
             .get_mut(id)
             .ok_or_else(|| format!("agent not found: {id}"))?;
         if record.status != State::Closed {
-            record.status_before_close = if record.running.is_some() {
-                State::Errored
-            } else {
-                record.status
-            };
-            record.status = State::Closed;
-            if record.running.is_some() {
-                record.last_error = Some("closed while running".to_owned());
-            }
-            record.touch();
-            if let Some(submission) = &mut record.running {
-                submission.cancel.cancel();
-                running = submission.task.take();
-            } else if let Some(worktree) = &record.child.worktree {
-                // Nothing writes there any more: commit and remove the
-                // folder, once the lock is released.
-                finishing.push((worktree.clone(), id.to_owned()));
-            }
-            if record.running.is_none() {
+            let idle = record.running.is_none();
+            running = record.close(Some("closed while running".to_owned()));
+            if idle {
+                // Nothing writes to its worktree any more: commit and
+                // remove the folder, once the lock is released.
+                if let Some(worktree) = &record.child.worktree {
+                    finishing.push((worktree.clone(), id.to_owned()));
+                }
                 // Closed and idle: nothing of it is left to cancel.
                 self.running.remove(&record.child.path);
             }

@@ -103,6 +103,30 @@ impl Record {
         self.sequence = next_sequence();
     }
 
+    /// Marks it closed, remembering the state it had (`errored` when a
+    /// submission was running, which is cancelled and gets `why` as its
+    /// error when one is given). Returns that submission's task, to await
+    /// once the registry's lock is released.
+    pub(crate) fn close(&mut self, why: Option<String>) -> Option<JoinHandle<()>> {
+        let task = match &mut self.running {
+            Some(submission) => {
+                self.status_before_close = State::Errored;
+                if why.is_some() {
+                    self.last_error = why;
+                }
+                submission.cancel.cancel();
+                submission.task.take()
+            }
+            None => {
+                self.status_before_close = self.status;
+                None
+            }
+        };
+        self.status = State::Closed;
+        self.touch();
+        task
+    }
+
     /// The `details` entry `wait` returns.
     pub(crate) fn details(&self) -> Value {
         json!({
@@ -249,12 +273,8 @@ impl Registry {
         let mut closed = Vec::new();
         if let Ok(mut records) = self.records.lock() {
             for record in records.values_mut() {
-                if let Some(submission) = &mut record.running {
-                    submission.cancel.cancel();
-                    tasks.extend(submission.task.take());
-                    record.status_before_close = State::Errored;
-                    record.status = State::Closed;
-                    record.touch();
+                if record.running.is_some() {
+                    tasks.extend(record.close(None));
                     closed.push(record.id.clone());
                 }
             }
@@ -280,27 +300,14 @@ impl Registry {
                 {
                     continue;
                 }
-                record.status_before_close = if record.running.is_some() {
-                    State::Errored
-                } else {
-                    record.status
-                };
-                record.status = State::Closed;
-                match &mut record.running {
-                    Some(submission) => {
-                        record.last_error =
-                            Some(format!("closed: {path}, which spawned it, ended"));
-                        submission.cancel.cancel();
-                        tasks.extend(submission.task.take());
-                    }
-                    None => {
-                        // Finished below, once the lock is released.
-                        if let Some(worktree) = &record.child.worktree {
-                            worktrees.push((worktree.clone(), record.id.clone()));
-                        }
-                    }
+                let idle = record.running.is_none();
+                tasks
+                    .extend(record.close(Some(format!("closed: {path}, which spawned it, ended"))));
+                // An idle one's worktree is finished below, once the lock
+                // is released.
+                if idle && let Some(worktree) = &record.child.worktree {
+                    worktrees.push((worktree.clone(), record.id.clone()));
                 }
-                record.touch();
                 closed = true;
             }
         }
