@@ -253,13 +253,7 @@ fn spanned_keys(
 
 /// The keys of `table` read under an old name (`config show` notes them).
 pub(crate) fn deprecated_in(table: &toml::Table) -> Vec<&'static settings::Deprecated> {
-    leaves(table)
-        .iter()
-        .filter_map(|path| {
-            let dotted = path.join(".");
-            settings::deprecated().find(|key| key.old == dotted)
-        })
-        .collect()
+    settings::old_keys_in(table).collect()
 }
 
 /// Every key of a table (a `-c` flag's), as paths.

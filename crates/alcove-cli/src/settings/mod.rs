@@ -266,9 +266,14 @@ pub(crate) fn deprecated() -> impl Iterator<Item = &'static Deprecated> {
     agents::DEPRECATED.iter()
 }
 
+/// The keys `table` sets under their old name.
+pub(crate) fn old_keys_in(table: &toml::Table) -> impl Iterator<Item = &'static Deprecated> {
+    deprecated().filter(move |key| dotted(table, key.old).is_some())
+}
+
 /// Whether `table` sets a key under its old name.
 fn has_old_key(table: &toml::Table) -> bool {
-    deprecated().any(|key| dotted(table, key.old).is_some())
+    old_keys_in(table).next().is_some()
 }
 
 /// The value at `key` (dotted) in `table`.
