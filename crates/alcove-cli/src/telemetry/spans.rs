@@ -447,9 +447,9 @@ impl Spans {
     /// The context of `agent`'s own span (a workflow run it started hangs
     /// there).
     fn agent_context(&self, agent: &AgentPath) -> Context {
-        self.agents.get(agent).map_or_else(Context::new, |spans| {
-            Context::new().with_remote_span_context(spans.span.span_context().clone())
-        })
+        self.agents
+            .get(agent)
+            .map_or_else(Context::new, |spans| context_of(&spans.span))
     }
 
     /// The context a child of `agent`'s call `call_id` starts under: the
@@ -458,8 +458,7 @@ impl Spans {
         let Some(spans) = self.agents.get(agent) else {
             return Context::new();
         };
-        let span = spans.tools.get(call_id).unwrap_or(&spans.span);
-        Context::new().with_remote_span_context(span.span_context().clone())
+        context_of(spans.tools.get(call_id).unwrap_or(&spans.span))
     }
 
     fn start(
@@ -470,12 +469,28 @@ impl Spans {
         parent: &Context,
         now: SystemTime,
     ) -> Span {
-        let builder = self
-            .tracer
-            .span_builder(name.to_owned())
-            .with_kind(kind)
-            .with_start_time(now)
-            .with_attributes(attributes);
-        self.tracer.build_with_context(builder, parent)
+        build_span(&self.tracer, name.to_owned(), kind, attributes, parent, now)
     }
+}
+
+/// A span named `name` of `kind`, begun at `now` under `parent`.
+pub(super) fn build_span(
+    tracer: &SdkTracer,
+    name: String,
+    kind: SpanKind,
+    attributes: Vec<KeyValue>,
+    parent: &Context,
+    now: SystemTime,
+) -> Span {
+    let builder = tracer
+        .span_builder(name)
+        .with_kind(kind)
+        .with_start_time(now)
+        .with_attributes(attributes);
+    tracer.build_with_context(builder, parent)
+}
+
+/// The context a span started under `span` gets.
+pub(super) fn context_of(span: &Span) -> Context {
+    Context::new().with_remote_span_context(span.span_context().clone())
 }

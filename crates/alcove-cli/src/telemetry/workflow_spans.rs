@@ -12,11 +12,12 @@
 use std::collections::HashMap;
 use std::time::SystemTime;
 
-use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt, Tracer as _};
+use opentelemetry::trace::{Span as _, SpanKind, Status};
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::{SdkTracer, Span};
 
 use super::attributes::{count_u64, first_line};
+use super::spans::{build_span, context_of};
 
 /// What `workflow_started` says of a run, for its span's attributes.
 pub(super) struct RunStart<'a> {
@@ -94,9 +95,10 @@ impl WorkflowSpans {
         if let Some(budget) = budget_usd {
             attributes.push(KeyValue::new("alcove.workflow.budget_usd", budget));
         }
-        let span = build(
+        let span = build_span(
             tracer,
             format!("invoke_workflow {name}"),
+            SpanKind::Internal,
             attributes,
             parent,
             now,
@@ -214,9 +216,10 @@ impl PhaseSpan {
             KeyValue::new("alcove.workflow.run_id", run_id.to_owned()),
             KeyValue::new("alcove.workflow.phase", title.to_owned()),
         ];
-        let span = build(
+        let span = build_span(
             tracer,
             format!("workflow_phase {title}"),
+            SpanKind::Internal,
             attributes,
             &context_of(&run.span),
             now,
@@ -237,23 +240,4 @@ impl PhaseSpan {
             self.span.end_with_timestamp(now);
         }
     }
-}
-
-fn context_of(span: &Span) -> Context {
-    Context::new().with_remote_span_context(span.span_context().clone())
-}
-
-fn build(
-    tracer: &SdkTracer,
-    name: String,
-    attributes: Vec<KeyValue>,
-    parent: &Context,
-    now: SystemTime,
-) -> Span {
-    let builder = tracer
-        .span_builder(name)
-        .with_kind(SpanKind::Internal)
-        .with_start_time(now)
-        .with_attributes(attributes);
-    tracer.build_with_context(builder, parent)
 }
