@@ -251,6 +251,23 @@ pub(crate) fn load_deferred() -> alcove_testkit::Step {
     )
 }
 
+/// The tool results in `parent`'s last request, in order, less those of
+/// its `ToolSearch` calls: each as JSON (`Null` where it is not JSON), its
+/// text, and whether it is an error.
+pub(crate) fn parent_results(server: &FakeServer, parent: &str) -> Vec<(Value, String, bool)> {
+    let requests = server.requests_for(parent);
+    results_but_loads(requests.last().unwrap())
+        .into_iter()
+        .map(|(_, content, is_error)| {
+            (
+                serde_json::from_str(&content).unwrap_or(Value::Null),
+                content,
+                is_error,
+            )
+        })
+        .collect()
+}
+
 /// `request`'s tool results less those of its `ToolSearch` calls.
 pub(crate) fn results_but_loads(
     request: &alcove_testkit::RecordedRequest,
