@@ -23,6 +23,26 @@ fn run(env: &TestEnv, server: &FakeServer, extra: &[&str], prompt: &str) -> Outc
     finish(exec_command(env, server, &args).spawn().unwrap())
 }
 
+/// `alcove exec --json` of `prompt` with `agents.command` set to `sh
+/// <script>` (a file of the workspace), `Agent` allowed (starting a
+/// runner's command is gated like Bash) and short waits; `extra` comes
+/// first.
+pub(crate) fn with_runner(
+    env: &TestEnv,
+    server: &FakeServer,
+    script: &str,
+    extra: &[&str],
+    prompt: &str,
+) -> std::process::Child {
+    let mut args = vec!["-c", "agents.wait_min_ms=50"];
+    args.extend_from_slice(extra);
+    args.extend(["--allow", "Agent(general-purpose)", "--json", prompt]);
+    exec_command(env, server, &args)
+        .env("ALCOVE_SUBAGENT_COMMAND", format!("sh {script}"))
+        .spawn()
+        .unwrap()
+}
+
 fn spawn(message: &str) -> Step {
     Step::tool_call("spawn_agent", json!({"message": message}))
 }
