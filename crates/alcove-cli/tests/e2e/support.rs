@@ -221,6 +221,20 @@ pub(crate) fn process_alive(pid: u32) -> bool {
     }
 }
 
+/// Waits until the process `pid` is gone (at most `within`, polling every
+/// 50 ms); `what` says what it means if it is not, e.g. "the child's
+/// command survived the interrupt".
+pub(crate) fn wait_gone(pid: u32, within: Duration, what: &str) {
+    let deadline = Instant::now() + within;
+    while process_alive(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "{what} (pid {pid}, still alive after {within:?})"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Waits until `path` exists (at most 20 s).
 pub(crate) fn wait_for_file(path: &Path) {
     let deadline = Instant::now() + Duration::from_secs(20);
