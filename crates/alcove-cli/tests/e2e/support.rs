@@ -221,6 +221,36 @@ pub(crate) fn process_alive(pid: u32) -> bool {
     }
 }
 
+/// Where a `Read` result cut to fit skips lines.
+pub(crate) struct ReadCut {
+    /// The line numbers the result shows, in order.
+    pub(crate) numbers: Vec<usize>,
+    /// The last line of the head it shows.
+    pub(crate) head_last: usize,
+    /// The first line of the tail it shows.
+    pub(crate) tail_first: usize,
+}
+
+/// The line numbers of a `Read` result and the gap between its head and
+/// its last lines (panics when there is no gap).
+pub(crate) fn read_cut(result: &str) -> ReadCut {
+    let numbers: Vec<usize> = result
+        .lines()
+        .filter_map(|line| line.trim_start().split_once('\t'))
+        .filter_map(|(number, _)| number.parse().ok())
+        .collect();
+    let gap = numbers
+        .windows(2)
+        .position(|pair| pair[1] != pair[0] + 1)
+        .expect("a gap between the head and the last lines");
+    let (head_last, tail_first) = (numbers[gap], numbers[gap + 1]);
+    ReadCut {
+        numbers,
+        head_last,
+        tail_first,
+    }
+}
+
 /// Waits until the process `pid` is gone (at most `within`, polling every
 /// 50 ms); `what` says what it means if it is not, e.g. "the child's
 /// command survived the interrupt".
