@@ -72,12 +72,20 @@ pub(crate) enum Wire {
     OpenAi,
 }
 
+impl Wire {
+    /// The `alcove` command of the test's env on this wire, before its
+    /// subcommand.
+    pub(crate) fn command(self, env: &TestEnv, server: &FakeServer) -> Command {
+        match self {
+            Wire::Anthropic => env.command(alcove(), server),
+            Wire::OpenAi => env.command_openai(alcove(), server),
+        }
+    }
+}
+
 /// Runs `alcove exec ARGS` on `wire` to its end (at most 60 s).
 pub(crate) fn exec_on(wire: Wire, env: &TestEnv, server: &FakeServer, args: &[&str]) -> Outcome {
-    let mut command = match wire {
-        Wire::Anthropic => return exec(env, server, args),
-        Wire::OpenAi => env.command_openai(alcove(), server),
-    };
+    let mut command = wire.command(env, server);
     command
         .arg("exec")
         .args(args)

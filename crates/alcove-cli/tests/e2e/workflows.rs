@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use alcove_testkit::{FakeServer, Script, Step, TestEnv};
 use serde_json::{Value, json};
 
-use crate::support::{Outcome, alcove, finish, of_type, read_jsonl, setup, transcript};
+use crate::support::{Outcome, Wire, finish, of_type, read_jsonl, setup, transcript};
 
 /// Dollar budgets.
 mod dollars;
@@ -26,7 +26,12 @@ mod saved;
 mod seen;
 
 fn workflow_command(env: &TestEnv, server: &FakeServer, args: &[&str]) -> Command {
-    let mut command = env.command(alcove(), server);
+    workflow_command_on(Wire::Anthropic, env, server, args)
+}
+
+/// [`workflow_command`] on `wire`.
+fn workflow_command_on(wire: Wire, env: &TestEnv, server: &FakeServer, args: &[&str]) -> Command {
+    let mut command = wire.command(env, server);
     command
         .args(["workflow", "run"])
         .args(args)
