@@ -8,14 +8,14 @@ use alcove_testkit::{FakeServer, Script, Step, TestEnv};
 use serde_json::{Value, json};
 
 use crate::support::{
-    Outcome, assert_nothing_lost, exec_command, finish, of_type, process_alive, setup,
-    wait_for_file,
+    Outcome, assert_nothing_lost, exec_command, finish, of_type, parent_results, process_alive,
+    setup, wait_for_file,
 };
 
 mod one_life;
-/// Runs `alcove exec --json` with waits allowed down to 50 ms.
 mod process_runner;
 
+/// Runs `alcove exec --json` with waits allowed down to 50 ms.
 fn run(env: &TestEnv, server: &FakeServer, extra: &[&str], prompt: &str) -> Outcome {
     let mut args = vec!["-c", "agents.wait_min_ms=50", "--json"];
     args.extend_from_slice(extra);
@@ -23,20 +23,24 @@ fn run(env: &TestEnv, server: &FakeServer, extra: &[&str], prompt: &str) -> Outc
     finish(exec_command(env, server, &args).spawn().unwrap())
 }
 
-/// The JSON results (text, is_error) of the parent's tool calls, in order.
-fn parent_results(server: &FakeServer, parent: &str) -> Vec<(Value, String, bool)> {
-    let requests = server.requests_for(parent);
-    let last = requests.last().unwrap();
-    crate::support::results_but_loads(last)
-        .into_iter()
-        .map(|(_, content, is_error)| {
-            (
-                serde_json::from_str(&content).unwrap_or(Value::Null),
-                content,
-                is_error,
-            )
-        })
-        .collect()
+/// `alcove exec --json` of `prompt` with `agents.command` set to `sh
+/// <script>` (a file of the workspace), `Agent` allowed (starting a
+/// runner's command is gated like Bash) and short waits; `extra` comes
+/// first.
+pub(crate) fn with_runner(
+    env: &TestEnv,
+    server: &FakeServer,
+    script: &str,
+    extra: &[&str],
+    prompt: &str,
+) -> std::process::Child {
+    let mut args = vec!["-c", "agents.wait_min_ms=50"];
+    args.extend_from_slice(extra);
+    args.extend(["--allow", "Agent(general-purpose)", "--json", prompt]);
+    exec_command(env, server, &args)
+        .env("ALCOVE_SUBAGENT_COMMAND", format!("sh {script}"))
+        .spawn()
+        .unwrap()
 }
 
 fn spawn(message: &str) -> Step {

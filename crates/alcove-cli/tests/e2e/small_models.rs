@@ -8,7 +8,8 @@ use alcove_testkit::{Block, Script, Step};
 use serde_json::json;
 
 use crate::support::{
-    Wire, alcove, exec_on as run, exec_openai as run_openai, of_type, setup, transcript,
+    ReadCut, Wire, alcove, exec_on as run, exec_openai as run_openai, of_type, read_cut, setup,
+    transcript,
 };
 
 /// Point 2: `/props` is asked behind the built-in `openai` provider when
@@ -274,16 +275,11 @@ fn a_file_larger_than_the_window_is_cut_to_what_fits_not_read_then_erased() {
     assert!(result.len() < 16_000, "{} bytes", result.len());
     // Its head and its last lines, and the call that shows the lines
     // between.
-    let numbers: Vec<usize> = result
-        .lines()
-        .filter_map(|line| line.trim_start().split_once('\t'))
-        .filter_map(|(number, _)| number.parse().ok())
-        .collect();
-    let gap = numbers
-        .windows(2)
-        .position(|pair| pair[1] != pair[0] + 1)
-        .unwrap();
-    let (last, tail_first) = (numbers[gap], numbers[gap + 1]);
+    let ReadCut {
+        head_last: last,
+        tail_first,
+        ..
+    } = read_cut(&result);
     assert!(
         result.contains(&format!(
             "(lines {}-{} of 800 are not shown: they do not fit in what is left of the context window. To see them call Read {{\"file_path\": \"big.log\", \"offset\": {}, \"limit\": {last}}}, or Grep for what you need. The last lines of the window follow.)",

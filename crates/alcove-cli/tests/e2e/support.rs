@@ -72,12 +72,20 @@ pub(crate) enum Wire {
     OpenAi,
 }
 
+impl Wire {
+    /// The `alcove` command of the test's env on this wire, before its
+    /// subcommand.
+    pub(crate) fn command(self, env: &TestEnv, server: &FakeServer) -> Command {
+        match self {
+            Wire::Anthropic => env.command(alcove(), server),
+            Wire::OpenAi => env.command_openai(alcove(), server),
+        }
+    }
+}
+
 /// Runs `alcove exec ARGS` on `wire` to its end (at most 60 s).
 pub(crate) fn exec_on(wire: Wire, env: &TestEnv, server: &FakeServer, args: &[&str]) -> Outcome {
-    let mut command = match wire {
-        Wire::Anthropic => return exec(env, server, args),
-        Wire::OpenAi => env.command_openai(alcove(), server),
-    };
+    let mut command = wire.command(env, server);
     command
         .arg("exec")
         .args(args)
@@ -221,6 +229,50 @@ pub(crate) fn process_alive(pid: u32) -> bool {
     }
 }
 
+/// Where a `Read` result cut to fit skips lines.
+pub(crate) struct ReadCut {
+    /// The line numbers the result shows, in order.
+    pub(crate) numbers: Vec<usize>,
+    /// The last line of the head it shows.
+    pub(crate) head_last: usize,
+    /// The first line of the tail it shows.
+    pub(crate) tail_first: usize,
+}
+
+/// The line numbers of a `Read` result and the gap between its head and
+/// its last lines (panics when there is no gap).
+pub(crate) fn read_cut(result: &str) -> ReadCut {
+    let numbers: Vec<usize> = result
+        .lines()
+        .filter_map(|line| line.trim_start().split_once('\t'))
+        .filter_map(|(number, _)| number.parse().ok())
+        .collect();
+    let gap = numbers
+        .windows(2)
+        .position(|pair| pair[1] != pair[0] + 1)
+        .expect("a gap between the head and the last lines");
+    let (head_last, tail_first) = (numbers[gap], numbers[gap + 1]);
+    ReadCut {
+        numbers,
+        head_last,
+        tail_first,
+    }
+}
+
+/// Waits until the process `pid` is gone (at most `within`, polling every
+/// 50 ms); `what` says what it means if it is not, e.g. "the child's
+/// command survived the interrupt".
+pub(crate) fn wait_gone(pid: u32, within: Duration, what: &str) {
+    let deadline = Instant::now() + within;
+    while process_alive(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "{what} (pid {pid}, still alive after {within:?})"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Waits until `path` exists (at most 20 s).
 pub(crate) fn wait_for_file(path: &Path) {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -249,6 +301,23 @@ pub(crate) fn load_deferred() -> alcove_testkit::Step {
     load(
         "spawn_agent,send_input,resume_agent,wait,close_agent,spawn_batch,retry_batch,WebFetch,WebSearch",
     )
+}
+
+/// The tool results in `parent`'s last request, in order, less those of
+/// its `ToolSearch` calls: each as JSON (`Null` where it is not JSON), its
+/// text, and whether it is an error.
+pub(crate) fn parent_results(server: &FakeServer, parent: &str) -> Vec<(Value, String, bool)> {
+    let requests = server.requests_for(parent);
+    results_but_loads(requests.last().unwrap())
+        .into_iter()
+        .map(|(_, content, is_error)| {
+            (
+                serde_json::from_str(&content).unwrap_or(Value::Null),
+                content,
+                is_error,
+            )
+        })
+        .collect()
 }
 
 /// `request`'s tool results less those of its `ToolSearch` calls.

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::support::{
     alcove, assert_nothing_lost, of_type, process_alive, read_jsonl, setup, transcripts,
-    wait_for_file,
+    wait_for_file, wait_gone,
 };
 
 /// One tmux pane running alcove, and what a test reads of it.
@@ -217,14 +217,7 @@ fn esc_interrupts_a_child_kills_its_command_and_the_session_goes_on() {
     assert!(screen.contains("agents · 1 running"), "{screen}");
     pane.key("Escape");
     pane.wait_for("Interrupted");
-    let deadline = Instant::now() + DEADLINE;
-    while process_alive(pid) {
-        assert!(
-            Instant::now() < deadline,
-            "the child's command {pid} survived the interrupt"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_gone(pid, DEADLINE, "the child's command survived the interrupt");
     pane.prompt("go on");
     pane.wait_for("AFTER-THE-INTERRUPT");
     pane.prompt("/exit");
@@ -247,14 +240,7 @@ fn x_in_a_childs_view_stops_that_child_alone_and_its_parent_goes_on() {
     let view = pane.wait_for_screen("Esc back · x stop");
     assert!(view.contains("CHILD: wait for the build"), "{view}");
     pane.key("x");
-    let deadline = Instant::now() + DEADLINE;
-    while process_alive(pid) {
-        assert!(
-            Instant::now() < deadline,
-            "the child's command {pid} survived its stop"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_gone(pid, DEADLINE, "the child's command survived its stop");
     pane.key("Escape");
     let screen = pane.wait_for("PARENT-WENT-ON");
     assert!(!screen.contains("Interrupted"), "{screen}");
@@ -344,14 +330,7 @@ fn closing_the_terminal_ends_the_turn_kills_its_commands_and_records_the_end() {
     };
     assert_nothing_lost(&events);
     assert_eq!(of_type(&events, "session_ended")[0]["status"], "aborted");
-    let deadline = Instant::now() + DEADLINE;
-    while process_alive(pid) {
-        assert!(
-            Instant::now() < deadline,
-            "the command's process {pid} survived"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_gone(pid, DEADLINE, "the command's process survived");
 }
 
 #[test]

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use alcove_testkit::{FakeServer, Script, Step, TestEnv};
 use serde_json::{Value, json};
 
-use crate::support::{Outcome, alcove, finish, read_jsonl, setup, transcript};
+use crate::support::{Outcome, Wire, finish, of_type, read_jsonl, setup, transcript};
 
 /// Dollar budgets.
 mod dollars;
@@ -26,7 +26,12 @@ mod saved;
 mod seen;
 
 fn workflow_command(env: &TestEnv, server: &FakeServer, args: &[&str]) -> Command {
-    let mut command = env.command(alcove(), server);
+    workflow_command_on(Wire::Anthropic, env, server, args)
+}
+
+/// [`workflow_command`] on `wire`.
+fn workflow_command_on(wire: Wire, env: &TestEnv, server: &FakeServer, args: &[&str]) -> Command {
+    let mut command = wire.command(env, server);
     command
         .args(["workflow", "run"])
         .args(args)
@@ -152,23 +157,17 @@ fn pipeline_and_parallel_return_the_value_and_parallel_agents_run_at_once() {
     // The session's transcript records the run as records: its start,
     // its phases, each agent's run and phase, its end.
     let events = transcript(&env);
-    let of_type = |kind: &str| -> Vec<&Value> {
-        events
-            .iter()
-            .filter(|event| event["type"] == kind)
-            .collect()
-    };
     let run_id = end["run_id"].as_str().unwrap();
-    let started = of_type("workflow_started");
+    let started = of_type(&events, "workflow_started");
     assert_eq!(started.len(), 1, "{events:?}");
     assert_eq!(started[0]["run_id"], run_id);
     assert_eq!(started[0]["phases"], json!(["Find", "Check"]));
-    let phases: Vec<&Value> = of_type("workflow_phase")
+    let phases: Vec<&Value> = of_type(&events, "workflow_phase")
         .iter()
         .map(|event| &event["title"])
         .collect();
     assert_eq!(phases, [&json!("Find"), &json!("Check")]);
-    let agents = of_type("agent_started");
+    let agents = of_type(&events, "agent_started");
     assert_eq!(agents.len(), 5);
     assert!(agents.iter().all(|agent| agent["run"] == run_id));
     let in_phase = |title: &str| {
@@ -178,7 +177,7 @@ fn pipeline_and_parallel_return_the_value_and_parallel_agents_run_at_once() {
             .count()
     };
     assert_eq!((in_phase("Find"), in_phase("Check")), (2, 3));
-    let ended_runs = of_type("workflow_ended");
+    let ended_runs = of_type(&events, "workflow_ended");
     assert_eq!(ended_runs.len(), 1);
     assert_eq!(ended_runs[0]["status"], "completed");
     assert_eq!(ended_runs[0]["agents"], 5);

@@ -2,26 +2,11 @@
 
 use std::path::PathBuf;
 
-use alcove_testkit::{FakeServer, Script, Step};
+use alcove_testkit::{Script, Step};
 use serde_json::{Value, json};
 
 use super::{needle, results, run_parent};
-use crate::support::setup;
-
-/// The parent's tool results as JSON (or the raw text when it is not JSON), in order.
-fn parent_results(server: &FakeServer, parent: &str) -> Vec<(Value, String, bool)> {
-    let requests = server.requests_for(parent);
-    crate::support::results_but_loads(requests.last().unwrap())
-        .into_iter()
-        .map(|(_, content, is_error)| {
-            (
-                serde_json::from_str(&content).unwrap_or(Value::Null),
-                content,
-                is_error,
-            )
-        })
-        .collect()
-}
+use crate::support::{parent_results, setup};
 
 fn wait(id: &str, timeout_ms: i64) -> Step {
     Step::tool_call("wait", json!({"ids": [id], "timeout_ms": timeout_ms}))

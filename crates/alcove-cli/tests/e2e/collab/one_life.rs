@@ -143,23 +143,13 @@ fn a_spawned_process_runner_childs_evidence_says_the_process_runner_ran_it() {
         ],
     ));
     env.write_file("runner.sh", FAKE_RUNNER);
-    let out = finish(
-        exec_command(
-            &env,
-            &server,
-            &[
-                "-c",
-                "agents.wait_min_ms=50",
-                "--allow",
-                "Agent(general-purpose)",
-                "--json",
-                "parent of a process",
-            ],
-        )
-        .env("ALCOVE_SUBAGENT_COMMAND", "sh runner.sh")
-        .spawn()
-        .unwrap(),
-    );
+    let out = finish(with_runner(
+        &env,
+        &server,
+        "runner.sh",
+        &[],
+        "parent of a process",
+    ));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let results = parent_results(&server, "parent of a process");
     let details = &results[1].0["details"]["agent-1"];

@@ -4,26 +4,6 @@
 
 use super::*;
 
-/// `alcove exec --json` of `prompt` with `agents.command` set to `sh
-/// <script>` (a file of the workspace), `Agent` allowed (starting a
-/// runner's command is gated like Bash) and short waits; `extra` comes
-/// first.
-fn with_runner(
-    env: &TestEnv,
-    server: &FakeServer,
-    script: &str,
-    extra: &[&str],
-    prompt: &str,
-) -> std::process::Child {
-    let mut args = vec!["-c", "agents.wait_min_ms=50"];
-    args.extend_from_slice(extra);
-    args.extend(["--allow", "Agent(general-purpose)", "--json", prompt]);
-    exec_command(env, server, &args)
-        .env("ALCOVE_SUBAGENT_COMMAND", format!("sh {script}"))
-        .spawn()
-        .unwrap()
-}
-
 /// The "remote": a wrapper script, as `ssh host alcove exec --json -`
 /// would be.
 fn write_remote(env: &TestEnv) {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use alcove_testkit::{Script, Step, TestEnv};
 use serde_json::{Value, json};
 
-use crate::support::{exec, exec_command, finish, of_type, process_alive, setup};
+use crate::support::{exec, exec_command, finish, of_type, setup, wait_gone};
 
 mod definitions;
 
@@ -494,13 +494,10 @@ fn a_hook_that_times_out_is_killed_with_its_process_group() {
     );
     for file in ["hook.pid", "bg.pid"] {
         let pid: u32 = env.read_file(file).trim().parse().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while process_alive(pid) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        assert!(
-            !process_alive(pid),
-            "{file}: process {pid} survived the timeout"
+        wait_gone(
+            pid,
+            Duration::from_secs(5),
+            &format!("{file}: the process survived the timeout"),
         );
     }
 }

@@ -5,13 +5,13 @@
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use alcove_testkit::{FakeServer, Script, Step, TestEnv};
 use serde_json::{Value, json};
 
 use super::{BYPASS, servers_dir, test_env, venv_python};
-use crate::support::{alcove, finish, process_alive, read_jsonl, transcript};
+use crate::support::{alcove, finish, read_jsonl, transcript, wait_gone};
 
 /// Runs the client's `scenario` against `alcove mcp serve SERVE_ARGS` in
 /// the test's workspace and returns what it printed.
@@ -306,14 +306,7 @@ fn notifications_cancelled_stops_the_running_child() {
     // The shell may have been stopped before it wrote its pid.
     let pid = std::fs::read_to_string(env.path("sleeper.pid")).unwrap_or_default();
     if let Ok(pid) = pid.trim().parse::<u32>() {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while process_alive(pid) {
-            assert!(
-                Instant::now() < deadline,
-                "the sleep {pid} outlived its child"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_gone(pid, Duration::from_secs(10), "the sleep outlived its child");
     }
 }
 

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::serve::client;
 use super::{BYPASS, test_env};
-use crate::support::{exec, load_deferred};
+use crate::support::{exec, load_deferred, parent_results};
 
 /// Two tasks: one runs a command and reports, one fails its command and reports.
 fn tasks() -> Value {
@@ -88,11 +88,12 @@ fn spawn_batch_and_wait_over_mcp_return_what_alcoves_own_model_gets() {
     )));
     let ran = exec(&own, &own_server, &[BYPASS[0], BYPASS[1], parent]);
     assert_eq!(ran.code, 0, "{}", ran.stderr);
-    let requests = own_server.requests_for("PARENT-BATCH");
-    let results = crate::support::results_but_loads(requests.last().unwrap());
-    let parsed: Vec<Value> = results
-        .iter()
-        .map(|(_, content, _)| serde_json::from_str(content).unwrap())
+    let parsed: Vec<Value> = parent_results(&own_server, "PARENT-BATCH")
+        .into_iter()
+        .map(|(json, text, _)| {
+            assert!(!json.is_null(), "a result that is not JSON: {text}");
+            json
+        })
         .collect();
     assert_eq!(
         comparable(parsed[0].clone()),

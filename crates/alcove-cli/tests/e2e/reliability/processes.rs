@@ -13,6 +13,7 @@ use super::{
     all_pids, assert_transcripts_whole, descendants, fd_counts, in_background, last_results, poll,
     proc_stat, read_pid, workspace_files,
 };
+use crate::collab::with_runner;
 use crate::support::{assert_nothing_lost, exec, exec_command, of_type, setup, transcript};
 
 const CRASHING_RUNNER: &str = r#"#!/bin/sh
@@ -39,21 +40,7 @@ fn a_process_runner_child_killed_by_sigkill_ends_errored_and_the_parent_goes_on(
         ],
     ));
     env.write_file("runner.sh", CRASHING_RUNNER);
-    let child = exec_command(
-        &env,
-        &server,
-        &[
-            "-c",
-            "agents.wait_min_ms=50",
-            "--allow",
-            "Agent(general-purpose)",
-            "--json",
-            "parent of a crash",
-        ],
-    )
-    .env("ALCOVE_SUBAGENT_COMMAND", "sh runner.sh")
-    .spawn()
-    .unwrap();
+    let child = with_runner(&env, &server, "runner.sh", &[], "parent of a crash");
     let (_, running) = in_background(child);
     let runner = read_pid(&env.path("runner.pid"));
     let sleeper = read_pid(&env.path("sleeper.pid"));

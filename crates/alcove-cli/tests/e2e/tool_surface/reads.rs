@@ -6,15 +6,7 @@ use alcove_testkit::{Script, Step};
 use serde_json::json;
 
 use super::*;
-
-/// The line numbers a Read result shows, in order.
-fn line_numbers(result: &str) -> Vec<usize> {
-    result
-        .lines()
-        .filter_map(|line| line.trim_start().split_once('\t'))
-        .filter_map(|(number, _)| number.parse().ok())
-        .collect()
-}
+use crate::support::{ReadCut, read_cut};
 
 #[test]
 fn a_file_cut_to_fit_shows_its_last_lines_and_the_read_call_for_the_lines_between() {
@@ -35,12 +27,11 @@ fn a_file_cut_to_fit_shows_its_last_lines_and_the_read_call_for_the_lines_betwee
         .tool_results()
         .pop()
         .unwrap();
-    let numbers = line_numbers(&result);
-    let gap = numbers
-        .windows(2)
-        .position(|pair| pair[1] != pair[0] + 1)
-        .expect("a gap between the head and the last lines");
-    let (head_last, tail_first) = (numbers[gap], numbers[gap + 1]);
+    let ReadCut {
+        numbers,
+        head_last,
+        tail_first,
+    } = read_cut(&result);
     assert_eq!(numbers[0], 1, "{result}");
     assert_eq!(
         numbers.last(),

@@ -3,11 +3,10 @@
 //! sends no more than the requests already under way and the run ends
 //! `halted`, never `completed`, with its nulls counted as halted.
 
-use std::process::Stdio;
-
 use alcove_testkit::{Script, Step};
 
-use crate::support::{alcove, finish, setup};
+use super::workflow_command_on;
+use crate::support::{Wire, finish, setup};
 
 #[test]
 fn forty_parallel_agents_against_invalid_api_key_stop_within_the_concurrency_and_end_halted() {
@@ -19,14 +18,14 @@ fn forty_parallel_agents_against_invalid_api_key_stop_within_the_concurrency_and
          return r.filter((x) => x !== null).length\n",
     );
     let out = finish(
-        env.command_openai(alcove(), &server)
-            .args(["workflow", "run", "forty.js", "--yes", "--json"])
-            .args(["--concurrency", "8"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
+        workflow_command_on(
+            Wire::OpenAi,
+            &env,
+            &server,
+            &["forty.js", "--yes", "--json", "--concurrency", "8"],
+        )
+        .spawn()
+        .unwrap(),
     );
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     let requests = server.request_count();

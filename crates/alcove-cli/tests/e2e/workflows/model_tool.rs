@@ -6,27 +6,12 @@
 use alcove_testkit::{Script, Step, from_last_result};
 use serde_json::{Value, json};
 
-use crate::support::{exec, load, results_but_loads, setup};
+use crate::support::{exec, load, parent_results, setup};
 
 const PAIR: &str = "export const meta = { name: 'pair', description: 'two agents side by side', phases: [{ title: 'Ask' }] }\n\
 phase('Ask')\n\
 const [a, b] = await parallel([() => agent('[kid-a] say a', { label: 'a' }), () => agent('[kid-b] say b', { label: 'b' })])\n\
 return { a, b }\n";
-
-/// The parent's tool results (JSON where they are), in order, less loads.
-fn parent_results(server: &alcove_testkit::FakeServer, parent: &str) -> Vec<(Value, String, bool)> {
-    let requests = server.requests_for(parent);
-    results_but_loads(requests.last().unwrap())
-        .into_iter()
-        .map(|(_, content, is_error)| {
-            (
-                serde_json::from_str(&content).unwrap_or(Value::Null),
-                content,
-                is_error,
-            )
-        })
-        .collect()
-}
 
 #[test]
 fn the_models_workflow_call_brings_the_scripts_value_back_to_it() {

@@ -42,13 +42,6 @@ fn run_transcript(env: &TestEnv) -> Vec<Value> {
         .expect("no transcript of the workflow's session")
 }
 
-fn agent_ends(events: &[Value]) -> Vec<&Value> {
-    events
-        .iter()
-        .filter(|event| event["type"] == "agent_ended")
-        .collect()
-}
-
 #[test]
 fn runner_process_runs_each_agent_as_its_own_alcove_exec() {
     let mut script = Script::new();
@@ -95,7 +88,7 @@ fn runner_process_runs_each_agent_as_its_own_alcove_exec() {
     assert_eq!(started.len(), 3, "each agent is its own process");
     // Each agent's one end record says the process runner ran it.
     let events = run_transcript(&env);
-    let ends = agent_ends(&events);
+    let ends = of_type(&events, "agent_ended");
     assert_eq!(ends.len(), 3, "{ends:?}");
     for end in ends {
         assert_eq!(end["status"], "completed", "{end}");
@@ -168,7 +161,7 @@ fn under_a_process_runner_a_schema_agent_runs_in_process_and_worktree_throws() {
     );
     assert!(server.requests_for("[isolated]").is_empty());
     let events = run_transcript(&env);
-    let ends = agent_ends(&events);
+    let ends = of_type(&events, "agent_ended");
     assert_eq!(ends.len(), 2, "{ends:?}");
     let processes = ends
         .iter()
@@ -226,7 +219,7 @@ fn runner_slurm_runs_each_agent_as_a_job_step() {
     ids.dedup();
     assert_eq!(ids.len(), 2, "every agent is its own job");
     let events = run_transcript(&env);
-    let ends = agent_ends(&events);
+    let ends = of_type(&events, "agent_ended");
     assert_eq!(ends.len(), 2, "{ends:?}");
     assert!(
         ends.iter()
@@ -291,7 +284,7 @@ fn the_models_workflow_runs_its_agents_where_batch_runner_says() {
         "{waited}"
     );
     let events = run_transcript(&env);
-    let ends = agent_ends(&events);
+    let ends = of_type(&events, "agent_ended");
     assert_eq!(ends.len(), 2, "{ends:?}");
     assert!(
         ends.iter()
@@ -387,7 +380,7 @@ fn interrupting_a_process_runner_run_leaves_no_agent_process() {
         );
     }
     let events = run_transcript(&env);
-    let ends = agent_ends(&events);
+    let ends = of_type(&events, "agent_ended");
     assert_eq!(ends.len(), 3, "{ends:?}");
     assert!(
         ends.iter().all(|end| end["status"] == "aborted"),
